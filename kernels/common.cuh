@@ -1,0 +1,79 @@
+// Shared device helpers for every kernel family: block-wide reductions and the
+// optional per-block timeline probe used by instrumented (never timed) builds.
+#pragma once
+
+#ifndef BLOCK
+#define BLOCK 256
+#endif
+
+// NVRTC has no <cmath>: spell negative infinity by its bit pattern.
+#define NEG_INF __int_as_float(0xff800000)
+
+// Warp and block reductions. Every thread of the block must call block_sum /
+// block_max; the result is returned to all of them. `scratch` holds one value
+// per warp (32 floats cover 1024 threads).
+__device__ __forceinline__ float warp_sum(float v) {
+    for (int offset = 16; offset > 0; offset >>= 1) v += __shfl_xor_sync(0xffffffffu, v, offset);
+    return v;
+}
+
+__device__ __forceinline__ float warp_max(float v) {
+    for (int offset = 16; offset > 0; offset >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, offset));
+    return v;
+}
+
+__device__ __forceinline__ float block_sum(float v, float* scratch) {
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    v = warp_sum(v);
+    __syncthreads();  // scratch may still be read by a previous reduction
+    if (lane == 0) scratch[warp] = v;
+    __syncthreads();
+    v = (threadIdx.x < BLOCK / 32) ? scratch[threadIdx.x] : 0.0f;
+    return warp_sum(v);
+}
+
+__device__ __forceinline__ float block_max(float v, float* scratch) {
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    v = warp_max(v);
+    __syncthreads();
+    if (lane == 0) scratch[warp] = v;
+    __syncthreads();
+    v = (threadIdx.x < BLOCK / 32) ? scratch[threadIdx.x] : NEG_INF;
+    return warp_max(v);
+}
+
+// Timeline probe. Built with -DLAUNCHLAB_TRACE, each block of kernel `k` writes
+// {start ns, end ns, SM id} of %globaltimer / %smid into trace_records
+// [k][blockIdx.x]; without it the macros vanish and the kernels are the timed ones.
+#ifdef LAUNCHLAB_TRACE
+__device__ unsigned long long* trace_records;  // set by the host: 3 words per block
+__device__ unsigned int trace_stride;          // blocks per kernel slot
+
+__device__ __forceinline__ unsigned long long global_timer_ns() {
+    unsigned long long t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    return t;
+}
+
+__device__ __forceinline__ unsigned int sm_id() {
+    unsigned int s;
+    asm volatile("mov.u32 %0, %%smid;" : "=r"(s));
+    return s;
+}
+
+#define TRACE_BEGIN(kernel_slot)                                      \
+    __syncthreads();                                                  \
+    unsigned long long trace_start_ns = global_timer_ns();
+#define TRACE_END(kernel_slot)                                                         \
+    __syncthreads();                                                                   \
+    if (threadIdx.x == 0) {                                                            \
+        unsigned long long* rec = trace_records +                                      \
+            3ull * ((unsigned long long)(kernel_slot) * trace_stride + blockIdx.x);    \
+        rec[0] = trace_start_ns;                                                       \
+        rec[1] = global_timer_ns();                                                    \
+        rec[2] = sm_id();                                                              \
+    }
+#else
+#define TRACE_BEGIN(kernel_slot)
+#define TRACE_END(kernel_slot)
+#endif

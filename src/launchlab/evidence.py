@@ -1,0 +1,230 @@
+"""The evidence store (SPEC §5): immutable run directories, manifests, acceptance.
+
+Layout under the evidence root:
+    runs/<RUN_ID>/...        one directory per run, sealed by manifest.json
+    failed/<RUN_ID>/...      runs whose validation failed, with REASON.txt
+    accepted.json            {"<notebook stem>": "<RUN_ID>"}
+
+A run is written once. `RunWriter` refuses an existing directory and an existing
+file; `seal` writes the manifest, after which the run is only read.
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import hashlib
+import json
+import os
+import re
+import shutil
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+EVIDENCE_ROOT = REPO_ROOT / "evidence"
+MANIFEST = "manifest.json"
+RUN_ID_PATTERN = re.compile(r"^\d{8}T\d{6}Z-[a-z0-9][a-z0-9-]{0,30}$")
+
+
+class EvidenceError(Exception):
+    """A problem with the evidence store that the caller must see by name."""
+
+
+def new_run_id(tag: str, now: _dt.datetime | None = None) -> str:
+    """RUN_ID = UTC timestamp YYYYMMDDTHHMMSSZ plus a short tag."""
+    now = now or _dt.datetime.now(_dt.timezone.utc)
+    run_id = f"{now.strftime('%Y%m%dT%H%M%SZ')}-{tag}"
+    if not RUN_ID_PATTERN.match(run_id):
+        raise EvidenceError(f"tag {tag!r} makes an invalid run id {run_id!r} (lower-case letters, digits, '-')")
+    return run_id
+
+
+def sha256_file(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def sha256_array(array: np.ndarray) -> str:
+    """Hash of a large array's C-order bytes, dtype and shape: what a run keeps instead of the array."""
+    array = np.ascontiguousarray(array)
+    digest = hashlib.sha256(f"{array.dtype.str}{array.shape}".encode())
+    digest.update(array.tobytes())
+    return digest.hexdigest()
+
+
+def to_json(obj) -> str:
+    return json.dumps(obj, indent=1, sort_keys=True, allow_nan=False) + "\n"
+
+
+class RunWriter:
+    """Writes the files of one new run; never replaces anything."""
+
+    def __init__(self, run_id: str, root: Path = EVIDENCE_ROOT):
+        if not RUN_ID_PATTERN.match(run_id):
+            raise EvidenceError(f"invalid run id {run_id!r}: expected YYYYMMDDTHHMMSSZ-tag")
+        self.run_id = run_id
+        self.root = Path(root)
+        self.path = self.root / "runs" / run_id
+        if (self.root / "failed" / run_id).exists():
+            raise EvidenceError(f"run {run_id} exists under failed/; it is never overwritten")
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self.path.mkdir()
+        except FileExistsError:
+            raise EvidenceError(f"run {run_id} exists at {self.path}; a run is never overwritten") from None
+
+    def _target(self, relative: str) -> Path:
+        target = (self.path / relative).resolve()
+        if self.path.resolve() not in target.parents:
+            raise EvidenceError(f"{relative!r} lies outside run {self.run_id}")
+        if target.exists():
+            raise EvidenceError(f"{relative} already exists in run {self.run_id}; files are written once")
+        if (self.path / MANIFEST).exists():
+            raise EvidenceError(f"run {self.run_id} is sealed; {relative} cannot be added")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        return target
+
+    def write_bytes(self, relative: str, data: bytes) -> Path:
+        target = self._target(relative)
+        target.write_bytes(data)
+        return target
+
+    def write_text(self, relative: str, text: str) -> Path:
+        return self.write_bytes(relative, text.encode())
+
+    def write_json(self, relative: str, obj) -> Path:
+        return self.write_text(relative, to_json(obj))
+
+    def write_jsonl(self, relative: str, records) -> Path:
+        return self.write_text(relative, "".join(json.dumps(r, sort_keys=True, allow_nan=False) + "\n" for r in records))
+
+    def write_arrays(self, relative: str, **arrays: np.ndarray) -> Path:
+        """Small arrays, compressed (.npz)."""
+        target = self._target(relative)
+        with open(target, "wb") as handle:
+            np.savez_compressed(handle, **arrays)
+        return target
+
+    def copy_file(self, relative: str, source: Path) -> Path:
+        target = self._target(relative)
+        shutil.copyfile(source, target)
+        return target
+
+
+def build_manifest(run_dir: Path) -> dict:
+    files = {}
+    for path in sorted(p for p in Path(run_dir).rglob("*") if p.is_file()):
+        relative = path.relative_to(run_dir).as_posix()
+        if relative != MANIFEST:
+            files[relative] = {"sha256": sha256_file(path), "bytes": path.stat().st_size}
+    return {"files": files}
+
+
+def seal(run_dir: Path) -> dict:
+    """Write manifest.json over every other file of the run; a sealed run is final."""
+    run_dir = Path(run_dir)
+    if (run_dir / MANIFEST).exists():
+        raise EvidenceError(f"run {run_dir.name} is already sealed")
+    manifest = build_manifest(run_dir)
+    (run_dir / MANIFEST).write_text(to_json(manifest))
+    return manifest
+
+
+def verify_run(run_dir: Path) -> list[str]:
+    """Problems with one run, each naming the file: missing, changed, or not in the manifest."""
+    run_dir = Path(run_dir)
+    manifest_path = run_dir / MANIFEST
+    if not manifest_path.exists():
+        return [f"{run_dir.name}: no {MANIFEST} (unsealed run)"]
+    listed = json.loads(manifest_path.read_text())["files"]
+    actual = build_manifest(run_dir)["files"]
+    problems = []
+    for relative, entry in sorted(listed.items()):
+        if relative not in actual:
+            problems.append(f"{run_dir.name}/{relative}: listed in the manifest but missing")
+        elif actual[relative] != entry:
+            problems.append(f"{run_dir.name}/{relative}: sha256 or size differs from the manifest")
+    for relative in sorted(set(actual) - set(listed)):
+        problems.append(f"{run_dir.name}/{relative}: not in the manifest")
+    return problems
+
+
+def all_run_dirs(root: Path = EVIDENCE_ROOT) -> list[Path]:
+    return sorted(p for kind in ("runs", "failed") for p in (Path(root) / kind).glob("*") if p.is_dir())
+
+
+def verify(root: Path = EVIDENCE_ROOT) -> list[str]:
+    """Every manifest and hash under the store, and accepted.json's references."""
+    problems = [problem for run_dir in all_run_dirs(root) for problem in verify_run(run_dir)]
+    for stem, run_id in read_accepted(root).items():
+        if not (Path(root) / "runs" / run_id).is_dir():
+            problems.append(f"accepted.json: {stem} names run {run_id}, which is not under runs/")
+    return problems
+
+
+def read_accepted(root: Path = EVIDENCE_ROOT) -> dict:
+    path = Path(root) / "accepted.json"
+    return json.loads(path.read_text()) if path.exists() else {}
+
+
+def run_dir(run_id: str, root: Path = EVIDENCE_ROOT) -> Path:
+    """The directory of an existing run; a clear error for an unknown id."""
+    path = Path(root) / "runs" / run_id
+    if not run_id or not path.is_dir():
+        known = ", ".join(p.name for p in sorted((Path(root) / "runs").glob("*"))) or "none"
+        raise EvidenceError(f"unknown run_id {run_id!r}: no such run under {Path(root) / 'runs'} (known: {known})")
+    return path
+
+
+def accepted_run(stem: str, root: Path = EVIDENCE_ROOT) -> Path:
+    accepted = read_accepted(root)
+    if stem not in accepted:
+        raise EvidenceError(f"no accepted run for {stem!r} in {Path(root) / 'accepted.json'}")
+    return run_dir(accepted[stem], root)
+
+
+def read_run_record(path: Path) -> dict:
+    return json.loads((Path(path) / "run.json").read_text())
+
+
+def accept(stem: str, run_id: str, root: Path = EVIDENCE_ROOT) -> None:
+    """Name a sealed, verified run whose validation passed as the evidence of `stem`."""
+    path = run_dir(run_id, root)
+    record = read_run_record(path)
+    verdict = record.get("validation", {}).get("verdict")
+    if verdict != "passed":
+        raise EvidenceError(f"run {run_id} cannot be accepted: its validation verdict is {verdict!r}, not 'passed'")
+    if record.get("chapter") != stem:
+        raise EvidenceError(f"run {run_id} belongs to chapter {record.get('chapter')!r}, not {stem!r}")
+    problems = verify_run(path)
+    if problems:
+        raise EvidenceError(f"run {run_id} does not verify: {problems[0]}")
+    accepted = read_accepted(root)
+    accepted[stem] = run_id
+    _atomic_write(Path(root) / "accepted.json", to_json(accepted))
+
+
+def move_to_failed(run_id: str, reason: str, root: Path = EVIDENCE_ROOT) -> Path:
+    """Keep a failed run apart, labelled, sealed; it is never pooled with accepted runs."""
+    source = run_dir(run_id, root)
+    target = Path(root) / "failed" / run_id
+    target.parent.mkdir(parents=True, exist_ok=True)
+    if target.exists():
+        raise EvidenceError(f"failed/{run_id} exists already")
+    if (source / MANIFEST).exists():
+        raise EvidenceError(f"run {run_id} is sealed; a sealed run stays where it is")
+    (source / "REASON.txt").write_text(reason.strip() + "\n")
+    shutil.move(str(source), str(target))
+    seal(target)
+    return target
+
+
+def _atomic_write(path: Path, text: str) -> None:
+    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
+    with os.fdopen(handle, "w") as out:
+        out.write(text)
+    os.replace(temporary, path)

@@ -1,0 +1,74 @@
+"""Float64 reference results (NumPy only; this module never imports CuPy).
+
+Tolerances are declared here, before any run, and never loosened after a failure.
+"""
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+
+@dataclasses.dataclass(frozen=True)
+class Tolerance:
+    """|out - ref| <= rtol * |ref| + atol * max_row|ref|, element by element.
+
+    The row-scaled absolute term covers tiny probabilities, whose float32 values
+    carry absolute rather than relative error after the row sum.
+    """
+    rtol: float
+    atol: float
+
+
+# FP32 kernels: exp is within a few ulp, sums over up to 65,536 terms in tree
+# order lose a few more; 1e-4 relative leaves a wide margin without hiding a bug
+# (a wrong max, a missing element or a wrong scale moves results by far more).
+RMS_SOFTMAX_TOLERANCE = Tolerance(rtol=1e-4, atol=1e-6)
+
+
+def check_matrix(x: np.ndarray) -> None:
+    """A valid workload input: finite, two-dimensional, at least one column."""
+    x = np.asarray(x)
+    if x.ndim != 2:
+        raise ValueError(f"expected a 2-D matrix, got shape {x.shape}")
+    if x.shape[1] == 0:
+        raise ValueError(f"shape {x.shape} has zero columns: every row needs at least one element")
+    if x.shape[0] == 0:
+        raise ValueError(f"shape {x.shape} has zero rows")
+    bad = np.argwhere(~np.isfinite(x))
+    if bad.size:
+        row, col = bad[0]
+        raise ValueError(f"non-finite value {x[row, col]!r} at ({row}, {col}); the workload needs finite entries")
+
+
+def rms_softmax(x: np.ndarray) -> np.ndarray:
+    """y_rj = rho_r * exp(x_rj - m_r) / z_r in float64 (SPEC §2.1)."""
+    check_matrix(x)
+    x = np.asarray(x, dtype=np.float64)
+    rho = np.sqrt(np.mean(x * x, axis=1, keepdims=True))
+    shifted = np.exp(x - x.max(axis=1, keepdims=True))
+    return rho * shifted / shifted.sum(axis=1, keepdims=True)
+
+
+def compare(out: np.ndarray, ref: np.ndarray, tolerance: Tolerance) -> dict:
+    """Element-wise check against the oracle; NaN (an unwritten, poisoned element) never passes."""
+    out = np.asarray(out, dtype=np.float64)
+    ref = np.asarray(ref, dtype=np.float64)
+    if out.shape != ref.shape:
+        return {"passed": False, "reason": f"shape {out.shape} differs from reference {ref.shape}"}
+    scale = np.abs(ref).max(axis=1, keepdims=True)
+    error = np.abs(out - ref)
+    allowed = tolerance.rtol * np.abs(ref) + tolerance.atol * scale
+    within = error <= allowed  # False wherever out is NaN
+    norm_ref = float(np.linalg.norm(ref))
+    finite = np.isfinite(out)
+    return {
+        "passed": bool(within.all()),
+        "elements": int(out.size),
+        "failing_elements": int((~within).sum()),
+        "non_finite_elements": int((~finite).sum()),
+        "max_abs_error": float(np.nanmax(error)) if finite.any() else None,
+        "relative_l2_error": float(np.linalg.norm(np.where(finite, out - ref, 0.0)) / norm_ref) if norm_ref else None,
+        "rtol": tolerance.rtol,
+        "atol": tolerance.atol,
+    }
