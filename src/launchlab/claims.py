@@ -113,7 +113,8 @@ def run_file_parts(path: str) -> tuple[str, str] | None:
 
 
 def _check_evidence_entry(entry) -> None:
-    _require(isinstance(entry, dict) and set(entry) == {"path", "sha256"}, f"evidence {entry!r} is not {{path, sha256}}")
+    _require(isinstance(entry, dict) and set(entry) == {"path", "sha256"},
+             f"evidence {entry!r} is not {{path, sha256}}")
     _require(isinstance(entry["path"], str) and run_file_parts(entry["path"]),
              f"evidence path {entry['path']!r} does not lie under evidence/runs/<RUN_ID>/")
     _require(isinstance(entry["sha256"], str) and SHA256_HEX.fullmatch(entry["sha256"]),
@@ -124,7 +125,8 @@ def _check_measured(measured) -> None:
     _require(isinstance(measured, dict) and set(measured) == set(MEASURED_FIELDS),
              f"measured must have exactly the fields {', '.join(MEASURED_FIELDS)}")
     value = measured["value"]
-    _require(isinstance(value, (int, float)) and not isinstance(value, bool), f"measured value {value!r} is not a number")
+    _require(isinstance(value, (int, float)) and not isinstance(value, bool),
+             f"measured value {value!r} is not a number")
     _require(all(isinstance(measured[field], str) and measured[field] for field in ("unit", "device")),
              "measured unit and device must be non-empty text")
     _require(isinstance(measured["run_id"], str) and RUN_ID_PATTERN.match(measured["run_id"]),
@@ -239,7 +241,8 @@ def claim_review(claim: dict, sources: dict, *, author: str, date_published: str
                 for entry in claim["evidence"]]
     if claim["measured"]:
         measured = claim["measured"]
-        based_on.append({"@type": "Dataset", "identifier": measured["run_id"], "measurementTechnique": measured["device"],
+        based_on.append({"@type": "Dataset", "identifier": measured["run_id"],
+                         "measurementTechnique": measured["device"],
                          "variableMeasured": {"@type": "PropertyValue", "value": measured["value"],
                                               "unitText": measured["unit"]}})
     return {
@@ -291,6 +294,12 @@ def _claim_from_review(review: dict) -> dict:
     }
 
 
+# Class "table" takes the theme's table style; fixed layout makes the column widths hold.
+TABLE_STYLE = ("<style>table.claim-audit { table-layout: fixed; width: 100%; font-size: 0.9em; }"
+               " table.claim-audit td { vertical-align: top; overflow-wrap: anywhere; }"
+               " table.claim-audit tbody th { text-align: left; padding-top: 1.2em; }</style>")
+
+
 def claims_table_html(claims: list[dict], sources: dict) -> str:
     """The registry as one HTML table with a row group per section (in order of first appearance).
 
@@ -299,7 +308,9 @@ def claims_table_html(claims: list[dict], sources: dict) -> str:
     by_section: dict[str, list[dict]] = {}
     for claim in claims:
         by_section.setdefault(claim["section"], []).append(claim)
-    lines = ['<table class="claim-audit">',
+    lines = [TABLE_STYLE, '<table class="table claim-audit">',
+             '<colgroup><col style="width:7%"><col style="width:25%"><col style="width:12%"><col style="width:41%">'
+             '<col style="width:15%"></colgroup>',
              "<thead><tr><th>Claim</th><th>Original excerpt</th><th>Verdict</th><th>Finding</th>"
              "<th>Sources and evidence</th></tr></thead>"]
     for section, members in by_section.items():
@@ -322,7 +333,7 @@ def _claim_row(claim: dict, sources: dict) -> str:
                        f"on {html.escape(measured['device'])}, run {html.escape(measured['run_id'])}")
     cells = [f'<a href="#{anchor}">{claim["id"]}</a>', f"<q>{html.escape(claim['excerpt'])}</q>",
              claim["verdict"], html.escape(claim["finding"]), "<br>".join(support)]
-    return f'<tr id="{anchor}" class="verdict-{claim["verdict"]}">' + "".join(f"<td>{cell}</td>" for cell in cells) + "</tr>"
+    return f'<tr id="{anchor}">' + "".join(f"<td>{cell}</td>" for cell in cells) + "</tr>"
 
 
 def write_downloads(claims: list[dict], sources: dict, repo_root: Path = REPO_ROOT) -> tuple[Path, Path]:

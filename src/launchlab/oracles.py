@@ -38,7 +38,7 @@ def check_matrix(x: np.ndarray) -> None:
     bad = np.argwhere(~np.isfinite(x))
     if bad.size:
         row, col = bad[0]
-        raise ValueError(f"non-finite value {x[row, col]!r} at ({row}, {col}); the workload needs finite entries")
+        raise ValueError(f"non-finite value {float(x[row, col])!r} at ({row}, {col}); the workload needs finite entries")
 
 
 def rms_softmax(x: np.ndarray) -> np.ndarray:

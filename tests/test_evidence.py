@@ -1,0 +1,133 @@
+"""The evidence store: manifests, tamper detection, acceptance, never overwriting."""
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from launchlab import evidence
+from launchlab.evidence import EvidenceError, RunWriter
+
+COMMITTED = evidence.EVIDENCE_ROOT
+
+
+def make_run(root: Path, run_id="20260101T000000Z-test", verdict="passed", chapter="ordinary_launches") -> Path:
+    writer = RunWriter(run_id, root)
+    writer.write_json("run.json", {"chapter": chapter, "validation": {"verdict": verdict}})
+    writer.write_jsonl("samples/a.jsonl", [{"x": 1}, {"x": 2}])
+    writer.write_text("notes/deep/file.txt", "hello")
+    evidence.seal(writer.path)
+    return writer.path
+
+
+@pytest.fixture
+def committed_copy(tmp_path):
+    """A private copy of the committed evidence store, safe to damage."""
+    shutil.copytree(COMMITTED, tmp_path / "evidence", ignore=shutil.ignore_patterns("staging"))
+    return tmp_path / "evidence"
+
+
+def test_manifest_round_trip(tmp_path):
+    path = make_run(tmp_path)
+    manifest = json.loads((path / "manifest.json").read_text())
+    assert set(manifest["files"]) == {"run.json", "samples/a.jsonl", "notes/deep/file.txt"}
+    assert manifest == evidence.build_manifest(path)
+    assert evidence.verify(tmp_path) == []
+    entry = manifest["files"]["notes/deep/file.txt"]
+    assert entry == {"sha256": evidence.sha256_file(path / "notes/deep/file.txt"), "bytes": 5}
+
+
+def test_committed_evidence_verifies():
+    assert evidence.verify(COMMITTED) == []
+
+
+def test_changing_any_byte_of_any_committed_run_file_is_named(committed_copy):
+    for run_dir in evidence.all_run_dirs(committed_copy):
+        for path in sorted(p for p in run_dir.rglob("*") if p.is_file()):
+            original = path.read_bytes()
+            damaged = bytearray(original)
+            damaged[len(damaged) // 2] ^= 0x01
+            path.write_bytes(bytes(damaged))
+            relative = path.relative_to(run_dir).as_posix()
+            problems = evidence.verify(committed_copy)
+            if relative == "manifest.json":
+                assert problems, "a damaged manifest must not verify"
+            else:
+                assert any(f"{run_dir.name}/{relative}" in p for p in problems), (relative, problems)
+            path.write_bytes(original)
+    assert evidence.verify(committed_copy) == []
+
+
+def test_added_and_removed_files_are_named(tmp_path):
+    path = make_run(tmp_path)
+    (path / "extra.txt").write_text("not listed")
+    (path / "samples/a.jsonl").unlink()
+    problems = evidence.verify(tmp_path)
+    assert any("extra.txt: not in the manifest" in p for p in problems)
+    assert any("samples/a.jsonl: listed in the manifest but missing" in p for p in problems)
+
+
+def test_accept_refuses_failed_validation_and_keeps_accepted_json(tmp_path):
+    make_run(tmp_path, "20260101T000000Z-good")
+    make_run(tmp_path, "20260101T000001Z-bad", verdict="failed")
+    evidence.accept("ordinary_launches", "20260101T000000Z-good", tmp_path)
+    before = (tmp_path / "accepted.json").read_bytes()
+    with pytest.raises(EvidenceError, match="validation verdict is 'failed'"):
+        evidence.accept("ordinary_launches", "20260101T000001Z-bad", tmp_path)
+    assert (tmp_path / "accepted.json").read_bytes() == before
+
+
+def test_accept_refuses_unsealed_or_tampered_or_other_chapter(tmp_path):
+    writer = RunWriter("20260101T000002Z-open", tmp_path)
+    writer.write_json("run.json", {"chapter": "ordinary_launches", "validation": {"verdict": "passed"}})
+    with pytest.raises(EvidenceError, match="unsealed"):
+        evidence.accept("ordinary_launches", "20260101T000002Z-open", tmp_path)
+    make_run(tmp_path, "20260101T000003Z-other", chapter="graphs")
+    with pytest.raises(EvidenceError, match="belongs to chapter 'graphs'"):
+        evidence.accept("ordinary_launches", "20260101T000003Z-other", tmp_path)
+
+
+def test_existing_run_and_file_never_overwritten(tmp_path):
+    path = make_run(tmp_path)
+    before = {p: p.read_bytes() for p in path.rglob("*") if p.is_file()}
+    with pytest.raises(EvidenceError, match="never overwritten"):
+        RunWriter(path.name, tmp_path)
+    writer = RunWriter("20260101T000009Z-fresh", tmp_path)
+    writer.write_text("a.txt", "first")
+    with pytest.raises(EvidenceError, match="written once"):
+        writer.write_text("a.txt", "second")
+    assert (writer.path / "a.txt").read_text() == "first"
+    evidence.seal(writer.path)
+    with pytest.raises(EvidenceError, match="already sealed"):
+        evidence.seal(writer.path)
+    assert before == {p: p.read_bytes() for p in path.rglob("*") if p.is_file()}
+
+
+def test_writer_refuses_paths_outside_the_run(tmp_path):
+    writer = RunWriter("20260101T000010Z-x", tmp_path)
+    with pytest.raises(EvidenceError, match="outside"):
+        writer.write_text("../escape.txt", "no")
+
+
+def test_unknown_run_id_is_named(tmp_path):
+    make_run(tmp_path)
+    with pytest.raises(EvidenceError, match="unknown run_id '20990101T000000Z-nope'.*known: 20260101T000000Z-test"):
+        evidence.run_dir("20990101T000000Z-nope", tmp_path)
+
+
+@pytest.mark.parametrize("bad", ["", "latest", "2026-01-01-x", "20260101T000000Z", "20260101T000000Z-UPPER"])
+def test_invalid_run_ids_rejected(tmp_path, bad):
+    with pytest.raises(EvidenceError, match="invalid run id"):
+        RunWriter(bad, tmp_path)
+    assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir())
+
+
+def test_failed_run_is_moved_apart_sealed_and_labelled(tmp_path):
+    writer = RunWriter("20260101T000011Z-broken", tmp_path)
+    writer.write_json("run.json", {"chapter": "ordinary_launches", "validation": {"verdict": "failed"}})
+    target = evidence.move_to_failed(writer.run_id, "validation before timing failed", tmp_path)
+    assert target == tmp_path / "failed" / writer.run_id and not writer.path.exists()
+    assert (target / "REASON.txt").read_text().startswith("validation before timing failed")
+    assert evidence.verify(tmp_path) == []
+    with pytest.raises(EvidenceError, match="failed/"):
+        RunWriter(writer.run_id, tmp_path)
