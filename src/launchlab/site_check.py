@@ -31,7 +31,8 @@ SKIPPED_DIRS = {"_static", "_sources"}
 
 @dataclass(frozen=True)
 class Ref:
-    """One reference found in the tree: the file it is in (relative to the root), what holds it, the URL."""
+    """One reference found in the tree: the file it is in (relative to the root), what holds it, the URL and,
+    for a broken one, what is wrong ("missing file" or "missing anchor")."""
     file: str
     where: str
     url: str
@@ -98,11 +99,12 @@ def _parse(path: Path) -> _PageParser:
 
 
 def _css_urls(css: str) -> list[str]:
-    return [m.group(2) or m.group(4) for m in CSS_URL.finditer(css) if (m.group(2) or m.group(4))]
+    """The URLs of a stylesheet's url(...) and @import "..." (empty url() left out)."""
+    return [url for m in CSS_URL.finditer(css) if (url := m.group(2) or m.group(4))]
 
 
 def _pages(root: Path) -> list[Path]:
-    return sorted(p for p in root.rglob("*.html") if not SKIPPED_DIRS & set(p.relative_to(root).parts[:1]))
+    return sorted(p for p in root.rglob("*.html") if p.relative_to(root).parts[0] not in SKIPPED_DIRS)
 
 
 def _fetched(root: Path) -> list[Ref]:

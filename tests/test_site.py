@@ -1,0 +1,138 @@
+"""The book renders offline (SPEC §7): it builds with zero warnings, no page fetches anything from another site,
+internal links resolve, and a real headless browser renders the pages, math included, from the vendored MathJax.
+
+The book is built once per test session into a temporary folder, or not at all when LAUNCHLAB_BUILT_HTML names an
+HTML tree built already (so CI, which builds the book anyway, need not build it twice).
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import struct
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from launchlab import site_check
+
+REPO = Path(__file__).resolve().parents[1]
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+# Sphinx's warnings read "<where>: WARNING: ..." (or "WARNING: ...", colour codes around it); a kernel's own log
+# lines ("[IPKernelApp] WARNING | ...") are not Sphinx warnings and do not fail the build.
+SPHINX_WARNING = "WARNING: "
+
+
+@pytest.fixture(scope="session")
+def book_build(tmp_path_factory):
+    """(html root, build log); the log is None when the tree was built elsewhere (LAUNCHLAB_BUILT_HTML)."""
+    given = os.environ.get("LAUNCHLAB_BUILT_HTML")
+    if given:
+        return Path(given), None
+    out = tmp_path_factory.mktemp("book")
+    # The venv's own jupyter-book first, so the test builds with the interpreter running it.
+    jb = shutil.which("jupyter-book", path=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}")
+    if jb is None:
+        pytest.fail("jupyter-book is not installed (requirements.txt)")
+    proc = subprocess.run([jb, "build", "-W", "-n", "--keep-going", "--path-output", str(out), str(REPO)],
+                          capture_output=True, text=True, timeout=3600)
+    return out / "_build" / "html", (proc.returncode, proc.stdout + proc.stderr)
+
+
+@pytest.fixture(scope="session")
+def html(book_build):
+    root, log = book_build
+    if log is not None and log[0] != 0:
+        pytest.fail(f"book build failed (exit {log[0]}):\n{log[1][-5000:]}")
+    return root
+
+
+def test_build_passes_without_warnings(book_build):
+    root, log = book_build
+    if log is None:
+        pytest.skip("LAUNCHLAB_BUILT_HTML is set: the book was built outside this session")
+    code, text = log
+    assert code == 0, text[-5000:]
+    assert SPHINX_WARNING not in text, "\n".join(l for l in text.splitlines() if SPHINX_WARNING in l)
+    assert (root / "index.html").is_file()
+
+
+def test_no_external_resources(html):
+    assert site_check.external_resources(html) == []
+
+
+def test_internal_links_resolve(html):
+    assert site_check.broken_links(html) == []
+
+
+def test_checker_finds_what_it_should(tmp_path):
+    """The two checks above are only worth their empty lists if the checker sees problems when they exist."""
+    (tmp_path / "s.css").write_text('@import "//fonts.example/f.css"; .a { background: url(missing.png) }')
+    (tmp_path / "b.html").write_text('<h1 id="top">B</h1>')
+    (tmp_path / "a.html").write_text(
+        '<link rel="stylesheet" href="s.css"><link rel="next" href="https://example.org/n.html">'
+        '<script src="https://cdn.example/mathjax.js"></script><img src="data:image/png;base64,AA==">'
+        '<a href="https://example.org">outside</a><a href="b.html#top">ok</a><a href="#">button</a>'
+        '<a href="b.html#gone">stale</a><a href="c.html">missing</a><img srcset="pic.png 2x">')
+    external = {r.url for r in site_check.external_resources(tmp_path)}
+    assert external == {"//fonts.example/f.css", "https://cdn.example/mathjax.js"}
+    broken = {(r.url, r.problem) for r in site_check.broken_links(tmp_path)}
+    assert broken == {("missing.png", "missing file"), ("b.html#gone", "missing anchor"),
+                      ("c.html", "missing file"), ("pic.png", "missing file")}
+
+
+# --- a real browser -------------------------------------------------------------------------------------------
+
+def _chromium(page: Path, work: Path, *action: str) -> subprocess.CompletedProcess:
+    """Run headless Chromium on a page. Host resolution is switched off, so nothing is ever fetched from a network
+    even if a page asked; the net log still records every request the page made. The virtual-time budget lets
+    deferred scripts (MathJax) finish before the DOM is dumped or the screenshot taken."""
+    return subprocess.run(
+        [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+         "--disable-background-networking", "--disable-component-update", "--disable-sync", "--hide-scrollbars",
+         "--host-resolver-rules=MAP * ~NOTFOUND", f"--user-data-dir={work / 'profile'}",
+         "--virtual-time-budget=10000", "--window-size=1200,900", *action, page.as_uri()],
+        capture_output=True, text=True, timeout=120)
+
+
+def _page_requests(net_log: Path) -> set[str]:
+    """http(s) URLs requested by the page. A file:// page's origin is opaque, so its requests carry the initiator
+    "null"; the browser's own background requests (update checks) carry none or "not an origin"."""
+    events = json.loads(net_log.read_text())["events"]
+    return {e["params"]["url"] for e in events
+            if e.get("params", {}).get("initiator") == "null" and e["params"].get("url", "").startswith("http")}
+
+
+def _math_page(root: Path) -> Path:
+    """The first page, in reading order of file names, that Sphinx gave math to typeset."""
+    for page in sorted(root.rglob("*.html")):
+        if "_static" not in page.parts and 'class="math notranslate nohighlight"' in page.read_text():
+            return page
+    pytest.fail("no page of the book has math, so the vendored MathJax is never exercised")
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="no chromium on PATH (tools/install_browser.sh installs Debian's)")
+@pytest.mark.parametrize("which", ["intro", "math"])
+def test_browser_renders_page(html, which, tmp_path):
+    page = html / "book" / "intro.html" if which == "intro" else _math_page(html)
+    assert page.is_file()
+    net_log = tmp_path / "net.json"
+    dom = _chromium(page, tmp_path, "--dump-dom", f"--log-net-log={net_log}")
+    assert dom.returncode == 0, dom.stderr[-3000:]
+    assert "<h1" in dom.stdout  # the theme's layout and the page's content are there
+    assert _page_requests(net_log) == set()
+    # Every math element Sphinx wrote was typeset by the vendored MathJax, without a TeX error.
+    n_math = page.read_text().count('class="math notranslate nohighlight"')
+    assert dom.stdout.count("<mjx-container") >= n_math
+    assert "data-mjx-error" not in dom.stdout
+    if n_math:
+        assert 'jax="SVG"' in dom.stdout
+
+    shot = tmp_path / f"{which}.png"
+    run = _chromium(page, tmp_path, f"--screenshot={shot}")
+    assert run.returncode == 0 and shot.is_file(), run.stderr[-3000:]
+    width, height = struct.unpack(">II", shot.read_bytes()[16:24])  # the PNG's IHDR
+    assert (width, height) == (1200, 900)
+    assert shot.stat().st_size > 10_000  # a blank page compresses to a few hundred bytes
