@@ -50,13 +50,25 @@ def rms_softmax(x: np.ndarray) -> np.ndarray:
     return rho * shifted / shifted.sum(axis=1, keepdims=True)
 
 
-def compare(out: np.ndarray, ref: np.ndarray, tolerance: Tolerance) -> dict:
-    """Element-wise check against the oracle; NaN (an unwritten, poisoned element) never passes."""
+def rms_softmax_packed(values: np.ndarray, row_offsets: np.ndarray) -> np.ndarray:
+    """The oracle over rows of different lengths packed end to end."""
+    return np.concatenate([rms_softmax(values[None, start:end])[0]
+                           for start, end in zip(row_offsets[:-1], row_offsets[1:])])
+
+
+def compare(out: np.ndarray, ref: np.ndarray, tolerance: Tolerance, row_offsets: np.ndarray | None = None) -> dict:
+    """Element-wise check against the oracle; NaN (an unwritten, poisoned element) never passes.
+
+    `ref` is a matrix, or packed rows delimited by `row_offsets`."""
     out = np.asarray(out, dtype=np.float64)
     ref = np.asarray(ref, dtype=np.float64)
     if out.shape != ref.shape:
         return {"passed": False, "reason": f"shape {out.shape} differs from reference {ref.shape}"}
-    scale = np.abs(ref).max(axis=1, keepdims=True)
+    if row_offsets is None:
+        scale = np.abs(ref).max(axis=1, keepdims=True)
+    else:
+        lengths = np.diff(row_offsets)
+        scale = np.repeat(np.maximum.reduceat(np.abs(ref), row_offsets[:-1]), lengths)
     error = np.abs(out - ref)
     allowed = tolerance.rtol * np.abs(ref) + tolerance.atol * scale
     within = error <= allowed  # False wherever out is NaN

@@ -44,3 +44,51 @@ def rms_softmax_fixture(base_seed: int, index: int, rows: int, cols: int) -> np.
     x[np.arange(rows), spikes] += np.float32(12.0)
     check_matrix(x)
     return x
+
+
+# ---------------------------------------------------------------- tiled path (chapters 2 and 4)
+TILE = 1024  # elements per tile; kernels/tiled.cuh's TILE
+
+
+def tiled_row_lengths(case: str) -> np.ndarray:
+    """balanced: 128 rows of 8192; ragged: rows r % 8 == 0 hold 36,864, the others 4,096.
+
+    Both hold 1,048,576 elements in 1024 tiles and 128 rows."""
+    rows = np.arange(128)
+    if case == "balanced":
+        return np.full(128, 8192, dtype=np.int64)
+    if case == "ragged":
+        return np.where(rows % 8 == 0, 36864, 4096).astype(np.int64)
+    raise ValueError(f"unknown tiled case {case!r}; expected 'balanced' or 'ragged'")
+
+
+def tile_table(lengths: np.ndarray, tile: int = TILE) -> dict:
+    """int32 arrays the tiled kernels read: row offsets, each row's first tile, and per tile its row, start, length."""
+    lengths = np.asarray(lengths, dtype=np.int64)
+    if lengths.ndim != 1 or lengths.size == 0 or (lengths <= 0).any():
+        raise ValueError("every row needs at least one element")
+    row_offsets = np.concatenate([[0], np.cumsum(lengths)])
+    tiles_per_row = -(-lengths // tile)
+    row_first_tile = np.concatenate([[0], np.cumsum(tiles_per_row)])
+    tile_row = np.repeat(np.arange(lengths.size), tiles_per_row)
+    within = np.arange(tile_row.size) - row_first_tile[tile_row]
+    tile_start = row_offsets[tile_row] + within * tile
+    tile_len = np.minimum(tile, row_offsets[tile_row + 1] - tile_start)
+    if row_offsets[-1] >= 2**31:
+        raise ValueError("the tiled kernels index with 32-bit integers")
+    return {name: np.ascontiguousarray(array, dtype=np.int32) for name, array in (
+        ("row_offsets", row_offsets), ("row_first_tile", row_first_tile), ("tile_row", tile_row),
+        ("tile_start", tile_start), ("tile_len", tile_len))}
+
+
+def packed_fixture(base_seed: int, index: int, lengths: np.ndarray) -> np.ndarray:
+    """Rows of the given lengths packed end to end, each drawn like `rms_softmax_fixture`'s rows."""
+    generator = np.random.default_rng(fixture_seed(base_seed, index))
+    rows = []
+    for length in np.asarray(lengths):
+        row = generator.standard_normal(int(length), dtype=np.float32) * np.float32(generator.uniform(0.25, 4.0))
+        row[generator.integers(0, length)] += np.float32(12.0)
+        rows.append(row)
+    values = np.concatenate(rows)
+    check_matrix(values[None, :])
+    return values
