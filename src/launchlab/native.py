@@ -66,6 +66,13 @@ class NativeLauncher:
         }
         return packed
 
+    def enqueue(self, packed, stream_ptr: int, repeats: int) -> None:
+        """Issue every kernel `repeats` times and return without waiting."""
+        status = self.library.launch_enqueue(packed["count"], packed["functions"], packed["grid"], packed["block"],
+                                             packed["params"], ctypes.c_void_p(stream_ptr), repeats)
+        if status != 0:
+            raise RuntimeError(f"cuLaunchKernel returned CUresult {status}")
+
     def run(self, packed, stream_ptr: int, repeats: int) -> tuple[int, int]:
         """Launch every kernel `repeats` times; (enqueue ns, completion ns) as C++ timed them."""
         enqueue, complete = ctypes.c_longlong(), ctypes.c_longlong()

@@ -1,7 +1,7 @@
 """One module per executable chapter, keyed by its notebook stem."""
-from . import ordinary_launches
+from . import graphs, ordinary_launches
 
-CHAPTERS = {module.STEM: module for module in (ordinary_launches,)}
+CHAPTERS = {module.STEM: module for module in (ordinary_launches, graphs)}
 
 
 def chapter_module(stem: str):
