@@ -10,8 +10,8 @@
 #define NEG_INF __int_as_float(0xff800000)
 
 // Warp and block reductions. Every thread of the block must call block_sum /
-// block_max; the result is returned to all of them. `scratch` holds one value
-// per warp (32 floats cover 1024 threads).
+// block_max; every thread gets the result (each warp reduces all the per-warp
+// partials itself). `scratch` holds one value per warp (32 floats cover 1024 threads).
 __device__ __forceinline__ float warp_sum(float v) {
     for (int offset = 16; offset > 0; offset >>= 1) v += __shfl_xor_sync(0xffffffffu, v, offset);
     return v;
@@ -28,7 +28,7 @@ __device__ __forceinline__ float block_sum(float v, float* scratch) {
     __syncthreads();  // scratch may still be read by a previous reduction
     if (lane == 0) scratch[warp] = v;
     __syncthreads();
-    v = (threadIdx.x < BLOCK / 32) ? scratch[threadIdx.x] : 0.0f;
+    v = (lane < BLOCK / 32) ? scratch[lane] : 0.0f;
     return warp_sum(v);
 }
 
@@ -38,7 +38,7 @@ __device__ __forceinline__ float block_max(float v, float* scratch) {
     __syncthreads();
     if (lane == 0) scratch[warp] = v;
     __syncthreads();
-    v = (threadIdx.x < BLOCK / 32) ? scratch[threadIdx.x] : NEG_INF;
+    v = (lane < BLOCK / 32) ? scratch[lane] : NEG_INF;
     return warp_max(v);
 }
 
