@@ -45,3 +45,19 @@ def block_timeline(ax, start_ns: np.ndarray, end_ns: np.ndarray, sm: np.ndarray,
 def figure(rows: int = 1, cols: int = 1, width: float = 9.0, height: float = 3.6, **kwargs):
     fig, axes = plt.subplots(rows, cols, figsize=(width, height * rows), squeeze=False, **kwargs)
     return fig, axes
+
+
+def draw_chain(ax, labels, title: str):
+    """Boxes top to bottom with arrows between them: a linear graph of nodes."""
+    count = len(labels)
+    for index, label in enumerate(labels):
+        y = count - 1 - index
+        ax.text(0.5, y, label, ha="center", va="center", fontsize="small", family="monospace",
+                bbox={"boxstyle": "round", "facecolor": KERNEL_COLOURS[index % len(KERNEL_COLOURS)], "alpha": 0.3})
+        if index:
+            ax.annotate("", xy=(0.5, y + 0.25), xytext=(0.5, y + 0.75), arrowprops={"arrowstyle": "->"})
+    ax.set_xlim(0, 1)
+    ax.set_ylim(-0.6, count - 0.4)
+    ax.set_title(title, fontsize="medium")
+    ax.axis("off")
+    return ax

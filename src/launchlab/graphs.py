@@ -5,11 +5,6 @@ from __future__ import annotations
 
 import re
 import time
-from collections import Counter
-
-NODE_TYPES = ("KERNEL", "MEMCPY", "MEMSET", "HOST", "GRAPH", "EMPTY", "WAIT_EVENT", "EVENT_RECORD",
-              "EXT_SEMAS_SIGNAL", "EXT_SEMAS_WAIT", "MEM_ALLOC", "MEM_FREE", "BATCH_MEM_OP", "CONDITIONAL")
-
 
 def capture(invoke, stream) -> tuple[object, dict]:
     """Capture `invoke` on `stream` into a graph, instantiate, upload and replay it once.
@@ -40,49 +35,65 @@ def capture(invoke, stream) -> tuple[object, dict]:
     return graph, setup
 
 
-_NODE = re.compile(r'^\s*"?([\w.]+)"?\s*\[(.*)$')
-_EDGE = re.compile(r'^\s*"?([\w.]+)"?\s*->\s*"?([\w.]+)"?')
+_NODE = re.compile(r'^"([\w.]+)"\s*\[(.*?)\];?\s*$', re.DOTALL)
+_EDGE = re.compile(r'^"([\w.]+)"\s*->\s*"([\w.]+)"')
+_ATTRIBUTE = re.compile(r'(\w+)="((?:[^"\\]|\\.)*)"', re.DOTALL)
 
 
 def parse_dot(text: str) -> dict:
-    """Nodes (id, type, kernel name where given) and edges of a CUDA graph DOT dump."""
-    statements = _statements(text)
+    """Nodes and edges of a CUDA graph DOT dump (`Graph.debug_dot_str()`).
+
+    Each node keeps its shape and the lines of its label; CUDA labels a kernel node
+    with its index and the kernel's function name."""
     nodes, edges = {}, []
-    for statement in statements:
+    for statement in _statements(text):
         if edge := _EDGE.match(statement):
             edges.append((edge.group(1), edge.group(2)))
-        elif (node := _NODE.match(statement)) and "label" in node.group(2):
-            body = node.group(2)
-            found = [t for t in NODE_TYPES if re.search(rf"\b{t}\b", body)]
-            if found:
-                name = re.search(r"\b(?:function|kernel)?\s*[:=]?\s*\\?n?([A-Za-z_]\w*)\s*\\?<", body)
-                nodes[node.group(1)] = {"type": found[0], "kernel": _kernel_name(body) if found[0] == "KERNEL" else None}
-                del name
-    edges = [(a, b) for a, b in edges if a in nodes and b in nodes]
+        elif node := _NODE.match(statement):
+            attributes = dict(_ATTRIBUTE.findall(node.group(2)))
+            if "label" in attributes:
+                lines = [line for line in attributes["label"].replace("\\n", "\n").split("\n") if line.strip()]
+                nodes[node.group(1)] = {"shape": attributes.get("shape"), "label": lines}
+    unknown = {a for edge in edges for a in edge} - set(nodes)
+    if unknown:
+        raise ValueError(f"DOT edges name undeclared nodes: {sorted(unknown)}")
     return {"nodes": nodes, "edges": edges}
 
 
 def _statements(text: str) -> list[str]:
-    """Join DOT statements that span several lines (labels hold newlines)."""
+    """DOT statements, joined across the newlines that CUDA puts inside labels."""
     statements, current = [], ""
     for line in text.splitlines():
-        current = f"{current}\n{line}" if current else line
-        if current.count('"') % 2 == 0 and (current.rstrip().endswith(";") or current.rstrip().endswith("]")
-                                            or "->" in current):
-            statements.append(current)
+        current = f"{current}\n{line}" if current else line.strip()
+        if current.count('"') % 2 == 0:
+            if current.strip():
+                statements.append(current.strip())
             current = ""
-    if current:
-        statements.append(current)
     return statements
 
 
-def _kernel_name(body: str) -> str | None:
-    for candidate in re.findall(r"([A-Za-z_]\w*)", body):
-        if candidate not in NODE_TYPES and candidate not in ("label", "style", "shape", "solid", "rectangle",
-                                                               "record", "dashed", "TABLE", "TR", "TD", "BR"):
-            return candidate
-    return None
+def node_counts(parsed: dict, kernel_names) -> dict:
+    """{"kernel": nodes whose label names one of `kernel_names`, "other": the rest}."""
+    names = set(kernel_names)
+    kernel = sum(1 for node in parsed["nodes"].values() if names & set(node["label"]))
+    return {"kernel": kernel, "other": len(parsed["nodes"]) - kernel}
 
 
-def node_counts(parsed: dict) -> dict:
-    return dict(sorted(Counter(node["type"] for node in parsed["nodes"].values()).items()))
+def topological_order(parsed: dict) -> list[str]:
+    """Node ids in dependency order (Kahn), ties broken by declaration order."""
+    incoming = {n: 0 for n in parsed["nodes"]}
+    for _, b in parsed["edges"]:
+        incoming[b] += 1
+    ready = [n for n, count in incoming.items() if count == 0]
+    order = []
+    while ready:
+        current = ready.pop(0)
+        order.append(current)
+        for a, b in parsed["edges"]:
+            if a == current:
+                incoming[b] -= 1
+                if incoming[b] == 0:
+                    ready.append(b)
+    if len(order) != len(incoming):
+        raise ValueError("the graph has a cycle")
+    return order

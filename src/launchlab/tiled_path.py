@@ -16,6 +16,8 @@ STAGE_KERNELS = ("tile_producer", "row_combiner", "tile_consumer")
 class TiledPath:
     """Buffers of one tiled case and the three launches (A: a block per tile, B: per row, C: per tile)."""
 
+    KERNELS = STAGE_KERNELS
+
     def __init__(self, built, lengths):
         table = workloads.tile_table(lengths)
         self.lengths = np.asarray(lengths)
@@ -28,7 +30,7 @@ class TiledPath:
         self.tile_stats = cupy.empty(3 * self.tiles, dtype=cupy.float32)
         self.row_stats = cupy.empty(3 * self.rows, dtype=cupy.float32)
         args = self.problem_args()
-        producer, combiner, consumer = (built.kernel(name) for name in STAGE_KERNELS)
+        producer, combiner, consumer = (built.kernel(name) for name in self.KERNELS)
         self.launches = ((producer, (self.tiles,), (BLOCK,), args),
                          (combiner, (self.rows,), (BLOCK,), args),
                          (consumer, (self.tiles,), (BLOCK,), args))

@@ -64,7 +64,8 @@ def run_on_gpu(writer, parameters: dict) -> None:
     for name, path in workloads_by_name.items():
         captured[name], setup[name] = graphs.capture(path.invoke, stream)
         dots[name] = captured[name].debug_dot_str()
-        nodes[name] = {"stream_launches": len(path.launches), **graphs.parse_dot(dots[name])}
+        nodes[name] = {"stream_launches": len(path.launches), "kernel_names": list(path.KERNELS),
+                       **graphs.parse_dot(dots[name])}
 
     def check(name, index, phase):
         path = workloads_by_name[name]
@@ -97,7 +98,7 @@ def run_on_gpu(writer, parameters: dict) -> None:
         graph, setup[name] = graphs.capture(launch_empties, stream)
         captured[name] = graph
         dot = graph.debug_dot_str()
-        nodes[name] = {"stream_launches": count, **graphs.parse_dot(dot)}
+        nodes[name] = {"stream_launches": count, "kernel_names": ["empty_kernel"], **graphs.parse_dot(dot)}
         if count <= DOT_MAX_NODES:
             dots[name] = dot
         large = count >= LARGE_LAUNCHES
@@ -114,7 +115,7 @@ def run_on_gpu(writer, parameters: dict) -> None:
         graph, setup[name] = graphs.capture(launch_copies, stream)
         captured[name] = graph
         dot = graph.debug_dot_str()
-        nodes[name] = {"stream_launches": 4 * copies, **graphs.parse_dot(dot)}
+        nodes[name] = {"stream_launches": 4 * copies, "kernel_names": list(ROW_KERNELS), **graphs.parse_dot(dot)}
         if 4 * copies <= DOT_MAX_NODES:
             dots[name] = dot
         variants.append(protocol.Variant(f"stream.{name}", launch_copies, 4 * copies >= LARGE_LAUNCHES))
@@ -177,7 +178,8 @@ def summarize(run_dir: Path) -> dict:
     ratios = {name: {metric: stats.paired_ratio(samples, f"stream.{name}", f"graph.{name}", metric)
                      for metric in ("event_us", "single_complete_us")}
               for name in names if f"stream.{name}" in timing}
-    node_summary = {name: {"counts": graphs.node_counts(record), "stream_launches": record["stream_launches"],
+    node_summary = {name: {"counts": graphs.node_counts(record, record["kernel_names"]),
+                           "stream_launches": record["stream_launches"],
                            "edges": len(record["edges"])} for name, record in nodes.items()}
     return {"timing": timing, "stream_over_graph": ratios, "setup": {n: _setup_summary(setup[n], timing, n) for n in setup},
             "nodes": node_summary, "per_node": _per_node(timing, node_summary)}
@@ -215,7 +217,138 @@ def headline(summaries: dict) -> dict:
         if name.startswith(("row4.", "tiled3.")):
             figures[f"stream_over_graph.{name}"] = ratio["event_us"]["median"]
     for family in ("row4", "tiled3"):
-        counts = {n["counts"].get("KERNEL", 0) for name, n in summaries["nodes"].items() if name.startswith(f"{family}.")}
+        counts = {n["counts"]["kernel"] for name, n in summaries["nodes"].items() if name.startswith(f"{family}.")}
         if len(counts) == 1:
             figures[f"kernel_nodes.{family}"] = counts.pop()
     return figures
+
+
+# --------------------------------------------------------------------------- page
+MAIN_PREFIXES = ("row4.", "tiled3.")
+
+
+def _main(names):
+    return [n for n in names if n.startswith(MAIN_PREFIXES)]
+
+
+def _interval(summary: dict, digits: int = 2) -> str:
+    return f"{summary['median']:.{digits}f} [{summary['ci_low']:.{digits}f}, {summary['ci_high']:.{digits}f}]"
+
+
+def timing_table(run):
+    """Stream and graph side by side: host enqueue and completion of one call, event interval per call (us)."""
+    import pandas as pd
+
+    rows = {}
+    for name in _main(run.summaries["stream_over_graph"]):
+        for how in ("stream", "graph"):
+            s = run.summaries["timing"][f"{how}.{name}"]
+            rows[(name, how)] = {"host enqueue, 1 call": f"{s['single_enqueue_us']['median']:.1f}",
+                                 "host completion, 1 call": f"{s['single_complete_us']['median']:.1f}",
+                                 "event interval / call, batch": f"{s['event_us']['median']:.1f}"}
+    return pd.DataFrame.from_dict(rows, orient="index").rename_axis(["workload", "submission"])
+
+
+def ratio_table(run):
+    """Stream time over graph time within each round: median [95% bootstrap interval]."""
+    import pandas as pd
+
+    rows = {name: {"event interval": _interval(r["event_us"]), "host completion, 1 call": _interval(r["single_complete_us"])}
+            for name, r in run.summaries["stream_over_graph"].items() if name.startswith(MAIN_PREFIXES)}
+    return pd.DataFrame.from_dict(rows, orient="index").rename_axis("stream / graph")
+
+
+def setup_table(run):
+    import pandas as pd
+
+    columns = {"capture_us": "capture", "end_capture_us": "end capture", "instantiate_us": "instantiate",
+               "upload_us": "upload", "first_replay_us": "first replay", "total_us": "total"}
+    rows = {}
+    for name in _main(run.summaries["setup"]):
+        s = run.summaries["setup"][name]
+        row = {label: round(s[key], 1) for key, label in columns.items()}
+        for metric, label in (("event_us", "replays to pay back (event)"),
+                              ("single_complete_us", "replays to pay back (host completion)")):
+            value = s[f"break_even_replays.{metric}"]
+            row[label] = "never" if value is None else f"{value:.0f}"
+        rows[name] = row
+    return pd.DataFrame.from_dict(rows, orient="index").rename_axis("graph (us)")
+
+
+def node_table(run):
+    import pandas as pd
+
+    rows = {name: {"kernel nodes": n["counts"]["kernel"], "other nodes": n["counts"]["other"],
+                   "edges": n["edges"], "launches in the stream version": n["stream_launches"]}
+            for name, n in run.summaries["nodes"].items()}
+    return pd.DataFrame.from_dict(rows, orient="index").rename_axis("graph")
+
+
+PER_NODE_SERIES = {  # (variant prefix, metric) -> legend
+    ("graph.empty.", "event_us"): "graph replay, event interval per node",
+    ("graph.empty.", "single_enqueue_us"): "graph replay, host enqueue per node",
+    ("stream.empty.", "event_us"): "Python stream launches, event interval per launch",
+    ("native.empty.", "event_us"): "native C++ launches, event interval per launch",
+    ("graph.row4x", "event_us"): "graph of k row paths, event interval per node",
+    ("stream.row4x", "event_us"): "k row paths from Python, event interval per launch",
+}
+
+
+def per_node_figure(run):
+    from .. import figures
+
+    fig, axes = figures.figure(height=4.2)
+    ax = axes[0, 0]
+    per_node = run.summaries["per_node"]
+    for index, ((prefix, metric), label) in enumerate(PER_NODE_SERIES.items()):
+        points = sorted((v["launches"], v[metric]) for name, v in per_node.items() if name.startswith(prefix))
+        if points:
+            xs, ys = zip(*points)
+            ax.plot(xs, ys, marker="o", linestyle="--" if "row4x" in prefix else "-", label=label,
+                    color=figures.KERNEL_COLOURS[index % len(figures.KERNEL_COLOURS)])
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("kernel launches per invocation (graph length)")
+    ax.set_ylabel("microseconds per launch or node")
+    ax.grid(alpha=0.3, which="both")
+    ax.legend(fontsize="small")
+    fig.tight_layout()
+    return fig
+
+
+def graph_figure(run, names=("row4.128x8192", "tiled3.balanced")):
+    """The captured graphs as CUDA printed them: one box per node, edges in dependency order."""
+    from .. import figures
+
+    fig, axes = figures.figure(1, len(names), height=3.2)
+    for ax, name in zip(axes[0], names):
+        parsed = graphs.parse_dot((run.path / "graphs" / f"{name}.dot").read_text())
+        figures.draw_chain(ax, [parsed["nodes"][n]["label"][-1] for n in graphs.topological_order(parsed)],
+                           f"{name}: {len(parsed['nodes'])} nodes, {len(parsed['edges'])} edges")
+    fig.tight_layout()
+    return fig
+
+
+def page_values(run) -> dict:
+    s, record = run.summaries, run.record
+    values = {"run_id": run.run_id, "device_name": record["device"]["name"], "sm_count": str(record["device"]["sm_count"])}
+    for name, ratio in s["stream_over_graph"].items():
+        key = name.replace(".", "_")
+        values[f"ratio_{key}_event"] = f"{ratio['event_us']['median']:.2f}"
+        values[f"ratio_{key}_event_ci"] = f"{ratio['event_us']['ci_low']:.2f}–{ratio['event_us']['ci_high']:.2f}"
+        values[f"ratio_{key}_complete"] = f"{ratio['single_complete_us']['median']:.2f}"
+    for name, setup in s["setup"].items():
+        key = name.replace(".", "_")
+        values[f"setup_{key}_total"] = f"{setup['total_us']:.0f}"
+        for metric in ("event_us", "single_complete_us"):
+            value = setup[f"break_even_replays.{metric}"]
+            values[f"breakeven_{key}_{metric}"] = "never" if value is None else f"{value:.0f}"
+    for name, entry in s["per_node"].items():
+        key = name.replace(".", "_")
+        values[f"pernode_{key}_event"] = f"{entry['event_us']:.2f}"
+        values[f"pernode_{key}_enqueue"] = f"{entry['single_enqueue_us']:.3f}"
+    for name, n in s["nodes"].items():
+        values[f"nodes_{name.replace('.', '_')}_kernel"] = str(n["counts"]["kernel"])
+    head = run.headline
+    values["graph_node_us_empty"] = f"{head['graph_node_us.empty']:.2f}"
+    return values

@@ -319,12 +319,3 @@ def page_values(run) -> dict:
         values[f"trace_{shape}_timer_step_ns"] = str(timeline["timer_step_ns"])
     return values
 
-
-def validation_table(run):
-    """Every oracle check of the run: phase, shape, fixture, verdict and error."""
-    import pandas as pd
-
-    checks = json.loads((run.path / "validation.json").read_text())
-    frame = pd.DataFrame(checks)[["phase", "shape", "fixture", "passed", "failing_elements",
-                                  "max_abs_error", "relative_l2_error"]]
-    return frame.set_index(["phase", "shape", "fixture"])
