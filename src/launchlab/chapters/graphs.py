@@ -7,6 +7,7 @@ the very launches of their stream versions and replayed. GPU mode writes raw fil
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 from .. import graphs, oracles, stats, workloads
@@ -187,7 +188,8 @@ def summarize(run_dir: Path) -> dict:
 
 def _setup_summary(setup: dict, timing: dict, name: str) -> dict:
     """Setup total and the replays after which the graph has paid for it (None: it never does)."""
-    total = sum(setup[k] for k in ("capture_us", "end_capture_us", "instantiate_us", "upload_us", "first_replay_us"))
+    # math.fsum, not sum: Python 3.12 changed sum() of floats, and analyze must agree across hosts
+    total = math.fsum(setup[k] for k in ("capture_us", "end_capture_us", "instantiate_us", "upload_us", "first_replay_us"))
     summary = {**setup, "total_us": total}
     for metric in ("event_us", "single_complete_us"):
         saving = timing[f"stream.{name}"][metric]["median"] - timing[f"graph.{name}"][metric]["median"]
