@@ -1,4 +1,4 @@
-"""Command line: python -m launchlab {verify, analyze, execute, seal, accept}."""
+"""Command line: python -m launchlab {verify, analyze, execute, seal, accept, claims}."""
 from __future__ import annotations
 
 import argparse
@@ -86,6 +86,13 @@ def command_execute(args) -> int:
     return 0
 
 
+def command_claims(args) -> int:
+    from .book_claims import refresh_registry
+
+    print(f"rewrote {refresh_registry()} and the claim-audit downloads from the accepted runs")
+    return 0
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m launchlab", description=__doc__)
     parser.add_argument("--root", default=str(evidence.EVIDENCE_ROOT), help="evidence root (default: evidence/)")
@@ -109,6 +116,8 @@ def main(argv=None) -> int:
     sub.add_argument("stem")
     sub.add_argument("run_id")
     sub.set_defaults(handler=command_accept)
+    commands.add_parser("claims", help="regenerate the book's claims and C-claim measurements from accepted runs"
+                        ).set_defaults(handler=command_claims)
     args = parser.parse_args(argv)
     try:
         return args.handler(args)

@@ -1,0 +1,224 @@
+"""The book's own claims (B01, ...) and our measurements beside audited C-claims, from accepted runs.
+
+Each claim is declared once here: its statement, the chapter whose accepted run supports it,
+the run files it rests on, the measured value (read from the run, never typed) and a test
+that the run really supports it. `refresh_registry` rewrites evidence/claims/claims.yaml:
+the C-claims keep their audited text and gain `measured`/`evidence` where a run measures
+what they state; the B-claims are regenerated with the SHA-256 of each file as its run's
+manifest sealed it. A claim its run no longer supports stops the refresh with its id.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import yaml
+
+from . import claims as registry
+from . import evidence
+
+
+@dataclasses.dataclass(frozen=True)
+class RunView:
+    """What a claim may read from a chapter's accepted run."""
+    path: Path
+    record: dict
+    summaries: dict
+    headline: dict
+
+    @property
+    def device(self) -> str:
+        return self.record["device"]["name"]
+
+
+@dataclasses.dataclass(frozen=True)
+class Measured:
+    value: Callable[[RunView], float]
+    unit: str
+
+
+@dataclasses.dataclass(frozen=True)
+class BookClaim:
+    id: str
+    chapter: str
+    section: str
+    statement: str
+    files: tuple[str, ...]
+    holds: Callable[[RunView], bool]
+    finding: str
+    measured: Measured | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class AuditMeasurement:
+    """Our value for a quantity an audited C-claim states."""
+    id: str
+    chapter: str
+    files: tuple[str, ...]
+    measured: Measured
+
+
+def _summary(view: RunView, *keys):
+    value = view.summaries
+    for key in keys:
+        value = value[key]
+    return value
+
+
+def _gaps_us(view: RunView, shape: str) -> float:
+    kernels = view.summaries["timelines"][shape]["kernels"]
+    return sum(k["gap_before_ns"] for k in kernels[1:]) / 1e3
+
+
+BOOK_CLAIMS = (
+    BookClaim("B01", "ordinary_launches", "Ordinary launches",
+              "On this host a CuPy launch of an empty kernel costs the host more time than a native C++ launch of it.",
+              ("headline.json", "samples/launch_cost.jsonl"),
+              lambda v: v.headline["launch_us.cupy.empty"] > v.headline["launch_us.native.empty"],
+              "Host enqueue time per launch, median of 21 rounds of 128 launches, CuPy RawKernel against "
+              "cuLaunchKernel called from C++ on the same kernel and stream.",
+              Measured(lambda v: v.headline["launch_us.cupy.empty"], "us per launch (CuPy, host enqueue)")),
+    BookClaim("B02", "ordinary_launches", "Ordinary launches",
+              "The four row-path kernels use no local memory.",
+              ("builds/row_softmax/record.json", "builds/row_softmax/ptxas.log"),
+              lambda v: all(r["local_bytes"] == 0 for r in json.loads(
+                  (v.path / "builds/row_softmax/record.json").read_text())["resources_loaded"].values()),
+              "Local bytes reported by the loaded binaries (CuPy kernel attributes), with ptxas's report of the "
+              "same source and options."),
+    BookClaim("B03", "ordinary_launches", "Ordinary launches",
+              "In a traced invocation of the 128x8192 row path the GPU sits idle between the four kernels.",
+              ("traces/128x8192.npz", "summaries.json"),
+              lambda v: _gaps_us(v, "128x8192") > 0,
+              "Sum of the three gaps between the last block end of one kernel and the first block start of the "
+              "next (%globaltimer), from a separate instrumented build.",
+              Measured(lambda v: _gaps_us(v, "128x8192"), "us of gaps in one traced invocation")),
+    BookClaim("B04", "graphs", "CUDA Graphs",
+              "Graph replay keeps the four kernel nodes of the row path.",
+              ("graphs/row4.128x8192.dot", "graphs/nodes.json"),
+              lambda v: v.headline["kernel_nodes.row4"] == 4,
+              "Kernel nodes read from the DOT text CUDA printed for the captured graph, one per stream launch.",
+              Measured(lambda v: v.headline["kernel_nodes.row4"], "kernel nodes")),
+    BookClaim("B05", "graphs", "CUDA Graphs",
+              "Graph replay keeps the three kernel nodes of the tiled path.",
+              ("graphs/tiled3.balanced.dot", "graphs/tiled3.ragged.dot", "graphs/nodes.json"),
+              lambda v: v.headline["kernel_nodes.tiled3"] == 3,
+              "Kernel nodes read from the DOT text of both tiled graphs.",
+              Measured(lambda v: v.headline["kernel_nodes.tiled3"], "kernel nodes")),
+    BookClaim("B06", "graphs", "CUDA Graphs",
+              "Replaying the 128x8192 row path as a graph takes less time per invocation than launching its four "
+              "kernels from Python.",
+              ("samples/timing.jsonl", "summaries.json"),
+              lambda v: _summary(v, "stream_over_graph", "row4.128x8192", "event_us", "ci_low") > 1,
+              "Median within-round ratio of event intervals per invocation, stream over graph; its 95% bootstrap "
+              "interval lies above 1.",
+              Measured(lambda v: v.headline["stream_over_graph.row4.128x8192"], "stream time / graph time")),
+    BookClaim("B07", "graphs", "CUDA Graphs",
+              "A replayed node of an empty kernel costs the GPU less time than launching that kernel from Python.",
+              ("samples/timing.jsonl", "summaries.json"),
+              lambda v: v.headline["graph_node_us.empty"] < _summary(v, "per_node", "stream.empty.1024", "event_us"),
+              "Event interval per node of a 1024-node graph of empty kernels against event interval per launch of "
+              "1024 Python launches.",
+              Measured(lambda v: v.headline["graph_node_us.empty"], "us per node (event interval)")),
+)
+
+AUDIT_MEASUREMENTS = (
+    AuditMeasurement("C12", "graphs", ("summaries.json", "samples/timing.jsonl"),
+                     Measured(lambda v: v.headline["graph_node_us.empty"],
+                              "us of device time per empty-kernel node in graph replay")),
+    AuditMeasurement("C13", "graphs", ("summaries.json",),
+                     Measured(lambda v: 100 * (1 - v.headline["graph_node_us.empty"]
+                                               / _summary(v, "per_node", "native.empty.1024", "event_us")),
+                              "% less device time per empty kernel: graph node against native stream launch")),
+    AuditMeasurement("C24", "ordinary_launches", ("headline.json", "samples/launch_cost.jsonl"),
+                     Measured(lambda v: v.headline["launch_us.native.empty"],
+                              "us of host time per native launch of an empty kernel")),
+    AuditMeasurement("C26", "ordinary_launches", ("run.json",),
+                     Measured(lambda v: _idle_in_last_wave(512, v.record["device"]["sm_count"]),
+                              "SMs idle in the last wave of 512 one-per-SM blocks on this GPU")),
+    AuditMeasurement("C30", "ordinary_launches", ("headline.json",),
+                     Measured(lambda v: 100 * v.headline["launch_us.cupy.empty"],
+                              "us of host time for 100 CuPy launches of an empty kernel")),
+    AuditMeasurement("C35", "graphs", ("graphs/nodes.json",),
+                     Measured(lambda v: v.headline["kernel_nodes.row4"] - 1,
+                              "boundaries removed by fusing the row path's kernel nodes into one")),
+)
+
+
+def _idle_in_last_wave(blocks: int, sms: int) -> int:
+    last = blocks % sms
+    return 0 if last == 0 else sms - last
+
+
+def run_view(chapter: str, root: Path = evidence.EVIDENCE_ROOT) -> RunView:
+    path = evidence.accepted_run(chapter, root)
+    read = lambda name: json.loads((path / name).read_text())  # noqa: E731
+    return RunView(path, read("run.json"), read("summaries.json"), read("headline.json"))
+
+
+def _evidence(view: RunView, files) -> list[dict]:
+    manifest = json.loads((view.path / evidence.MANIFEST).read_text())["files"]
+    repo = evidence.REPO_ROOT
+    return [{"path": (view.path / name).relative_to(repo).as_posix(), "sha256": manifest[name]["sha256"]}
+            for name in files]
+
+
+def _measured(view: RunView, measured: Measured) -> dict:
+    return {"value": round(float(measured.value(view)), 4), "unit": measured.unit, "device": view.device,
+            "run_id": view.path.name}
+
+
+def generated_records(records: list[dict], root: Path = evidence.EVIDENCE_ROOT) -> list[dict]:
+    """The registry with B-claims and C-claim measurements regenerated from the accepted runs."""
+    accepted = evidence.read_accepted(root)
+    views = {chapter: run_view(chapter, root) for chapter in accepted}
+    audit = {m.id: m for m in AUDIT_MEASUREMENTS if m.chapter in views}
+    result = []
+    for record in records:
+        if record["id"].startswith("B"):
+            continue
+        record = {**record, "evidence": [], "measured": None}
+        if record["id"] in audit:
+            spec = audit[record["id"]]
+            record["evidence"] = _evidence(views[spec.chapter], spec.files)
+            record["measured"] = _measured(views[spec.chapter], spec.measured)
+        result.append(record)
+    for claim in BOOK_CLAIMS:
+        if claim.chapter not in views:
+            continue
+        view = views[claim.chapter]
+        if not claim.holds(view):
+            raise ValueError(f"{claim.id}: run {view.path.name} no longer supports: {claim.statement}")
+        result.append({"id": claim.id, "section": claim.section, "excerpt": claim.statement, "verdict": "retain",
+                       "finding": claim.finding, "sources": [], "evidence": _evidence(view, claim.files),
+                       "measured": _measured(view, claim.measured) if claim.measured else None})
+    return result
+
+
+HEADER = """# Claim-audit registry (SPEC section 6); read and validated by src/launchlab/claims.py.
+# C01-C71: the claims of the audited X article. `section` and `excerpt` quote the article as the audit recorded
+# it; `finding` is this book's own wording; `sources` are keys of sources.yaml.
+# B01, B02, ...: the book's own claims, and `measured`/`evidence` of C-claims, are generated from the accepted
+# runs by `python -m launchlab claims` (src/launchlab/book_claims.py); do not edit them by hand.
+"""
+
+
+def refresh_registry(repo_root: Path = evidence.REPO_ROOT) -> Path:
+    """Rewrite claims.yaml and the chapter's downloads from the accepted runs."""
+    path = Path(repo_root) / registry.CLAIMS_FILE
+    records = yaml.safe_load(path.read_text(encoding="utf-8"))
+    fresh = generated_records(records, Path(repo_root) / "evidence")
+    sources = registry.load_sources(repo_root)
+    claims = registry.validate_claims(fresh, sources)
+    path.write_text(HEADER + yaml.safe_dump([_yaml_record(c) for c in claims], sort_keys=False, allow_unicode=True,
+                                            width=118), encoding="utf-8")
+    registry.write_downloads(claims, sources, repo_root)
+    return path
+
+
+def _yaml_record(claim: dict) -> dict:
+    record = {key: claim[key] for key in ("id", "section", "excerpt", "verdict", "finding", "sources", "evidence")}
+    if claim["measured"] is not None:
+        record["measured"] = claim["measured"]
+    return record
