@@ -63,3 +63,62 @@ def timer_resolution_ns(start_ns: np.ndarray, end_ns: np.ndarray) -> int:
     stamps = np.unique(np.concatenate([start_ns.ravel(), end_ns.ravel()]))
     steps = np.diff(stamps)
     return int(steps[steps > 0].min()) if steps.size else 0
+
+
+# ---------------------------------------------------------------- chapter 4: task traces
+# A task trace holds one record per queue slot (schedules.TRACE_FIELDS): task, taken, start and
+# end ns, worker (block) and SM. kernels/megakernel.cu writes TASK_WORDS words per slot
+# {taken, start, end, worker, SM, task}; the three-kernel path's per-block records are
+# renumbered into the same tasks (A tile t -> t, B row r -> tiles + r, C tile t -> tiles + rows + t).
+TASK_WORDS = 6
+
+
+def attach_task_buffer(traced_module, slots: int):
+    """Zeroed device records for `slots` task records, wired to the traced megakernel module.
+
+    Must precede any launch of a traced megakernel: its probe writes through this pointer."""
+    import cupy
+
+    records = cupy.zeros(slots * TASK_WORDS, dtype=cupy.uint64)
+    module = traced_module.module
+    cupy.ndarray((1,), cupy.uint64, memptr=module.get_global("trace_records")).fill(records.data.ptr)
+    cupy.cuda.get_current_stream().synchronize()
+    return records
+
+
+def collect_raw(records, invoke):
+    """One traced invocation: clear the records, run, return them as a NumPy array."""
+    import cupy
+
+    records.fill(0)
+    invoke()
+    cupy.cuda.get_current_stream().synchronize()
+    return records.get()
+
+
+def task_trace_arrays(table: np.ndarray) -> dict:
+    """Megakernel records (slots x TASK_WORDS) -> trace arrays, times in ns from the first take."""
+    table = np.asarray(table, dtype=np.uint64).reshape(-1, TASK_WORDS)
+    taken, start, end = (table[:, i] for i in range(3))
+    if (end == 0).any():
+        missing = np.flatnonzero(end == 0)
+        raise ValueError(f"{missing.size} task records were never written (first slot {int(missing[0])})")
+    if not ((taken <= start) & (start <= end)).all():
+        raise ValueError("a task record ends before it starts or starts before it was taken")
+    origin = taken.min()
+    return {"task": table[:, 5].astype(np.int64), "taken_ns": (taken - origin).astype(np.int64),
+            "start_ns": (start - origin).astype(np.int64), "end_ns": (end - origin).astype(np.int64),
+            "worker": table[:, 3].astype(np.int64), "sm": table[:, 4].astype(np.int64)}
+
+
+def stage_blocks_as_tasks(table: np.ndarray, tiles: int, rows: int) -> dict:
+    """Three-kernel block records (3 kernels x stride >= tiles blocks x WORDS_PER_BLOCK; A and C use
+    `tiles` slots, B `rows`) -> trace arrays in task numbering; a block is its task's worker, taken
+    when it starts."""
+    table = np.asarray(table, dtype=np.uint64).reshape(3, -1, WORDS_PER_BLOCK)
+    blocks = np.concatenate([table[0, :tiles], table[1, :rows], table[2, :tiles]])
+    timeline = timeline_arrays(blocks[None])  # refuses unwritten records
+    start, end = timeline["start_ns"][0].astype(np.int64), timeline["end_ns"][0].astype(np.int64)
+    return {"task": np.arange(blocks.shape[0], dtype=np.int64), "taken_ns": start.copy(), "start_ns": start,
+            "end_ns": end, "worker": np.concatenate([np.arange(tiles), np.arange(rows), np.arange(tiles)]).astype(np.int64),
+            "sm": timeline["sm"][0].astype(np.int64)}

@@ -1,7 +1,7 @@
 """One module per executable chapter, keyed by its notebook stem."""
-from . import graphs, ordinary_launches
+from . import fusion, graphs, megakernels, ordinary_launches
 
-CHAPTERS = {module.STEM: module for module in (ordinary_launches, graphs)}
+CHAPTERS = {module.STEM: module for module in (ordinary_launches, graphs, fusion, megakernels)}
 
 
 def chapter_module(stem: str):
