@@ -25,3 +25,11 @@ def test_idle_sms_in_last_wave():
     assert book_claims._idle_in_last_wave(512, 148) == 80  # the audited B200 example: 512 mod 148 = 68
     assert book_claims._idle_in_last_wave(512, 132) == 16
     assert book_claims._idle_in_last_wave(264, 132) == 0
+
+
+def test_measured_c_claims_are_shown_beside_their_excerpts():
+    frame = claims.measurements_frame(claims.load_claims())
+    expected = {m.id for m in book_claims.AUDIT_MEASUREMENTS if m.chapter in evidence.read_accepted()}
+    assert set(frame.index) == expected
+    assert {"C12", "C13", "C24", "C26", "C30", "C35"} <= expected
+    assert (frame["device"] != "").all() and frame["run"].str.match(r"\d{8}T\d{6}Z-").all()

@@ -121,6 +121,57 @@ BOOK_CLAIMS = (
               "Event interval per node of a 1024-node graph of empty kernels against event interval per launch of "
               "1024 Python launches.",
               Measured(lambda v: v.headline["graph_node_us.empty"], "us per node (event interval)")),
+    BookClaim("B08", "fusion", "Fusion",
+              "At 4096x4096 the fused RMS-scaled softmax takes at most 1.15 times as long as a device copy of the "
+              "same bytes, with a warm L2.",
+              ("headline.json", "samples/warm.jsonl"),
+              lambda v: v.headline["fused_rms_over_copy.4096x4096.warm"] <= 1.15,
+              "Median within-round ratio of event intervals, fused kernel over cudaMemcpyAsync of the matrix, "
+              "measured in the same run.",
+              Measured(lambda v: v.headline["fused_rms_over_copy.4096x4096.warm"], "fused time / copy time")),
+    BookClaim("B09", "fusion", "Fusion",
+              "The fused kernels use no local memory.",
+              tuple(f"builds/{label}/record.json" for label in (
+                  "fused_softmax_b1024_r4_u8_m1", "fused_softmax_b256_r4_u4_m5", "fused_softmax_b32_r4_u4_m32",
+                  "fused_softmax_b32_r8_u4_m32", "fused_softmax_b512_r4_u8_m2")),
+              lambda v: all(r["local_bytes"] == 0 for build in (v.path / "builds").glob("fused_softmax_*")
+                            for r in json.loads((build / "record.json").read_text())["resources_loaded"].values()),
+              "Local bytes of every compiled configuration of the fused kernel, as the loaded binaries report them."),
+    BookClaim("B10", "fusion", "Fusion",
+              "At 4096x4096 the fused kernel is faster than the four-kernel row path.",
+              ("headline.json", "samples/warm.jsonl"),
+              lambda v: v.headline["row4_over_fused_rms.4096x4096"] > 1,
+              "Median within-round ratio of event intervals, row path over fused kernel, both launched from a stream.",
+              Measured(lambda v: v.headline["row4_over_fused_rms.4096x4096"], "row-path time / fused time")),
+    BookClaim("B11", "fusion", "Fusion",
+              "At 4096x128 with a warm L2, cuDNN's softmax is not slower than the fused plain softmax.",
+              ("headline.json", "samples/warm.jsonl"),
+              lambda v: v.headline["cudnn_over_fused_plain.4096x128"] <= 1,
+              "A loss of the fused kernel, kept: median within-round ratio of event intervals, cuDNN over fused.",
+              Measured(lambda v: v.headline["cudnn_over_fused_plain.4096x128"], "cuDNN time / fused time")),
+    BookClaim("B12", "megakernels", "Megakernels",
+              "On this tiled softmax neither persistent kernel is faster than the three kernels replayed as a graph.",
+              ("headline.json", "samples/timing.jsonl"),
+              lambda v: all(v.headline[f"{variant}_over_graph3.{case}"] < 1
+                            for variant in ("coop_stream", "coop_graph", "queue_stream", "queue_graph")
+                            for case in ("balanced", "ragged")),
+              "Median within-round ratios of event intervals, three-kernel graph over each persistent variant, "
+              "on the balanced and the ragged case: all below 1.",
+              Measured(lambda v: v.headline["queue_graph_over_graph3.ragged"],
+                       "three-kernel graph time / queue graph time, ragged")),
+    BookClaim("B13", "megakernels", "Megakernels",
+              "The task-queue graph holds one memset node, its counter reset, beside its one kernel node.",
+              ("graphs/queue_graph.balanced.dot", "graphs/queue_graph.ragged.dot", "graphs/nodes.json"),
+              lambda v: all(v.summaries["nodes"][f"queue_graph.{case}"]["counts"] == {"kernel": 1, "other": 1}
+                            for case in ("balanced", "ragged")),
+              "Node records read from the DOT text CUDA printed for the captured queue graphs."),
+    BookClaim("B14", "megakernels", "Megakernels",
+              "In every traced variant each B task starts after all A tiles of its row and each C task after its "
+              "row's B.",
+              ("traces/checks.json",),
+              lambda v: all(t["checks"]["b_after_its_row_a"] and t["checks"]["c_after_its_row_b"]
+                            and t["checks"]["every_task_once"] for t in v.summaries["traces"].values()),
+              "Trace checks over every task record (%globaltimer, task id, worker, %smid) of the instrumented runs."),
 )
 
 AUDIT_MEASUREMENTS = (
@@ -140,6 +191,9 @@ AUDIT_MEASUREMENTS = (
     AuditMeasurement("C30", "ordinary_launches", ("headline.json",),
                      Measured(lambda v: 100 * v.headline["launch_us.cupy.empty"],
                               "us of host time for 100 CuPy launches of an empty kernel")),
+    AuditMeasurement("C61", "fusion", ("summaries.json", "samples/warm.jsonl"),
+                     Measured(lambda v: v.summaries["ratios"]["fused_rms_stream_over_graph"]["4096x4096"]["warm"]["median"],
+                              "stream time / graph time of the one-kernel fused path at 4096x4096 (warm L2)")),
     AuditMeasurement("C35", "graphs", ("graphs/nodes.json",),
                      Measured(lambda v: v.headline["kernel_nodes.row4"] - 1,
                               "boundaries removed by fusing the row path's kernel nodes into one")),

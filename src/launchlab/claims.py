@@ -354,3 +354,12 @@ def book_citation(repo_root: Path = REPO_ROOT) -> dict[str, str]:
                         for author in cff["authors"])
     return {"title": cff["title"], "authors": authors, "version": str(cff["version"]),
             "date": str(cff["date-released"])}
+
+
+def measurements_frame(claims: list[dict], id_prefix: str = "C") -> pd.DataFrame:
+    """Claims that carry a measured value: the excerpt beside our value, unit, device and run."""
+    rows = [{"claim": claim["id"], "excerpt": claim["excerpt"], "our value": claim["measured"]["value"],
+             "unit": claim["measured"]["unit"], "device": claim["measured"]["device"],
+             "run": claim["measured"]["run_id"]}
+            for claim in claims if claim["id"].startswith(id_prefix) and claim["measured"]]
+    return pd.DataFrame(rows).set_index("claim")
