@@ -86,14 +86,31 @@ def glued_markdown(notebook: dict) -> dict:
     return values
 
 
-def test_chapter_1_executes_with_papermill_in_evidence_mode(tmp_path):
+def execute_in_evidence_mode(stem: str, tmp_path: Path) -> dict:
     import papermill
 
-    out = tmp_path / "ordinary_launches.ipynb"
-    papermill.execute_notebook(str(REPO_ROOT / "book/ordinary_launches.ipynb"), str(out),
-                               parameters={"mode": "evidence"}, cwd=str(REPO_ROOT / "book"),
-                               kernel_name="python3", progress_bar=False)
-    values = glued_markdown(json.loads(out.read_text()))
+    out = tmp_path / f"{stem}.ipynb"
+    papermill.execute_notebook(str(REPO_ROOT / f"book/{stem}.ipynb"), str(out), parameters={"mode": "evidence"},
+                               cwd=str(REPO_ROOT / "book"), kernel_name="python3", progress_bar=False)
+    return json.loads(out.read_text())
+
+
+@pytest.mark.parametrize("stem", sorted(set(CHAPTERS) - {ordinary_launches.STEM}))
+def test_chapter_executes_with_papermill_in_evidence_mode(stem, tmp_path):
+    values = glued_markdown(execute_in_evidence_mode(stem, tmp_path))
+    assert values["run_id"] == ACCEPTED[stem]
+
+
+def test_claim_audit_executes_with_papermill(tmp_path):
+    from launchlab import claims
+
+    values = glued_markdown(execute_in_evidence_mode("claim-audit", tmp_path))
+    counts = claims.verdict_counts(claims.load_claims())
+    assert values["count_qualify"] == str(counts["qualify"]) == "38"
+
+
+def test_chapter_1_executes_with_papermill_in_evidence_mode(tmp_path):
+    values = glued_markdown(execute_in_evidence_mode(ordinary_launches.STEM, tmp_path))
     run = evidence.accepted_run(ordinary_launches.STEM)
     headline = json.loads((run / "headline.json").read_text())
     assert values["run_id"] == run.name

@@ -136,3 +136,19 @@ def test_browser_renders_page(html, which, tmp_path):
     width, height = struct.unpack(">II", shot.read_bytes()[16:24])  # the PNG's IHDR
     assert (width, height) == (1200, 900)
     assert shot.stat().st_size > 10_000  # a blank page compresses to a few hundred bytes
+
+
+def test_every_claim_has_an_anchor_in_the_built_chapter(html):
+    """claim-audit.html#c42 must land on C42: one element with that id per registry entry."""
+    from launchlab import claims
+
+    page = (html / "book" / "claim-audit.html").read_text(encoding="utf-8")
+    missing = [c["id"] for c in claims.load_claims() if f'id="{claims.claim_anchor(c["id"])}"' not in page]
+    assert not missing, f"claims without an anchor in the built page: {missing}"
+
+
+def test_every_chapter_page_shows_its_accepted_run(html):
+    from launchlab import evidence
+
+    for stem, run_id in evidence.read_accepted().items():
+        assert run_id in (html / "book" / f"{stem}.html").read_text(encoding="utf-8"), stem
