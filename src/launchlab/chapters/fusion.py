@@ -14,6 +14,7 @@ import numpy as np
 
 from .. import oracles, stats, workloads
 from ..protocol import FROZEN, round_orders
+from .common import fail_validation, provenance, read_jsonl
 
 STEM = "fusion"
 TAG = "ch03"
@@ -61,10 +62,6 @@ SHARED_TIER_BLOCK = 512
 STREAMED_TIER_BLOCK = 1024
 UNROLL = {"registers": 4, "shared": 8, "streamed": 8}
 REGISTER_BUDGET = {"registers": 48, "shared": 64, "streamed": 64}  # per thread; ptxas fits these without spills
-
-
-class ValidationFailed(RuntimeError):
-    pass
 
 
 # --------------------------------------------------------------------------- launch policy (CPU)
@@ -157,7 +154,7 @@ def run_on_gpu(writer, parameters: dict) -> None:
 
     from .. import baselines, build, device, graphs, protocol
     from ..submission import ColdL2, CupyBackend, DeviceCopy, FusedRow, RowPath
-    from .ordinary_launches import ROW_KERNELS, _provenance
+    from .ordinary_launches import ROW_KERNELS
 
     clock = time.perf_counter()
     phases = {}
@@ -183,7 +180,7 @@ def run_on_gpu(writer, parameters: dict) -> None:
                                 "host_seed": FROZEN.host_seed, "flush": "read of a buffer of 2 x L2 bytes",
                                 "wait_ns": COLD_WAIT_NS},
               "host_path": HOST_PATH, "device": identity, "state_before_build": device.state(),
-              "logical_bytes_per_element": LOGICAL_BYTES_PER_ELEMENT, **_provenance()}
+              "logical_bytes_per_element": LOGICAL_BYTES_PER_ELEMENT, **provenance()}
 
     row_module = build.load_module("row_softmax")
     builds = {"row_softmax": build.save_build(writer, "row_softmax", row_module, ROW_KERNELS)}
@@ -236,7 +233,7 @@ def run_on_gpu(writer, parameters: dict) -> None:
             del targets[shape][check["variant"]]
             library_notes[family][shape] = "failed validation before timing against the float64 oracle; not timed"
     if not all(c["passed"] for c in checks if split_variant(c["variant"])[0] not in LIBRARIES):
-        _fail(writer, record, checks, "validation before timing failed")
+        fail_validation(writer, record, checks, "validation before timing failed", _tolerances())
     phase("validation_before")
 
     warm, cold_samples = [], []
@@ -258,7 +255,7 @@ def run_on_gpu(writer, parameters: dict) -> None:
         after += _validate_shape(targets, rows, cols, seed, [workloads.HELD_OUT_FIXTURE], "after", stream)
     checks += after
     if not all(c["passed"] for c in after):
-        _fail(writer, record, checks, "validation after timing failed")
+        fail_validation(writer, record, checks, "validation after timing failed", _tolerances())
     phase("validation_after")
 
     writer.write_json("graphs/setup.json", setup)
@@ -330,13 +327,6 @@ def _measure_cold(variants, backend, cold, repeats: int) -> list[dict]:
     return samples
 
 
-def _fail(writer, record, checks, reason) -> None:
-    record["validation"] = {"verdict": "failed", "reason": reason, "tolerance": _tolerances()}
-    writer.write_json("validation.json", checks)
-    writer.write_json("run.json", record)
-    raise ValidationFailed(f"{reason}: see {writer.path / 'validation.json'}")
-
-
 def _tolerances() -> dict:
     return {"rms": {"rtol": oracles.RMS_SOFTMAX_TOLERANCE.rtol, "atol": oracles.RMS_SOFTMAX_TOLERANCE.atol},
             "plain": {"rtol": oracles.SOFTMAX_TOLERANCE.rtol, "atol": oracles.SOFTMAX_TOLERANCE.atol},
@@ -344,10 +334,6 @@ def _tolerances() -> dict:
 
 
 # --------------------------------------------------------------------------- analysis (CPU)
-def read_jsonl(path: Path) -> list[dict]:
-    return [json.loads(line) for line in Path(path).read_text().splitlines() if line.strip()]
-
-
 def cold_us(sample: dict) -> float:
     return sample["event_ms"] * 1e3
 

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from .. import graphs, oracles, stats, workloads
 from ..protocol import FROZEN
+from .common import fail_validation, provenance, read_jsonl, rms_tolerance
 
 STEM = "graphs"
 TAG = "ch02"
@@ -42,13 +43,13 @@ def run_on_gpu(writer, parameters: dict) -> None:
     from .. import build, device, native, protocol
     from ..submission import CupyBackend, RowPath
     from ..tiled_path import STAGE_KERNELS, TiledPath
-    from .ordinary_launches import ROW_KERNELS, ValidationFailed, _provenance, _tolerance
+    from .ordinary_launches import ROW_KERNELS
 
     seed = int(parameters["fixture_seed"])
     backend = CupyBackend()
     stream = backend.stream
     record = {"chapter": STEM, "run_id": writer.run_id, "parameters": parameters, "protocol": FROZEN.record(),
-              "host_path": HOST_PATH, "device": device.identity(), **_provenance()}
+              "host_path": HOST_PATH, "device": device.identity(), **provenance()}
     row_module, tiled_module, empty_module = (build.load_module(f) for f in ("row_softmax", "tiled_softmax", "empty"))
     build.save_build(writer, "row_softmax", row_module, ROW_KERNELS)
     build.save_build(writer, "tiled_softmax", tiled_module, STAGE_KERNELS)
@@ -77,7 +78,7 @@ def run_on_gpu(writer, parameters: dict) -> None:
 
     checks = [c for name in workloads_by_name for i in range(workloads.FIXTURES_BEFORE_TIMING) for c in check(name, i, "before")]
     if not all(c["passed"] for c in checks):
-        _fail(writer, record, checks, "validation before timing failed", _tolerance(), ValidationFailed)
+        fail_validation(writer, record, checks, "validation before timing failed", rms_tolerance())
 
     variants = []
     for name, path in workloads_by_name.items():
@@ -130,12 +131,12 @@ def run_on_gpu(writer, parameters: dict) -> None:
 
     checks += [c for name in workloads_by_name for c in check(name, workloads.HELD_OUT_FIXTURE, "after")]
     if not all(c["passed"] for c in checks):
-        _fail(writer, record, checks, "validation after timing failed", _tolerance(), ValidationFailed)
+        fail_validation(writer, record, checks, "validation after timing failed", rms_tolerance())
     for name, text in dots.items():
         writer.write_text(f"graphs/{name}.dot", text)
     writer.write_json("graphs/nodes.json", nodes)
     writer.write_json("graphs/setup.json", setup)
-    record["validation"] = {"verdict": "passed", "checks": len(checks), "tolerance": _tolerance()}
+    record["validation"] = {"verdict": "passed", "checks": len(checks), "tolerance": rms_tolerance()}
     writer.write_json("validation.json", checks)
     writer.write_json("run.json", record)
 
@@ -157,21 +158,10 @@ def _validate(path, name: str, seed: int, index: int, phase: str, invoke) -> dic
     return result
 
 
-def _fail(writer, record, checks, reason, tolerance, error):
-    record["validation"] = {"verdict": "failed", "reason": reason, "tolerance": tolerance}
-    writer.write_json("validation.json", checks)
-    writer.write_json("run.json", record)
-    raise error(f"{reason}: see {writer.path / 'validation.json'}")
-
-
 # --------------------------------------------------------------------------- analysis (CPU)
-def _read_jsonl(path: Path) -> list[dict]:
-    return [json.loads(line) for line in Path(path).read_text().splitlines() if line.strip()]
-
-
 def summarize(run_dir: Path) -> dict:
     run_dir = Path(run_dir)
-    samples = _read_jsonl(run_dir / "samples/timing.jsonl")
+    samples = read_jsonl(run_dir / "samples/timing.jsonl")
     timing = stats.summarize_variants(samples)
     setup = json.loads((run_dir / "graphs/setup.json").read_text())
     nodes = json.loads((run_dir / "graphs/nodes.json").read_text())

@@ -14,6 +14,7 @@ import numpy as np
 
 from .. import graphs, oracles, schedules, stats, workloads
 from ..protocol import FROZEN
+from .common import fail_validation, provenance, read_jsonl, rms_tolerance
 
 STEM = "megakernels"
 TAG = "ch04"
@@ -53,7 +54,6 @@ def run_on_gpu(writer, parameters: dict) -> None:
     from .. import build, device, megakernel, protocol, traces
     from ..submission import CupyBackend
     from ..tiled_path import STAGE_KERNELS, TiledPath
-    from .ordinary_launches import ValidationFailed, _provenance, _tolerance
 
     cases = _cases(parameters["tiled_cases"])
     seed = int(parameters["fixture_seed"])
@@ -62,7 +62,7 @@ def run_on_gpu(writer, parameters: dict) -> None:
     stream = backend.stream
     record = {"chapter": STEM, "run_id": writer.run_id, "parameters": parameters, "protocol": FROZEN.record(),
               "host_path": HOST_PATH, "device": device.identity(), "wait_limit_ns": megakernel.WAIT_LIMIT_NS,
-              **_provenance()}
+              **provenance()}
     modules = {"tiled_softmax": build.load_module("tiled_softmax"), "megakernel": megakernel.load(),
                "tiled_softmax_traced": build.load_module("tiled_softmax", {"LAUNCHLAB_TRACE": None}),
                "megakernel_traced": megakernel.load(traced=True)}
@@ -73,10 +73,7 @@ def run_on_gpu(writer, parameters: dict) -> None:
     checks: list[dict] = []
 
     def fail(reason):
-        record["validation"] = {"verdict": "failed", "reason": reason, "tolerance": _tolerance()}
-        writer.write_json("validation.json", checks)
-        writer.write_json("run.json", record)
-        raise ValidationFailed(f"{reason}: see {writer.path / 'validation.json'}")
+        fail_validation(writer, record, checks, reason, rms_tolerance())
 
     def check(case, variant, runner, invoke, index, phase):
         path, queue = runner["path"], runner.get("queue")
@@ -194,7 +191,7 @@ def run_on_gpu(writer, parameters: dict) -> None:
     writer.write_json("graphs/setup.json", setup)
     record["state_end"] = device.state()
     record["validation"] = {"verdict": "passed", "checks": len(checks), "trace_checks": len(trace_checks),
-                            "tolerance": _tolerance()}
+                            "tolerance": rms_tolerance()}
     writer.write_json("validation.json", checks)
     writer.write_json("run.json", record)
 
@@ -221,10 +218,6 @@ def _sha(array) -> str:
 
 
 # --------------------------------------------------------------------------- analysis (CPU)
-def _read_jsonl(path: Path) -> list[dict]:
-    return [json.loads(line) for line in Path(path).read_text().splitlines() if line.strip()]
-
-
 def run_cases(record: dict) -> list[str]:
     return _cases(record["parameters"]["tiled_cases"])
 
@@ -233,7 +226,7 @@ def summarize(run_dir: Path) -> dict:
     """Every summary the chapter shows, recomputed from the run's raw files."""
     run_dir = Path(run_dir)
     record = json.loads((run_dir / "run.json").read_text())
-    samples = _read_jsonl(run_dir / "samples/timing.jsonl")
+    samples = read_jsonl(run_dir / "samples/timing.jsonl")
     cases = run_cases(record)
     timing = stats.summarize_variants(samples)
     over_baseline = {f"{variant}.{case}": stats.paired_ratio(samples, f"{BASELINE}.{case}", f"{variant}.{case}")

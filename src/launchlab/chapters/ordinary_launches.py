@@ -5,13 +5,13 @@ figure the chapter shows from those files alone, on any machine.
 """
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import numpy as np
 
 from .. import oracles, stats, traces, workloads
 from ..protocol import FROZEN, round_orders
+from .common import fail_validation, provenance, read_jsonl, rms_tolerance
 
 STEM = "ordinary_launches"
 TAG = "ch01"
@@ -25,10 +25,6 @@ DEFAULT_PARAMETERS = {
 LARGE_ELEMENTS = 1 << 24  # shapes this big use the protocol's smaller event batch
 HOST_PATH = ("CuPy RawKernel launches from CPython on one non-blocking stream; the native loop "
              "calls cuLaunchKernel from C++ on the same stream, kernels and arguments")
-
-
-class ValidationFailed(RuntimeError):
-    pass
 
 
 def row_variant(shape: tuple[int, int]) -> str:
@@ -47,7 +43,7 @@ def run_on_gpu(writer, parameters: dict) -> None:
     backend = CupyBackend()
     record = {"chapter": STEM, "run_id": writer.run_id, "parameters": parameters, "protocol": FROZEN.record(),
               "host_path": HOST_PATH, "device": device.identity(), "state_before_build": device.state()}
-    record.update(_provenance())
+    record.update(provenance())
 
     timed = build.load_module("row_softmax")
     traced = build.load_module("row_softmax", {"LAUNCHLAB_TRACE": None})
@@ -61,7 +57,7 @@ def run_on_gpu(writer, parameters: dict) -> None:
     paths = {shape: RowPath(timed, *shape) for shape in shapes}
     checks = [_validate(paths[s], s, seed, i, "before") for s in shapes for i in range(workloads.FIXTURES_BEFORE_TIMING)]
     if not all(c["passed"] for c in checks):
-        _fail(writer, record, checks, "validation before timing failed")
+        fail_validation(writer, record, checks, "validation before timing failed", rms_tolerance())
 
     variants = [protocol.Variant(row_variant(s), paths[s].invoke, large=s[0] * s[1] >= LARGE_ELEMENTS) for s in shapes]
     record["state_before"] = device.state()
@@ -72,7 +68,7 @@ def run_on_gpu(writer, parameters: dict) -> None:
 
     checks += [_validate(paths[s], s, seed, workloads.HELD_OUT_FIXTURE, "after") for s in shapes]
     if not all(c["passed"] for c in checks):
-        _fail(writer, record, checks, "validation after timing failed")
+        fail_validation(writer, record, checks, "validation after timing failed", rms_tolerance())
 
     for shape in shapes:  # instrumented, separate from timing
         traced_path = RowPath(traced, *shape)
@@ -81,7 +77,7 @@ def run_on_gpu(writer, parameters: dict) -> None:
         writer.write_arrays(f"traces/{workloads.shape_name(*shape)}.npz",
                             **traces.collect(records, traced_path.invoke, len(ROW_KERNELS), shape[0]))
     if not all(c["passed"] for c in checks):
-        _fail(writer, record, checks, "validation of the traced build failed")
+        fail_validation(writer, record, checks, "validation of the traced build failed", rms_tolerance())
 
     library, how = native.build_library()
     record["native_loop"] = {"built": library is not None, "how": how}
@@ -89,7 +85,7 @@ def run_on_gpu(writer, parameters: dict) -> None:
                        _launch_cost_samples(empty, paths.get(launch_shape) or RowPath(timed, *launch_shape),
                                             backend, library, int(parameters["launch_repeats"])))
     record["state_end"] = device.state()
-    record["validation"] = {"verdict": "passed", "checks": len(checks), "tolerance": _tolerance()}
+    record["validation"] = {"verdict": "passed", "checks": len(checks), "tolerance": rms_tolerance()}
     writer.write_json("validation.json", checks)
     writer.write_json("run.json", record)
 
@@ -103,22 +99,6 @@ def _validate(path, shape, seed: int, index: int, phase: str) -> dict:
     result.update({"shape": workloads.shape_name(*shape), "fixture": index, "phase": phase,
                    "input_sha256": sha256_array(x), "output_sha256": sha256_array(y)})
     return result
-
-
-def _fail(writer, record, checks, reason) -> None:
-    record["validation"] = {"verdict": "failed", "reason": reason, "tolerance": _tolerance()}
-    writer.write_json("validation.json", checks)
-    writer.write_json("run.json", record)
-    raise ValidationFailed(f"{reason}: see {writer.path / 'validation.json'}")
-
-
-def _tolerance() -> dict:
-    return {"rtol": oracles.RMS_SOFTMAX_TOLERANCE.rtol, "atol": oracles.RMS_SOFTMAX_TOLERANCE.atol}
-
-
-def _provenance() -> dict:
-    from ..provenance import git_commit, source_tree_sha256
-    return {"git_commit": git_commit(), "source_tree_sha256": source_tree_sha256()}
 
 
 def _launch_cost_samples(empty_module, row_path, backend, library, repeats: int) -> list[dict]:
@@ -167,10 +147,6 @@ def _launch_cost_samples(empty_module, row_path, backend, library, repeats: int)
 
 
 # --------------------------------------------------------------------------- analysis (CPU)
-def read_jsonl(path: Path) -> list[dict]:
-    return [json.loads(line) for line in Path(path).read_text().splitlines() if line.strip()]
-
-
 def summarize(run_dir: Path) -> dict:
     """Every summary the chapter shows, recomputed from the run's raw files."""
     run_dir = Path(run_dir)
