@@ -8,6 +8,7 @@ ptxas's resource report, the PTX and (with cuobjdump) the SASS.
 from __future__ import annotations
 
 import dataclasses
+import gzip
 import hashlib
 import re
 import shutil
@@ -149,8 +150,8 @@ def save_build(writer, label: str, built: BuiltModule, kernel_names) -> dict:
         record["nvcc"] = {"version": report["nvcc"], "resources": report["resources"]}
         writer.write_text(f"builds/{label}/ptxas.log", report["ptxas_log"])
         writer.write_text(f"builds/{label}/module.ptx", report["ptx"])
-        if report["sass"]:
-            writer.write_text(f"builds/{label}/module.sass", report["sass"])
+        if report["sass"]:  # SASS runs to megabytes per module: kept gzip-compressed (zcat reads it)
+            writer.write_bytes(f"builds/{label}/module.sass.gz", gzip.compress(report["sass"].encode(), mtime=0))
     writer.write_json(f"builds/{label}/record.json", record)
     return record
 
