@@ -4,7 +4,7 @@ JUPYTER_BOOK ?= .venv/bin/jupyter-book
 
 .PHONY: book test verify clean
 book:
-	$(JUPYTER_BOOK) build -W -n --keep-going .
+	$(JUPYTER_BOOK) build --all -W -n --keep-going .  # --all: chapters read src/, which Sphinx does not track
 
 test:
 	$(PYTHON) -m pytest -q

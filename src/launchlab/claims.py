@@ -295,7 +295,10 @@ def _claim_from_review(review: dict) -> dict:
 
 
 # Class "table" takes the theme's table style; fixed layout makes the column widths hold.
-TABLE_STYLE = ("<style>table.claim-audit { table-layout: fixed; width: 100%; font-size: 0.9em; }"
+# The theme styles tables for their content's width; the claim table needs its own fixed layout to keep the
+# finding column readable, hence !important.
+TABLE_STYLE = ("<style>table.claim-audit { table-layout: fixed !important; width: 100% !important; "
+               "display: table !important; font-size: 0.9em; }"
                " table.claim-audit td { vertical-align: top; overflow-wrap: anywhere; }"
                " table.claim-audit tbody th { text-align: left; padding-top: 1.2em; }</style>")
 
@@ -311,8 +314,9 @@ def claims_table_html(claims: list[dict], sources: dict) -> str:
     lines = [TABLE_STYLE, '<table class="table claim-audit">',
              '<colgroup><col style="width:7%"><col style="width:25%"><col style="width:12%"><col style="width:41%">'
              '<col style="width:15%"></colgroup>',
-             "<thead><tr><th>Claim</th><th>Original excerpt</th><th>Verdict</th><th>Finding</th>"
-             "<th>Sources and evidence</th></tr></thead>"]
+             '<thead><tr><th style="width:7%">Claim</th><th style="width:25%">Original excerpt</th>'
+             '<th style="width:12%">Verdict</th><th style="width:41%">Finding</th>'
+             '<th style="width:15%">Sources and evidence</th></tr></thead>']
     for section, members in by_section.items():
         lines.append(f'<tbody><tr><th colspan="5" scope="rowgroup">{html.escape(section)}</th></tr>')
         lines.extend(_claim_row(claim, sources) for claim in members)
