@@ -131,3 +131,20 @@ def test_failed_run_is_moved_apart_sealed_and_labelled(tmp_path):
     assert evidence.verify(tmp_path) == []
     with pytest.raises(EvidenceError, match="failed/"):
         RunWriter(writer.run_id, tmp_path)
+
+
+def test_archive_restores_a_sealed_run_and_refuses_an_open_one(tmp_path):
+    import tarfile
+
+    path = make_run(tmp_path / "evidence")
+    target = evidence.archive_run(path, tmp_path / "out")
+    restored = tmp_path / "elsewhere"
+    with tarfile.open(target) as archive:
+        archive.extractall(restored, filter="data")
+    assert evidence.verify(restored / "evidence") == []
+    assert (restored / "evidence/runs" / path.name / "run.json").read_bytes() == (path / "run.json").read_bytes()
+    with pytest.raises(EvidenceError, match="exists already"):
+        evidence.archive_run(path, tmp_path / "out")
+    writer = RunWriter("20260101T000020Z-open", tmp_path / "evidence")
+    with pytest.raises(EvidenceError, match="not sealed"):
+        evidence.archive_run(writer.path, tmp_path / "out")

@@ -1,8 +1,8 @@
 """Device checks for chapter 3 (fusion), for a development run on a GPU host.
 
     python3 tools/gpu_fusion_check.py --sweep            # fused-kernel launch options per shape, timed
-    python3 tools/gpu_fusion_check.py --chapter --out D  # the chapter end to end (a run under evidence/runs),
-                                                         # its headline and targets, and D/run.tar.gz
+
+The chapter itself runs with `python -m launchlab execute fusion --archive DIR`.
 
 The sweep is development evidence only (it never enters a run): each candidate launch of the
 fused RMS kernel is validated against the oracle on the shape's fixture 0, then timed as a
@@ -13,8 +13,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import tarfile
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
@@ -110,52 +108,14 @@ def sweep(shapes: str) -> None:
                       f"{'ok' if result['passed'] else 'FAILED ' + json.dumps(result)}", flush=True)
 
 
-def chapter(out: Path | None) -> int:
-    from launchlab import evidence
-    from launchlab.chapter import open_chapter
-    from launchlab.chapters import fusion
-
-    started = time.perf_counter()
-    before = {p.name for p in (evidence.EVIDENCE_ROOT / "runs").glob("*")}
-    status = 0
-    try:
-        run = open_chapter(fusion.STEM, mode="gpu")
-    except Exception as error:  # keep what was written, for inspection
-        print(f"chapter failed: {type(error).__name__}: {error}")
-        run, status = None, 1
-    print(f"chapter took {time.perf_counter() - started:.1f} s")
-    new = sorted({p.name for p in (evidence.EVIDENCE_ROOT / "runs").glob("*")} - before)
-    if out and new:
-        with tarfile.open(out / "run.tar.gz", "w:gz") as archive:
-            for name in new:
-                archive.add(evidence.EVIDENCE_ROOT / "runs" / name, arcname=name)
-        print(f"archived {', '.join(new)} into {out / 'run.tar.gz'}")
-    if run is None:
-        return status
-    print("phases (s):", json.dumps(run.record.get("phase_seconds")))
-    print(json.dumps(run.headline, indent=1, sort_keys=True))
-    print(fusion.targets_table(run).to_string())
-    print(fusion.ratio_table(run).to_string())
-    print(fusion.timing_table(run).to_string())
-    print(fusion.config_table(run).to_string())
-    print(fusion.dram_table(run).to_string())
-    print(fusion.baseline_table(run).to_string())
-    return 0
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sweep", action="store_true")
     parser.add_argument("--sweep-shapes", default="4096x128,4096x512,4096x1024,4096x4096,4096x16384,128x65536")
-    parser.add_argument("--chapter", action="store_true")
-    parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args()
-    status = 0
     if args.sweep:
         sweep(args.sweep_shapes)
-    if args.chapter:
-        status = chapter(args.out)
-    return status
+    return 0
 
 
 if __name__ == "__main__":

@@ -3,8 +3,8 @@
     python3 tools/gpu_megakernel_check.py --quick              # every variant: oracle, a quick time, a trace
     compute-sanitizer --tool memcheck python3 tools/gpu_megakernel_check.py --sanitize
                                                                # every variant once on small irregular rows
-    python3 tools/gpu_megakernel_check.py --chapter --out D    # the chapter end to end (a run under
-                                                               # evidence/runs), its headline, D/run.tar.gz
+
+The chapter itself runs with `python -m launchlab execute megakernels --archive DIR`.
 
 --quick is development evidence only (it never enters a run): each variant is validated on fixture 0,
 then timed as REPEATS batches of BATCH back-to-back invocations between two events (median per
@@ -15,8 +15,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import tarfile
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
@@ -148,7 +146,7 @@ def quick(cases) -> int:
 
 def sanitize() -> int:
     """Every variant once (and the traced builds) on small irregular rows: for compute-sanitizer."""
-    from launchlab import megakernel, schedules, traces, workloads
+    from launchlab import schedules, traces, workloads
     from launchlab.chapters import megakernels as chapter
     from launchlab.submission import CupyBackend
 
@@ -169,56 +167,17 @@ def sanitize() -> int:
     return status
 
 
-def chapter_run(out: Path | None) -> int:
-    from launchlab import evidence
-    from launchlab.chapter import open_chapter
-    from launchlab.chapters import megakernels as chapter
-
-    started = time.perf_counter()
-    before = {p.name for p in (evidence.EVIDENCE_ROOT / "runs").glob("*")}
-    status = 0
-    try:
-        run = open_chapter(chapter.STEM, mode="gpu")
-    except Exception as error:  # keep what was written, for inspection
-        import traceback
-        traceback.print_exc()
-        print(f"chapter failed: {type(error).__name__}: {error}")
-        run, status = None, 1
-    print(f"chapter took {time.perf_counter() - started:.1f} s")
-    new = sorted({p.name for p in (evidence.EVIDENCE_ROOT / "runs").glob("*")} - before)
-    if out and new:
-        with tarfile.open(out / "run.tar.gz", "w:gz") as archive:
-            for name in new:
-                archive.add(evidence.EVIDENCE_ROOT / "runs" / name, arcname=name)
-        print(f"archived {', '.join(new)} into {out / 'run.tar.gz'}")
-    if run is None:
-        return status
-    print(json.dumps(run.headline, indent=1, sort_keys=True))
-    import pandas as pd
-    with pd.option_context("display.width", 250, "display.max_columns", 20):
-        print(chapter.ratio_table(run).to_string())
-        print(chapter.timing_table(run).to_string())
-        print(chapter.trace_table(run).to_string())
-        print(chapter.node_table(run).to_string())
-        print(chapter.resources_table(run).to_string())
-    return 0
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--cases", default="balanced,ragged")
     parser.add_argument("--sanitize", action="store_true")
-    parser.add_argument("--chapter", action="store_true")
-    parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args()
     status = 0
     if args.sanitize:
         status |= sanitize()
     if args.quick:
         status |= quick(args.cases.split(","))
-    if args.chapter:
-        status |= chapter_run(args.out)
     return status
 
 

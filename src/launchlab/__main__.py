@@ -74,10 +74,15 @@ def command_execute(args) -> int:
             if staged.exists():
                 shutil.copyfile(staged, run_path / "notebook.ipynb")
             reason = f"execution failed: {error}\n\n{traceback.format_exc(limit=3)}"
-            print(f"run {run_id} failed and was moved to {evidence.move_to_failed(run_id, reason)}", file=sys.stderr)
+            failed = evidence.move_to_failed(run_id, reason)
+            print(f"run {run_id} failed and was moved to {failed}", file=sys.stderr)
+            if args.archive:
+                print(f"archived {evidence.archive_run(failed, Path(args.archive))}", file=sys.stderr)
         raise
     path = seal_with_notebook(run_id, staged)
     staged.unlink()
+    if args.archive:
+        print(f"archived {evidence.archive_run(path, Path(args.archive))}")
     print(json.dumps(json.loads((path / "headline.json").read_text()), indent=1, sort_keys=True))
     print(f"sealed run {run_id} at {path}")
     if args.accept:
@@ -107,6 +112,8 @@ def main(argv=None) -> int:
     sub.add_argument("-p", "--parameter", nargs=2, action="append", metavar=("NAME", "VALUE"))
     sub.add_argument("--kernel", default="python3", help="Jupyter kernel name")
     sub.add_argument("--accept", action="store_true", help="accept the run if its validation passed")
+    sub.add_argument("--archive", metavar="DIR", help="also write DIR/<RUN_ID>.tar.gz of the sealed run "
+                     "(to carry it off a GPU host; unpack it in the repository root)")
     sub.set_defaults(handler=command_execute)
     sub = commands.add_parser("seal", help="seal a run written by a plain papermill execution")
     sub.add_argument("run_id")

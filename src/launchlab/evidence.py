@@ -16,6 +16,7 @@ import json
 import os
 import re
 import shutil
+import tarfile
 import tempfile
 from pathlib import Path
 
@@ -228,3 +229,19 @@ def _atomic_write(path: Path, text: str) -> None:
     with os.fdopen(handle, "w") as out:
         out.write(text)
     os.replace(temporary, path)
+
+
+def archive_run(path: Path, directory: Path) -> Path:
+    """<directory>/<RUN_ID>.tar.gz of a sealed run, laid out relative to the repository root
+    (`tar xzf` there restores evidence/runs/<RUN_ID> or evidence/failed/<RUN_ID>)."""
+    path = Path(path)
+    if not (path / MANIFEST).exists():
+        raise EvidenceError(f"run {path.name} is not sealed; only a sealed run is archived")
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    target = directory / f"{path.name}.tar.gz"
+    if target.exists():
+        raise EvidenceError(f"{target} exists already")
+    with tarfile.open(target, "w:gz") as archive:
+        archive.add(path, arcname=f"evidence/{path.parent.name}/{path.name}")
+    return target
