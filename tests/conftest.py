@@ -7,7 +7,7 @@ import pytest
 REPO_ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO_ROOT / "src"))
 
-from launchlab.device import gpu_status  # noqa: E402
+from launchlab.gpu.device import gpu_status# noqa: E402
 
 
 def pytest_configure(config):

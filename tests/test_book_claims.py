@@ -1,7 +1,9 @@
 """The book's own claims and our C-claim measurements: generated from accepted runs, never stale."""
 import yaml
 
-from launchlab import book_claims, claims, evidence
+from launchlab.claims import book as book_claims
+from launchlab.claims import registry as claims
+from launchlab.store import evidence
 
 
 def test_registry_matches_a_fresh_generation_from_the_accepted_runs():

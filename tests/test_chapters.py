@@ -7,7 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from launchlab import analysis, device, evidence
+from launchlab.store import runs as analysis
+from launchlab.gpu import device
+from launchlab.store import evidence
 from launchlab.chapter import open_chapter
 from launchlab.chapters import CHAPTERS, ordinary_launches
 
@@ -102,7 +104,7 @@ def test_chapter_executes_with_papermill_in_evidence_mode(stem, tmp_path):
 
 
 def test_claim_audit_executes_with_papermill(tmp_path):
-    from launchlab import claims
+    from launchlab.claims import registry as claims
 
     values = glued_markdown(execute_in_evidence_mode("claim-audit", tmp_path))
     counts = claims.verdict_counts(claims.load_claims())

@@ -5,7 +5,7 @@ import json
 import pytest
 import yaml
 
-from launchlab import claims as registry
+from launchlab.claims import registry
 
 RUN_ID = "20261129T120000Z-fake"
 RUN_FILE = f"evidence/runs/{RUN_ID}/headline.json"

@@ -5,8 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from launchlab import evidence
-from launchlab.evidence import EvidenceError, RunWriter
+from launchlab.store import evidence
+from launchlab.store.evidence import EvidenceError, RunWriter
 
 COMMITTED = evidence.EVIDENCE_ROOT
 

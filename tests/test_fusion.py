@@ -7,9 +7,12 @@ import math
 import numpy as np
 import pytest
 
-from launchlab import analysis, oracles, stats, workloads
+from launchlab.store import runs as analysis
+from launchlab.model import oracles
+from launchlab.measure import stats
+from launchlab.model import workloads
 from launchlab.chapters import CHAPTERS, fusion
-from launchlab.profiling import dram_by_variant, parse_ncu_csv
+from launchlab.gpu.ncu import dram_by_variant, parse_ncu_csv
 
 
 # ---------------------------------------------------------------- bytes, bandwidth, ceiling

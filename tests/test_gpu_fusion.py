@@ -3,7 +3,8 @@ library baselines against the float64 oracles, on irregular shapes and fresh see
 import numpy as np
 import pytest
 
-from launchlab import oracles, workloads
+from launchlab.model import oracles
+from launchlab.model import workloads
 from launchlab.chapters import fusion
 
 pytestmark = pytest.mark.gpu
@@ -14,7 +15,7 @@ ORACLES = {"rms": (oracles.rms_softmax, oracles.RMS_SOFTMAX_TOLERANCE),
 
 @pytest.fixture(scope="module")
 def backend():
-    from launchlab.submission import CupyBackend
+    from launchlab.gpu.backend import CupyBackend
 
     return CupyBackend()  # a non-blocking stream made current, as in the chapters
 
@@ -30,7 +31,7 @@ _MODULES = {}
 def fused_module(block=None, defines=None):
     """The fused kernel compiled as the chapter compiles it: the policy's defines, or for a
     forced block size the register tier's unrolling and register budget."""
-    from launchlab import build
+    from launchlab.gpu import build
 
     defines = defines or {"BLOCK": block, "REG_CHUNKS": fusion.REG_CHUNKS, "UNROLL": fusion.UNROLL["registers"],
                           "MIN_BLOCKS": fusion.min_blocks(block)}
@@ -47,7 +48,7 @@ def shared_limit():
 
 
 def check_fused(rows, cols, mode, block, shared_bytes, seed_index=0, expected_tier=None, defines=None):
-    from launchlab.submission import FusedRow
+    from launchlab.gpu.targets import FusedRow
 
     if expected_tier:
         reg_chunks = (defines or {}).get("REG_CHUNKS", fusion.REG_CHUNKS)
@@ -89,7 +90,7 @@ def test_a_row_longer_than_fits_on_chip_is_streamed(stream):
 def test_unwritten_output_fails_and_misaligned_buffers_are_refused(stream):
     import cupy
 
-    from launchlab.submission import FusedRow
+    from launchlab.gpu.targets import FusedRow
 
     path = FusedRow(fused_module(64), 33, 300)
     x = workloads.rms_softmax_fixture(FRESH_SEED, 3, 33, 300)
@@ -103,11 +104,12 @@ def test_unwritten_output_fails_and_misaligned_buffers_are_refused(stream):
 
 
 def test_graph_replay_matches_oracle(stream):
-    from launchlab import graphs
-    from launchlab.submission import FusedRow
+    from launchlab.gpu import capture
+    from launchlab.model import dot
+    from launchlab.gpu.targets import FusedRow
 
     path = FusedRow(fused_module(64), 517, 1029, "plain")
-    graph, setup = graphs.capture(path.invoke, stream)
+    graph, setup = capture.capture(path.invoke, stream)
     assert setup["first_replay_us"] > 0
     x = workloads.rms_softmax_fixture(FRESH_SEED, 4, 517, 1029)
     y = path.compute(x, lambda: graph.launch(stream))
@@ -117,7 +119,8 @@ def test_graph_replay_matches_oracle(stream):
 def test_copy_and_cold_helpers(backend, stream):
     import cupy
 
-    from launchlab.submission import ColdL2, DeviceCopy, time_cold
+    from launchlab.gpu.instruments import ColdL2, time_cold
+    from launchlab.gpu.targets import DeviceCopy
 
     x = cupy.asarray(workloads.rms_softmax_fixture(FRESH_SEED, 5, 257, 1031))
     copy = DeviceCopy(x)
@@ -136,7 +139,7 @@ def test_copy_and_cold_helpers(backend, stream):
 def test_library_baseline_matches_plain_oracle(stream, name, shape):
     import cupy
 
-    from launchlab import baselines
+    from launchlab.gpu import baselines
 
     x = workloads.rms_softmax_fixture(FRESH_SEED, 6, *shape)
     x_dev = cupy.asarray(x)

@@ -2,7 +2,8 @@
 import numpy as np
 import pytest
 
-from launchlab import oracles, workloads
+from launchlab.model import oracles
+from launchlab.model import workloads
 
 pytestmark = pytest.mark.gpu
 FRESH_SEED = int(np.random.SeedSequence().entropy % 2**31)
@@ -10,19 +11,19 @@ FRESH_SEED = int(np.random.SeedSequence().entropy % 2**31)
 
 @pytest.fixture(scope="module")
 def backend():
-    from launchlab.submission import CupyBackend
+    from launchlab.gpu.backend import CupyBackend
     return CupyBackend()
 
 
 @pytest.fixture(scope="module")
 def modules():
-    from launchlab import build
+    from launchlab.gpu import build
     return {family: build.load_module(family) for family in ("row_softmax", "tiled_softmax")}
 
 
 @pytest.mark.parametrize("lengths", [[1, 1023, 1025, 5000, 3, 2048], list(workloads.tiled_row_lengths("ragged")[:16])])
 def test_tiled_path_matches_oracle(modules, backend, lengths):
-    from launchlab.tiled_path import TiledPath
+    from launchlab.gpu.targets import TiledPath
 
     path = TiledPath(modules["tiled_softmax"], lengths)
     x = workloads.packed_fixture(FRESH_SEED, 0, lengths)
@@ -33,16 +34,17 @@ def test_tiled_path_matches_oracle(modules, backend, lengths):
 
 def test_replayed_graphs_follow_new_inputs(modules, backend):
     """Pointers are fixed at capture: new inputs written into the captured buffers give new, correct outputs."""
-    from launchlab import graphs
-    from launchlab.submission import RowPath
-    from launchlab.tiled_path import TiledPath
+    from launchlab.gpu import capture
+    from launchlab.model import dot
+    from launchlab.gpu.targets import RowPath
+    from launchlab.gpu.targets import TiledPath
 
     row = RowPath(modules["row_softmax"], 1823, 781)
     tiled = TiledPath(modules["tiled_softmax"], [700, 3000, 1])
     for path, kernels in ((row, 4), (tiled, 3)):
-        graph, setup = graphs.capture(path.invoke, backend.stream)
-        parsed = graphs.parse_dot(graph.debug_dot_str())
-        assert graphs.node_counts(parsed, path.KERNELS) == {"kernel": kernels, "other": 0}
+        graph, setup = capture.capture(path.invoke, backend.stream)
+        parsed = dot.parse_dot(graph.debug_dot_str())
+        assert dot.node_counts(parsed, path.KERNELS) == {"kernel": kernels, "other": 0}
         assert len(path.launches) == kernels
         assert setup["first_replay_us"] > 0
         for index in range(3):

@@ -5,7 +5,9 @@ import time
 import numpy as np
 import pytest
 
-from launchlab import oracles, schedules, workloads
+from launchlab.model import oracles
+from launchlab.model import schedules
+from launchlab.model import workloads
 
 pytestmark = pytest.mark.gpu
 FRESH_SEED = int(np.random.SeedSequence().entropy % 2**31)  # new every session; printed on failure
@@ -16,14 +18,15 @@ LENGTH_SETS = {"irregular": IRREGULAR, "ragged16": list(workloads.tiled_row_leng
 
 @pytest.fixture(scope="module")
 def backend():
-    from launchlab.submission import CupyBackend
+    from launchlab.gpu.backend import CupyBackend
 
     return CupyBackend()  # a non-blocking stream made current, as in the chapter
 
 
 @pytest.fixture(scope="module")
 def modules():
-    from launchlab import build, megakernel
+    from launchlab.gpu import build
+    from launchlab.gpu import persistent as megakernel
 
     return {"tiled": build.load_module("tiled_softmax"), "mega": megakernel.load(),
             "tiled_traced": build.load_module("tiled_softmax", {"LAUNCHLAB_TRACE": None}),
@@ -32,9 +35,9 @@ def modules():
 
 def variants(modules, lengths, stream, traced=False):
     """(path, queue, {variant: invoke}) for one set of rows, graphs captured as in the chapter."""
-    from launchlab import megakernel
+    from launchlab.gpu import persistent as megakernel
     from launchlab.chapters import megakernels as chapter
-    from launchlab.tiled_path import TiledPath
+    from launchlab.gpu.targets import TiledPath
 
     suffix = "_traced" if traced else ""
     path = TiledPath(modules["tiled" + suffix], lengths)
@@ -66,8 +69,9 @@ def test_every_variant_matches_oracle_and_the_queue_counters_match_the_model(mod
             if variant.startswith("queue"):
                 runner["queue"].check_error()
                 assert runner["queue"].counters_match(), runner["queue"].counters_after()
-    from launchlab import graphs
-    counts = {name: graphs.node_counts(n, n["kernel_names"]) for name, n in nodes.items()}
+    from launchlab.gpu import capture
+    from launchlab.model import dot
+    counts = {name: dot.node_counts(n, n["kernel_names"]) for name, n in nodes.items()}
     assert counts == {"graph3.t": {"kernel": 3, "other": 0}, "coop_graph.t": {"kernel": 1, "other": 0},
                       "queue_graph.t": {"kernel": 1, "other": 1}}  # the counter reset is a memset node
 
@@ -75,8 +79,8 @@ def test_every_variant_matches_oracle_and_the_queue_counters_match_the_model(mod
 @pytest.mark.parametrize("workers", [1, 7, "over"])
 def test_queue_needs_no_co_residency(modules, backend, workers):
     """One worker, a few, or four times the resident capacity: the A-B-C order always completes."""
-    from launchlab import megakernel
-    from launchlab.tiled_path import TiledPath
+    from launchlab.gpu import persistent as megakernel
+    from launchlab.gpu.targets import TiledPath
 
     path = TiledPath(modules["tiled"], IRREGULAR)
     probe = megakernel.TaskQueue(modules["mega"], path)
@@ -91,8 +95,8 @@ def test_queue_needs_no_co_residency(modules, backend, workers):
 def test_bounded_wait_reports_an_impossible_order_instead_of_hanging(modules, backend):
     """One worker, B tasks first: B of row 0 waits for A tiles nobody will run. The worker gives up after the
     bound, the host sees the flag and names the task; a later run in the natural order is unaffected."""
-    from launchlab import megakernel
-    from launchlab.tiled_path import TiledPath
+    from launchlab.gpu import persistent as megakernel
+    from launchlab.gpu.targets import TiledPath
 
     lengths = [3000, 1024, 5000]
     path = TiledPath(modules["tiled"], lengths)
@@ -115,8 +119,8 @@ def test_bounded_wait_reports_an_impossible_order_instead_of_hanging(modules, ba
 
 
 def test_cooperative_grid_is_checked_against_co_residency(modules, backend):
-    from launchlab import megakernel
-    from launchlab.tiled_path import TiledPath
+    from launchlab.gpu import persistent as megakernel
+    from launchlab.gpu.targets import TiledPath
 
     path = TiledPath(modules["tiled"], IRREGULAR)
     coop = megakernel.CooperativePhases(modules["mega"], path)
@@ -128,14 +132,16 @@ def test_cooperative_grid_is_checked_against_co_residency(modules, backend):
 
 
 def test_traced_builds_keep_the_timed_worker_counts_and_their_traces_pass_the_checks(modules, backend):
-    from launchlab import megakernel, traces
+    from launchlab.gpu import persistent as megakernel
+    from launchlab.gpu import probes
+    from launchlab.model import timelines
     from launchlab.chapters import megakernels as chapter
 
     lengths = list(workloads.tiled_row_lengths("ragged")[:24]) + [1, 5000]
     graph = schedules.TaskGraph.from_lengths(lengths)
     # the probes write through these pointers: attach before any traced launch (graph capture replays once)
-    stage_records = traces.attach_buffer(modules["tiled_traced"], 3, graph.tiles)
-    task_records = traces.attach_task_buffer(modules["mega_traced"], graph.total)
+    stage_records = probes.attach_buffer(modules["tiled_traced"], 3, graph.tiles)
+    task_records = probes.attach_task_buffer(modules["mega_traced"], graph.total)
     runner, invokes, _ = variants(modules, lengths, backend.stream, traced=True)
     timed = megakernel.CooperativePhases(modules["mega"], runner["path"])
     assert runner["coop"].workers == timed.workers

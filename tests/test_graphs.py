@@ -3,7 +3,9 @@ import json
 
 import pytest
 
-from launchlab import evidence, graphs
+from launchlab.store import evidence
+from launchlab.gpu import capture
+from launchlab.model import dot
 from launchlab.chapters import graphs as chapter
 
 MEMSET_AND_KERNEL = '''digraph dot {
@@ -32,13 +34,13 @@ def test_saved_dot_files_parse_to_the_recorded_nodes():
     records = json.loads((run / "graphs/nodes.json").read_text())
     dot_files = sorted((run / "graphs").glob("*.dot"))
     assert dot_files
-    for dot in dot_files:
-        parsed = graphs.parse_dot(dot.read_text())
-        record = records[dot.stem]
+    for dot_file in dot_files:
+        parsed = dot.parse_dot(dot_file.read_text())
+        record = records[dot_file.stem]
         assert parsed["nodes"] == record["nodes"] and [list(e) for e in parsed["edges"]] == [list(e) for e in record["edges"]]
-        counts = graphs.node_counts(parsed, record["kernel_names"])
-        assert counts == {"kernel": record["stream_launches"], "other": 0}, dot.stem
-        order = graphs.topological_order(parsed)
+        counts = dot.node_counts(parsed, record["kernel_names"])
+        assert counts == {"kernel": record["stream_launches"], "other": 0}, dot_file.stem
+        order = dot.topological_order(parsed)
         assert [parsed["nodes"][n]["label"][-1] for n in order][:len(record["kernel_names"])] == record["kernel_names"][:len(order)]
 
 
@@ -48,19 +50,19 @@ def test_headline_node_counts_match_the_stream_launch_counts():
 
 
 def test_non_kernel_nodes_are_counted_apart():
-    parsed = graphs.parse_dot(MEMSET_AND_KERNEL)
-    assert graphs.node_counts(parsed, ["persistent_queue"]) == {"kernel": 1, "other": 1}
+    parsed = dot.parse_dot(MEMSET_AND_KERNEL)
+    assert dot.node_counts(parsed, ["persistent_queue"]) == {"kernel": 1, "other": 1}
     assert parsed["nodes"]["graph_1_node_0"] == {"shape": "invtrapezium", "label": ["0", "MEMSET"]}
-    assert graphs.topological_order(parsed) == ["graph_1_node_0", "graph_1_node_1"]
+    assert dot.topological_order(parsed) == ["graph_1_node_0", "graph_1_node_1"]
 
 
 def test_cycles_and_undeclared_nodes_are_errors():
     cyclic = MEMSET_AND_KERNEL.replace('"graph_1_node_0" -> "graph_1_node_1";',
                                        '"graph_1_node_0" -> "graph_1_node_1";\n"graph_1_node_1" -> "graph_1_node_0";')
     with pytest.raises(ValueError, match="cycle"):
-        graphs.topological_order(graphs.parse_dot(cyclic))
+        dot.topological_order(dot.parse_dot(cyclic))
     with pytest.raises(ValueError, match="undeclared"):
-        graphs.parse_dot(MEMSET_AND_KERNEL.replace('"graph_1_node_0" -> "graph_1_node_1";', '"graph_1_node_0" -> "x";'))
+        dot.parse_dot(MEMSET_AND_KERNEL.replace('"graph_1_node_0" -> "graph_1_node_1";', '"graph_1_node_0" -> "x";'))
 
 
 def timing(stream_event, graph_event, stream_complete, graph_complete):

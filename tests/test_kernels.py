@@ -4,7 +4,8 @@ import subprocess
 
 import pytest
 
-from launchlab import build, native
+from launchlab.gpu import build
+from launchlab.gpu import native
 
 pytestmark = pytest.mark.skipif(not shutil.which("nvcc"), reason="nvcc is not on PATH")
 FAMILIES = sorted(p.stem for p in build.KERNEL_DIR.glob("*.cu"))

@@ -8,10 +8,18 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from launchlab import analysis, build, evidence, graphs, schedules, traces, workloads
+from launchlab.store import runs as analysis
+from launchlab.gpu import build
+from launchlab.store import evidence
+from launchlab.gpu import capture
+from launchlab.model import dot
+from launchlab.model import schedules
+from launchlab.gpu import probes
+from launchlab.model import timelines
+from launchlab.model import workloads
 from launchlab.chapters import megakernels as chapter
-from launchlab.protocol import FROZEN
-from launchlab.schedules import TaskGraph, Trace
+from launchlab.measure.protocol import FROZEN
+from launchlab.model.schedules import TaskGraph, Trace
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 WORKERS = 1056
@@ -128,7 +136,7 @@ def test_b_before_last_a_counts():
 
 # --------------------------------------------------------------------------- raw records
 def test_megakernel_records_become_a_trace():
-    table = np.zeros((3, traces.TASK_WORDS), np.uint64)
+    table = np.zeros((3, timelines.TASK_WORDS), np.uint64)
     base = 1_700_000_000_000
     table[:, 0] = [base + 10, base, base + 5]          # taken
     table[:, 1] = [base + 12, base + 1, base + 6]      # start
@@ -136,22 +144,22 @@ def test_megakernel_records_become_a_trace():
     table[:, 3] = [4, 0, 1]                             # worker
     table[:, 4] = [2, 0, 0]                             # SM
     table[:, 5] = [2, 0, 1]                             # task
-    arrays = traces.task_trace_arrays(table.ravel())
+    arrays = timelines.task_trace_arrays(table.ravel())
     assert arrays["taken_ns"].tolist() == [10, 0, 5] and arrays["end_ns"].tolist() == [20, 3, 9]
     assert arrays["task"].tolist() == [2, 0, 1] and arrays["worker"].tolist() == [4, 0, 1]
     table[1, 2] = 0
     with pytest.raises(ValueError, match="1 task records were never written"):
-        traces.task_trace_arrays(table)
+        timelines.task_trace_arrays(table)
 
 
 def test_three_kernel_block_records_are_renumbered_as_tasks():
     tiles, rows, stride = 3, 2, 4
-    table = np.zeros((3, stride, traces.WORDS_PER_BLOCK), np.uint64)
+    table = np.zeros((3, stride, timelines.WORDS_PER_BLOCK), np.uint64)
     for kernel in range(3):
         for block in range(tiles if kernel != 1 else rows):
             start = 1000 * (kernel + 1) + 10 * block
             table[kernel, block] = [start, start + 5, 7 + block]
-    arrays = traces.stage_blocks_as_tasks(table, tiles, rows)
+    arrays = timelines.stage_blocks_as_tasks(table, tiles, rows)
     assert arrays["task"].tolist() == list(range(8))
     assert arrays["worker"].tolist() == [0, 1, 2, 0, 1, 0, 1, 2]
     assert arrays["start_ns"].tolist() == [0, 10, 20, 1000, 1010, 2000, 2010, 2020]
@@ -160,7 +168,7 @@ def test_three_kernel_block_records_are_renumbered_as_tasks():
     assert schedules.check_trace(trace, TaskGraph.from_lengths([2048, 1024]), "three_kernel")["passed"]
     table[1, 1, 0] = 0
     with pytest.raises(ValueError, match="never wrote a record"):
-        traces.stage_blocks_as_tasks(table, tiles, rows)
+        timelines.stage_blocks_as_tasks(table, tiles, rows)
 
 
 # --------------------------------------------------------------------------- a synthetic run
@@ -201,7 +209,7 @@ def write_synthetic_run(root: Path) -> Path:
         for variant, kernels in (("graph3", ["tile_producer", "row_combiner", "tile_consumer"]),
                                  ("coop_graph", ["coop_phases"]), ("queue_graph", ["queue_persistent"])):
             if variant == "queue_graph":
-                parsed = graphs.parse_dot(QUEUE_DOT)  # the memset of the counters is a node of its own
+                parsed = dot.parse_dot(QUEUE_DOT)  # the memset of the counters is a node of its own
             else:
                 parsed = {"nodes": {f"n{i}": {"shape": "octagon", "label": [str(i), k]} for i, k in enumerate(kernels)},
                           "edges": [[f"n{i}", f"n{i + 1}"] for i in range(len(kernels) - 1)]}
@@ -290,7 +298,7 @@ def notebook_glue_keys() -> set:
 def test_page_renders_from_the_synthetic_run_and_every_glued_value_exists(synthetic):
     import matplotlib
     matplotlib.use("Agg")
-    from launchlab.analysis import open_run
+    from launchlab.store.runs import open_run
 
     run = open_run(synthetic)
     values = chapter.page_values(run)

@@ -4,7 +4,8 @@ import math
 import numpy as np
 import pytest
 
-from launchlab import oracles, workloads
+from launchlab.model import oracles
+from launchlab.model import workloads
 
 
 def rms_softmax_by_hand(row):

@@ -1,8 +1,9 @@
 """The frozen protocol against a fake clock and backend: order, counts, timed regions."""
 import pytest
 
-from launchlab import protocol, stats
-from launchlab.protocol import FROZEN, Protocol, Variant, measure, round_orders
+from launchlab.measure import protocol
+from launchlab.measure import stats
+from launchlab.measure.protocol import FROZEN, Protocol, Variant, measure, round_orders
 
 
 class FakeBackend:

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from launchlab import site_check
+from launchlab.present import site_check
 
 REPO = Path(__file__).resolve().parents[1]
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -140,7 +140,7 @@ def test_browser_renders_page(html, which, tmp_path):
 
 def test_every_claim_has_an_anchor_in_the_built_chapter(html):
     """claim-audit.html#c42 must land on C42: one element with that id per registry entry."""
-    from launchlab import claims
+    from launchlab.claims import registry as claims
 
     page = (html / "book" / "claim-audit.html").read_text(encoding="utf-8")
     missing = [c["id"] for c in claims.load_claims() if f'id="{claims.claim_anchor(c["id"])}"' not in page]
@@ -148,7 +148,7 @@ def test_every_claim_has_an_anchor_in_the_built_chapter(html):
 
 
 def test_every_chapter_page_shows_its_accepted_run(html):
-    from launchlab import evidence
+    from launchlab.store import evidence
 
     for stem, run_id in evidence.read_accepted().items():
         assert run_id in (html / "book" / f"{stem}.html").read_text(encoding="utf-8"), stem

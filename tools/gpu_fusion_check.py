@@ -70,9 +70,12 @@ def sweep(shapes: str) -> None:
     import cupy
     import numpy as np
 
-    from launchlab import build, oracles, workloads
+    from launchlab.gpu import build
+    from launchlab.model import oracles
+    from launchlab.model import workloads
     from launchlab.chapters import fusion
-    from launchlab.submission import CupyBackend, DeviceCopy, FusedRow
+    from launchlab.gpu.backend import CupyBackend
+    from launchlab.gpu.targets import DeviceCopy, FusedRow
 
     stream = CupyBackend().stream
     limit = int(cupy.cuda.runtime.getDeviceProperties(0)["sharedMemPerBlockOptin"])

@@ -41,9 +41,9 @@ def event_us(invoke, stream) -> float:
 
 
 def runners(modules, lengths, stream, traced: bool):
-    from launchlab import megakernel
+    from launchlab.gpu import persistent as megakernel
     from launchlab.chapters import megakernels as chapter
-    from launchlab.tiled_path import TiledPath
+    from launchlab.gpu.targets import TiledPath
 
     suffix = "_traced" if traced else ""
     path = TiledPath(modules["tiled_softmax" + suffix], lengths)
@@ -56,7 +56,7 @@ def runners(modules, lengths, stream, traced: bool):
 
 
 def validate(runner, values, invoke, uses_queue: bool) -> dict:
-    from launchlab import oracles
+    from launchlab.model import oracles
 
     path = runner["path"]
     if uses_queue:
@@ -71,7 +71,8 @@ def validate(runner, values, invoke, uses_queue: bool) -> dict:
 
 
 def load_modules():
-    from launchlab import build, megakernel
+    from launchlab.gpu import build
+    from launchlab.gpu import persistent as megakernel
 
     return {"tiled_softmax": build.load_module("tiled_softmax"), "megakernel": megakernel.load(),
             "tiled_softmax_traced": build.load_module("tiled_softmax", {"LAUNCHLAB_TRACE": None}),
@@ -79,10 +80,16 @@ def load_modules():
 
 
 def quick(cases) -> int:
-    from launchlab import graphs, megakernel, schedules, traces, workloads
+    from launchlab.gpu import capture
+    from launchlab.model import dot
+    from launchlab.gpu import persistent as megakernel
+    from launchlab.model import schedules
+    from launchlab.gpu import probes
+    from launchlab.model import timelines
+    from launchlab.model import workloads
     from launchlab.chapters import megakernels as chapter
-    from launchlab.submission import CupyBackend
-    from launchlab.tiled_path import STAGE_KERNELS
+    from launchlab.gpu.backend import CupyBackend
+    from launchlab.gpu.targets import STAGE_KERNELS
 
     stream = CupyBackend().stream
     modules = load_modules()
@@ -92,8 +99,8 @@ def quick(cases) -> int:
     status = 0
     rows = []
     slots = megakernel.resident_blocks_per_sm(modules["tiled_softmax"].kernel("tile_producer")) * megakernel.sm_count()
-    stage_records = traces.attach_buffer(modules["tiled_softmax_traced"], 3, 1024)
-    task_records = traces.attach_task_buffer(modules["megakernel_traced"], 2 * 1024 + 128)
+    stage_records = probes.attach_buffer(modules["tiled_softmax_traced"], 3, 1024)
+    task_records = probes.attach_task_buffer(modules["megakernel_traced"], 2 * 1024 + 128)
     for case in cases:
         lengths = workloads.tiled_row_lengths(case)
         graph = schedules.TaskGraph.from_lengths(lengths)
@@ -102,7 +109,7 @@ def quick(cases) -> int:
         traced = runners(modules, lengths, stream, traced=True)
         print(case, "persistent workers: coop", timed["coop"].workers, "queue", timed["queue"].workers,
               "resident/SM", timed["coop"].resident_per_sm, timed["queue"].resident_per_sm,
-              "nodes", {k: graphs.node_counts(n, n["kernel_names"]) for k, n in timed["nodes"].items()})
+              "nodes", {k: dot.node_counts(n, n["kernel_names"]) for k, n in timed["nodes"].items()})
         for variant in chapter.VARIANTS:
             uses_queue = variant.startswith("queue")
             row = {"case": case, "variant": variant}
@@ -146,15 +153,18 @@ def quick(cases) -> int:
 
 def sanitize() -> int:
     """Every variant once (and the traced builds) on small irregular rows: for compute-sanitizer."""
-    from launchlab import schedules, traces, workloads
+    from launchlab.model import schedules
+    from launchlab.gpu import probes
+    from launchlab.model import timelines
+    from launchlab.model import workloads
     from launchlab.chapters import megakernels as chapter
-    from launchlab.submission import CupyBackend
+    from launchlab.gpu.backend import CupyBackend
 
     stream = CupyBackend().stream
     modules = load_modules()
     graph = schedules.TaskGraph.from_lengths(SANITIZE_ROWS)
-    stage_records = traces.attach_buffer(modules["tiled_softmax_traced"], 3, graph.tiles)
-    task_records = traces.attach_task_buffer(modules["megakernel_traced"], graph.total)
+    stage_records = probes.attach_buffer(modules["tiled_softmax_traced"], 3, graph.tiles)
+    task_records = probes.attach_task_buffer(modules["megakernel_traced"], graph.total)
     values = workloads.packed_fixture(99, 0, SANITIZE_ROWS)
     status = 0
     for traced in (False, True):

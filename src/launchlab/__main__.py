@@ -8,9 +8,9 @@ import sys
 import traceback
 from pathlib import Path
 
-from . import evidence
-from .analysis import analyze
-from .chapters import chapter_module
+from launchlab.store import evidence
+from launchlab.store.runs import analyze
+from launchlab.chapters import chapter_module
 
 BOOK_DIR = evidence.REPO_ROOT / "book"
 STAGING_DIR = evidence.EVIDENCE_ROOT / "staging"
@@ -92,7 +92,7 @@ def command_execute(args) -> int:
 
 
 def command_claims(args) -> int:
-    from .book_claims import refresh_registry
+    from launchlab.claims.book import refresh_registry
 
     print(f"rewrote {refresh_registry()} and the claim-audit downloads from the accepted runs")
     return 0

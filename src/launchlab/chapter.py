@@ -7,9 +7,10 @@ them) and analyses it exactly as evidence mode analyses a committed run.
 """
 from __future__ import annotations
 
-from . import device, evidence
-from .analysis import ChapterRun, open_run, recompute
-from .chapters import chapter_module
+from launchlab.gpu import device
+from launchlab.store import evidence
+from launchlab.store.runs import ChapterRun, open_run, recompute
+from launchlab.chapters import chapter_module
 
 
 def open_chapter(stem: str, mode: str = "evidence", run_id: str = "", **parameters) -> ChapterRun:

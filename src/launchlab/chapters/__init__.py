@@ -1,5 +1,5 @@
 """One module per executable chapter, keyed by its notebook stem."""
-from . import fusion, graphs, megakernels, ordinary_launches
+from launchlab.chapters import fusion, graphs, megakernels, ordinary_launches
 
 CHAPTERS = {module.STEM: module for module in (ordinary_launches, graphs, fusion, megakernels)}
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from .. import oracles
+from launchlab.model import oracles
 
 
 class ValidationFailed(RuntimeError):
@@ -24,7 +24,7 @@ def rms_tolerance() -> dict:
 
 
 def provenance() -> dict:
-    from ..provenance import git_commit, source_tree_sha256
+    from launchlab.store.provenance import git_commit, source_tree_sha256
     return {"git_commit": git_commit(), "source_tree_sha256": source_tree_sha256()}
 
 

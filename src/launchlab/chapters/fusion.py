@@ -12,9 +12,11 @@ from pathlib import Path
 
 import numpy as np
 
-from .. import oracles, stats, workloads
-from ..protocol import FROZEN, round_orders
-from .common import fail_validation, provenance, read_jsonl
+from launchlab.model import oracles
+from launchlab.measure import stats
+from launchlab.model import workloads
+from launchlab.measure.protocol import FROZEN, round_orders
+from launchlab.chapters.common import fail_validation, provenance, read_jsonl
 
 STEM = "fusion"
 TAG = "ch03"
@@ -152,9 +154,16 @@ def run_on_gpu(writer, parameters: dict) -> None:
     """Build, validate, time warm and cold, validate again, profile bytes; write it all into the run."""
     import time
 
-    from .. import baselines, build, device, graphs, protocol
-    from ..submission import ColdL2, CupyBackend, DeviceCopy, FusedRow, RowPath
-    from .ordinary_launches import ROW_KERNELS
+    from launchlab.gpu import baselines
+    from launchlab.gpu import build
+    from launchlab.gpu import device
+    from launchlab.gpu import capture
+    from launchlab.model import dot
+    from launchlab.measure import protocol
+    from launchlab.gpu.instruments import ColdL2
+    from launchlab.gpu.backend import CupyBackend
+    from launchlab.gpu.targets import DeviceCopy, FusedRow, RowPath
+    from launchlab.chapters.ordinary_launches import ROW_KERNELS
 
     clock = time.perf_counter()
     phases = {}
@@ -210,7 +219,7 @@ def run_on_gpu(writer, parameters: dict) -> None:
             path = fused[mode]
             found[variant_name(family, "stream", shape)] = _Target(row.x, path.y, path.poison, path.invoke, mode, True)
         for family, path in (("row4", row), ("fused_rms", fused["rms"]), ("fused_plain", fused["plain"])):
-            graph, setup[variant_name(family, "graph", shape)] = graphs.capture(path.invoke, stream)
+            graph, setup[variant_name(family, "graph", shape)] = capture.capture(path.invoke, stream)
             found[variant_name(family, "graph", shape)] = _Target(row.x, path.y, path.poison, lambda g=graph: g.launch(stream),
                                                                   "plain" if family == "fused_plain" else "rms", False)
         for name in wanted:
@@ -265,7 +274,7 @@ def run_on_gpu(writer, parameters: dict) -> None:
     profile = str(parameters.get("profile_shape") or "")
     if profile:
         rows, cols = workloads.parse_shapes(profile)[0]
-        from ..profiling import ncu_dram_bytes
+        from launchlab.gpu.ncu import ncu_dram_bytes
         result = ncu_dram_bytes(rows, cols, fused_config(rows, cols, identity["shared_bytes_per_block_optin"]))
         writer.write_text(f"profiles/ncu_{profile}.csv", result["csv"])
         writer.write_json(f"profiles/ncu_{profile}.json", {k: v for k, v in result.items() if k != "csv"})
@@ -280,7 +289,7 @@ def run_on_gpu(writer, parameters: dict) -> None:
 def _validate_shape(targets, rows, cols, seed, indices, phase, stream) -> list[dict]:
     from concurrent.futures import ThreadPoolExecutor
 
-    from ..evidence import sha256_array
+    from launchlab.store.evidence import sha256_array
 
     hasher = ThreadPoolExecutor(1)
     shape = workloads.shape_name(rows, cols)
@@ -314,7 +323,7 @@ def _validate_shape(targets, rows, cols, seed, indices, phase, stream) -> list[d
 
 def _measure_cold(variants, backend, cold, repeats: int) -> list[dict]:
     """Per round (shuffled order, the protocol's seed) and variant: `repeats` flushed invocations."""
-    from ..submission import time_cold
+    from launchlab.gpu.instruments import time_cold
 
     by_name = {v.name: v for v in variants}
     samples = []
@@ -488,7 +497,7 @@ def summarize_resources(run_dir: Path) -> dict:
 
 def summarize_dram(run_dir: Path) -> dict:
     """Per profiled shape: ncu's DRAM bytes beside the logical bytes, or the recorded error."""
-    from ..profiling import dram_by_variant, parse_ncu_csv
+    from launchlab.gpu.ncu import dram_by_variant, parse_ncu_csv
 
     result = {}
     for meta_path in sorted((run_dir / "profiles").glob("ncu_*.json")):
@@ -700,7 +709,7 @@ def _variant_style(kind: str, index: int) -> dict:
 
 def time_figure(run):
     """Time per invocation per shape and variant, warm (event batches) and cold (flushed L2)."""
-    from .. import figures
+    from launchlab.present import figures
 
     s = run.summaries
     kinds = _kinds(run)
@@ -728,7 +737,7 @@ def time_figure(run):
 
 def bandwidth_figure(run):
     """Effective bandwidth as a percentage of the same run's copy, per shape and variant."""
-    from .. import figures
+    from launchlab.present import figures
 
     s = run.summaries
     kinds = _kinds(run)
@@ -757,7 +766,7 @@ def bandwidth_figure(run):
 
 def bytes_figure(run):
     """Logical bytes against DRAM bytes measured by Nsight Compute, per variant."""
-    from .. import figures
+    from launchlab.present import figures
 
     fig, axes = figures.figure(1, 1, width=7, height=3.4)
     ax = axes[0, 0]

@@ -10,9 +10,13 @@ import json
 import math
 from pathlib import Path
 
-from .. import graphs, oracles, stats, workloads
-from ..protocol import FROZEN
-from .common import fail_validation, provenance, read_jsonl, rms_tolerance
+from launchlab.gpu import capture
+from launchlab.model import dot
+from launchlab.model import oracles
+from launchlab.measure import stats
+from launchlab.model import workloads
+from launchlab.measure.protocol import FROZEN
+from launchlab.chapters.common import fail_validation, provenance, read_jsonl, rms_tolerance
 
 STEM = "graphs"
 TAG = "ch02"
@@ -40,10 +44,14 @@ def _ints(text: str) -> list[int]:
 
 # --------------------------------------------------------------------------- GPU side
 def run_on_gpu(writer, parameters: dict) -> None:
-    from .. import build, device, native, protocol
-    from ..submission import CupyBackend, RowPath
-    from ..tiled_path import STAGE_KERNELS, TiledPath
-    from .ordinary_launches import ROW_KERNELS
+    from launchlab.gpu import build
+    from launchlab.gpu import device
+    from launchlab.gpu import native
+    from launchlab.measure import protocol
+    from launchlab.gpu.backend import CupyBackend
+    from launchlab.gpu.targets import RowPath
+    from launchlab.gpu.targets import STAGE_KERNELS, TiledPath
+    from launchlab.chapters.ordinary_launches import ROW_KERNELS
 
     seed = int(parameters["fixture_seed"])
     backend = CupyBackend()
@@ -64,10 +72,10 @@ def run_on_gpu(writer, parameters: dict) -> None:
 
     captured, setup, nodes, dots = {}, {}, {}, {}
     for name, path in workloads_by_name.items():
-        captured[name], setup[name] = graphs.capture(path.invoke, stream)
+        captured[name], setup[name] = capture.capture(path.invoke, stream)
         dots[name] = captured[name].debug_dot_str()
         nodes[name] = {"stream_launches": len(path.launches), "kernel_names": list(path.KERNELS),
-                       **graphs.parse_dot(dots[name])}
+                       **dot.parse_dot(dots[name])}
 
     def check(name, index, phase):
         path = workloads_by_name[name]
@@ -97,10 +105,10 @@ def run_on_gpu(writer, parameters: dict) -> None:
             for _ in range(count):
                 empty_kernel((1,), (1,), ())
         name = f"empty.{count}"
-        graph, setup[name] = graphs.capture(launch_empties, stream)
+        graph, setup[name] = capture.capture(launch_empties, stream)
         captured[name] = graph
         dot = graph.debug_dot_str()
-        nodes[name] = {"stream_launches": count, "kernel_names": ["empty_kernel"], **graphs.parse_dot(dot)}
+        nodes[name] = {"stream_launches": count, "kernel_names": ["empty_kernel"], **dot.parse_dot(dot)}
         if count <= DOT_MAX_NODES:
             dots[name] = dot
         large = count >= LARGE_LAUNCHES
@@ -114,10 +122,10 @@ def run_on_gpu(writer, parameters: dict) -> None:
             for _ in range(copies):
                 copies_path.invoke()
         name = f"row4x{copies}"
-        graph, setup[name] = graphs.capture(launch_copies, stream)
+        graph, setup[name] = capture.capture(launch_copies, stream)
         captured[name] = graph
         dot = graph.debug_dot_str()
-        nodes[name] = {"stream_launches": 4 * copies, "kernel_names": list(ROW_KERNELS), **graphs.parse_dot(dot)}
+        nodes[name] = {"stream_launches": 4 * copies, "kernel_names": list(ROW_KERNELS), **dot.parse_dot(dot)}
         if 4 * copies <= DOT_MAX_NODES:
             dots[name] = dot
         variants.append(protocol.Variant(f"stream.{name}", launch_copies, 4 * copies >= LARGE_LAUNCHES))
@@ -142,7 +150,7 @@ def run_on_gpu(writer, parameters: dict) -> None:
 
 
 def _validate(path, name: str, seed: int, index: int, phase: str, invoke) -> dict:
-    from ..evidence import sha256_array
+    from launchlab.store.evidence import sha256_array
 
     if name.startswith("row4."):
         x = workloads.rms_softmax_fixture(seed, index, path.rows, path.cols)
@@ -169,7 +177,7 @@ def summarize(run_dir: Path) -> dict:
     ratios = {name: {metric: stats.paired_ratio(samples, f"stream.{name}", f"graph.{name}", metric)
                      for metric in ("event_us", "single_complete_us")}
               for name in names if f"stream.{name}" in timing}
-    node_summary = {name: {"counts": graphs.node_counts(record, record["kernel_names"]),
+    node_summary = {name: {"counts": dot.node_counts(record, record["kernel_names"]),
                            "stream_launches": record["stream_launches"],
                            "edges": len(record["edges"])} for name, record in nodes.items()}
     return {"timing": timing, "stream_over_graph": ratios, "setup": {n: _setup_summary(setup[n], timing, n) for n in setup},
@@ -287,7 +295,7 @@ PER_NODE_SERIES = {  # (variant prefix, metric) -> legend
 
 
 def per_node_figure(run):
-    from .. import figures
+    from launchlab.present import figures
 
     fig, axes = figures.figure(height=4.2)
     ax = axes[0, 0]
@@ -310,12 +318,12 @@ def per_node_figure(run):
 
 def graph_figure(run, names=("row4.128x8192", "tiled3.balanced")):
     """The captured graphs as CUDA printed them: one box per node, edges in dependency order."""
-    from .. import figures
+    from launchlab.present import figures
 
     fig, axes = figures.figure(1, len(names), height=3.2)
     for ax, name in zip(axes[0], names):
-        parsed = graphs.parse_dot((run.path / "graphs" / f"{name}.dot").read_text())
-        figures.draw_chain(ax, [parsed["nodes"][n]["label"][-1] for n in graphs.topological_order(parsed)],
+        parsed = dot.parse_dot((run.path / "graphs" / f"{name}.dot").read_text())
+        figures.draw_chain(ax, [parsed["nodes"][n]["label"][-1] for n in dot.topological_order(parsed)],
                            f"{name}: {len(parsed['nodes'])} nodes, {len(parsed['edges'])} edges")
     fig.tight_layout()
     return fig

@@ -12,9 +12,14 @@ from pathlib import Path
 
 import numpy as np
 
-from .. import graphs, oracles, schedules, stats, workloads
-from ..protocol import FROZEN
-from .common import fail_validation, provenance, read_jsonl, rms_tolerance
+from launchlab.gpu import capture
+from launchlab.model import dot
+from launchlab.model import oracles
+from launchlab.model import schedules
+from launchlab.measure import stats
+from launchlab.model import workloads
+from launchlab.measure.protocol import FROZEN
+from launchlab.chapters.common import fail_validation, provenance, read_jsonl, rms_tolerance
 
 STEM = "megakernels"
 TAG = "ch04"
@@ -51,9 +56,14 @@ def _cases(text: str) -> list[str]:
 # --------------------------------------------------------------------------- GPU side
 def run_on_gpu(writer, parameters: dict) -> None:
     """Build, validate every variant, time, validate again, trace; write it all into the run."""
-    from .. import build, device, megakernel, protocol, traces
-    from ..submission import CupyBackend
-    from ..tiled_path import STAGE_KERNELS, TiledPath
+    from launchlab.gpu import build
+    from launchlab.gpu import device
+    from launchlab.gpu import persistent as megakernel
+    from launchlab.measure import protocol
+    from launchlab.gpu import probes
+    from launchlab.model import timelines
+    from launchlab.gpu.backend import CupyBackend
+    from launchlab.gpu.targets import STAGE_KERNELS, TiledPath
 
     cases = _cases(parameters["tiled_cases"])
     seed = int(parameters["fixture_seed"])
@@ -150,8 +160,8 @@ def run_on_gpu(writer, parameters: dict) -> None:
     # ---- instrumented builds, separate from timing: one record per task
     max_tiles = max(runner["path"].tiles for runner in runners.values())
     max_tasks = max(2 * r["path"].tiles + r["path"].rows for r in runners.values())
-    stage_records = traces.attach_buffer(modules["tiled_softmax_traced"], 3, max_tiles)
-    task_records = traces.attach_task_buffer(modules["megakernel_traced"], max_tasks)
+    stage_records = probes.attach_buffer(modules["tiled_softmax_traced"], 3, max_tiles)
+    task_records = probes.attach_task_buffer(modules["megakernel_traced"], max_tasks)
     trace_index, trace_checks = {}, {}
     for case in cases:
         path = TiledPath(modules["tiled_softmax_traced"], workloads.tiled_row_lengths(case))
@@ -203,17 +213,17 @@ def _capture_variants(runner, stream, case, setup, nodes, dots) -> dict:
     kernel_names = {"stream3": list(path.KERNELS), "coop_stream": list(coop.KERNELS), "queue_stream": list(queue.KERNELS)}
     launches = {"stream3": len(path.launches), "coop_stream": 1, "queue_stream": 1}
     for base, graph_variant in GRAPH_OF.items():
-        captured, setup[f"{graph_variant}.{case}"] = graphs.capture(invokes[base], stream)
+        captured, setup[f"{graph_variant}.{case}"] = capture.capture(invokes[base], stream)
         dot = captured.debug_dot_str()
         dots[f"{graph_variant}.{case}"] = dot
         nodes[f"{graph_variant}.{case}"] = {"stream_launches": launches[base], "kernel_names": kernel_names[base],
-                                            **graphs.parse_dot(dot)}
+                                            **dot.parse_dot(dot)}
         invokes[graph_variant] = lambda g=captured: g.launch(stream)
     return invokes
 
 
 def _sha(array) -> str:
-    from ..evidence import sha256_array
+    from launchlab.store.evidence import sha256_array
     return sha256_array(array)
 
 
@@ -237,7 +247,7 @@ def summarize(run_dir: Path) -> dict:
         trace, graph = schedules.load_trace(run_dir / "traces" / f"{name}.npz")
         trace_summaries[name] = schedules.trace_summary(trace, graph, entry["schedule"], entry["workers"])
     nodes = json.loads((run_dir / "graphs/nodes.json").read_text())
-    node_summary = {name: {"counts": graphs.node_counts(n, n["kernel_names"]), "edges": len(n["edges"]),
+    node_summary = {name: {"counts": dot.node_counts(n, n["kernel_names"]), "edges": len(n["edges"]),
                            "stream_launches": n["stream_launches"]} for name, n in sorted(nodes.items())}
     return {"timing": timing, "over_graph3": over_baseline, "traces": trace_summaries, "nodes": node_summary,
             "setup": json.loads((run_dir / "graphs/setup.json").read_text())}
@@ -350,7 +360,7 @@ def resources_table(run):
 
 def timing_figure(run):
     """Event interval per invocation (median, p10-p90) for every variant, both cases side by side."""
-    from .. import figures
+    from launchlab.present import figures
 
     cases = run_cases(run.record)
     fig, axes = figures.figure(height=3.8)
@@ -372,7 +382,7 @@ def gantt_figure(run, case: str, variants=("graph3", "coop_graph", "queue_graph"
     """Per-SM timelines of one case: a line per SM (the blocks resident on it stacked inside the
     line), every task a bar from its start to its end, coloured by kind; in grey, a queue worker
     holding a task whose inputs are not ready."""
-    from .. import figures
+    from launchlab.present import figures
 
     fig, axes = figures.figure(len(variants), 1, height=3.4, sharex=True)
     for ax, variant in zip(axes[:, 0], variants):

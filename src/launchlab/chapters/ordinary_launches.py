@@ -9,9 +9,13 @@ from pathlib import Path
 
 import numpy as np
 
-from .. import oracles, stats, traces, workloads
-from ..protocol import FROZEN, round_orders
-from .common import fail_validation, provenance, read_jsonl, rms_tolerance
+from launchlab.model import oracles
+from launchlab.measure import stats
+from launchlab.gpu import probes
+from launchlab.model import timelines
+from launchlab.model import workloads
+from launchlab.measure.protocol import FROZEN, round_orders
+from launchlab.chapters.common import fail_validation, provenance, read_jsonl, rms_tolerance
 
 STEM = "ordinary_launches"
 TAG = "ch01"
@@ -34,8 +38,12 @@ def row_variant(shape: tuple[int, int]) -> str:
 # --------------------------------------------------------------------------- GPU side
 def run_on_gpu(writer, parameters: dict) -> None:
     """Build, validate, time, validate again, trace and time launches; write it all into the run."""
-    from .. import build, device, native, protocol
-    from ..submission import CupyBackend, RowPath
+    from launchlab.gpu import build
+    from launchlab.gpu import device
+    from launchlab.gpu import native
+    from launchlab.measure import protocol
+    from launchlab.gpu.backend import CupyBackend
+    from launchlab.gpu.targets import RowPath
 
     shapes = workloads.parse_shapes(parameters["shapes"])
     launch_shape = workloads.parse_shapes(parameters["launch_shape"])[0]
@@ -72,10 +80,10 @@ def run_on_gpu(writer, parameters: dict) -> None:
 
     for shape in shapes:  # instrumented, separate from timing
         traced_path = RowPath(traced, *shape)
-        records = traces.attach_buffer(traced, len(ROW_KERNELS), shape[0])
+        records = probes.attach_buffer(traced, len(ROW_KERNELS), shape[0])
         checks.append(_validate(traced_path, shape, seed, 0, "traced build"))  # also warms the traced kernels
         writer.write_arrays(f"traces/{workloads.shape_name(*shape)}.npz",
-                            **traces.collect(records, traced_path.invoke, len(ROW_KERNELS), shape[0]))
+                            **probes.collect(records, traced_path.invoke, len(ROW_KERNELS), shape[0]))
     if not all(c["passed"] for c in checks):
         fail_validation(writer, record, checks, "validation of the traced build failed", rms_tolerance())
 
@@ -91,7 +99,7 @@ def run_on_gpu(writer, parameters: dict) -> None:
 
 
 def _validate(path, shape, seed: int, index: int, phase: str) -> dict:
-    from ..evidence import sha256_array
+    from launchlab.store.evidence import sha256_array
 
     x = workloads.rms_softmax_fixture(seed, index, *shape)
     y = path.compute(x)
@@ -106,7 +114,7 @@ def _launch_cost_samples(empty_module, row_path, backend, library, repeats: int)
 
     Each sample enqueues `repeats` invocations back to back: host enqueue time and
     host completion time of the whole batch, divided later by the launch count."""
-    from ..native import NativeLauncher
+    from launchlab.gpu.native import NativeLauncher
 
     empty_kernel = empty_module.kernel("empty_kernel")
     cases = {
@@ -152,16 +160,16 @@ def summarize(run_dir: Path) -> dict:
     run_dir = Path(run_dir)
     samples = read_jsonl(run_dir / "samples/row_path.jsonl")
     launch = read_jsonl(run_dir / "samples/launch_cost.jsonl")
-    timelines = {}
+    traced = {}
     for trace_file in sorted((run_dir / "traces").glob("*.npz")):
         with np.load(trace_file) as arrays:
-            timelines[trace_file.stem] = {
-                "kernels": traces.kernel_spans(arrays["start_ns"], arrays["end_ns"], ROW_KERNELS),
-                "timer_step_ns": traces.timer_resolution_ns(arrays["start_ns"], arrays["end_ns"]),
+            traced[trace_file.stem] = {
+                "kernels": timelines.kernel_spans(arrays["start_ns"], arrays["end_ns"], ROW_KERNELS),
+                "timer_step_ns": timelines.timer_resolution_ns(arrays["start_ns"], arrays["end_ns"]),
                 "sms_used": int(np.unique(arrays["sm"]).size),
             }
     return {"row_path": stats.summarize_variants(samples), "launch_cost": summarize_launch_cost(launch),
-            "timelines": timelines}
+            "timelines": traced}
 
 
 def summarize_launch_cost(samples: list[dict]) -> dict:
@@ -231,7 +239,7 @@ def gap_table(run):
 
 
 def timing_figure(run):
-    from .. import figures
+    from launchlab.present import figures
 
     fig, axes = figures.figure()
     groups = {v.removeprefix("row4."): s for v, s in run.summaries["row_path"].items()}
@@ -243,7 +251,7 @@ def timing_figure(run):
 
 
 def launch_figure(run):
-    from .. import figures
+    from launchlab.present import figures
 
     fig, axes = figures.figure()
     figures.quantile_dots(axes[0, 0], run.summaries["launch_cost"],
@@ -256,7 +264,7 @@ def launch_figure(run):
 
 
 def timeline_figure(run):
-    from .. import figures
+    from launchlab.present import figures
 
     shapes = list(run.summaries["timelines"])
     fig, axes = figures.figure(len(shapes), 1, height=3.0)

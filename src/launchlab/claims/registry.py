@@ -19,7 +19,7 @@ from pathlib import Path
 import pandas as pd
 import yaml
 
-from .evidence import MANIFEST, REPO_ROOT, RUN_ID_PATTERN, sha256_file
+from launchlab.store.evidence import MANIFEST, REPO_ROOT, RUN_ID_PATTERN, sha256_file
 
 CLAIMS_FILE = Path("evidence") / "claims" / "claims.yaml"
 SOURCES_FILE = Path("evidence") / "claims" / "sources.yaml"

@@ -1,42 +1,16 @@
-"""Putting work on the GPU from Python: the stream, events, and the row path's launches.
+"""The things a chapter launches and validates, on fixed buffers: the row path, the fused row kernel,
+the device copy and the tiled path.
 
-Imports CuPy; only GPU mode reaches this module.
-"""
+Imports CuPy; only GPU mode reaches this module."""
 from __future__ import annotations
-
-import time
 
 import cupy
 import numpy as np
 
-from .build import BuiltModule
+from launchlab.gpu.build import BuiltModule
+from launchlab.model import workloads
 
 BLOCK = 256
-
-
-class CupyBackend:
-    """The protocol's TimingBackend over one non-blocking CuPy stream made current."""
-
-    def __init__(self):
-        self.stream = cupy.cuda.Stream(non_blocking=True)
-        self.stream.use()
-
-    def host_ns(self) -> int:
-        return time.perf_counter_ns()
-
-    def synchronize(self) -> None:
-        self.stream.synchronize()
-
-    def record_event(self):
-        event = cupy.cuda.Event()
-        event.record(self.stream)
-        return event
-
-    def wait_event(self, event) -> None:
-        event.synchronize()
-
-    def elapsed_ms(self, start, end) -> float:
-        return float(cupy.cuda.get_elapsed_time(start, end))
 
 
 class RowPath:
@@ -164,32 +138,49 @@ class DeviceCopy:
         self.y.fill(np.nan)
 
 
-class ColdL2:
-    """Before a cold invocation: read a buffer twice the L2 size (the L2 then holds only clean
-    lines of it), then keep the GPU waiting `wait_ns` so that the host has enqueued the timed
-    invocation before its start event runs. Uses fused_softmax.cu's two helper kernels."""
-
-    def __init__(self, built: BuiltModule, l2_bytes: int, sm_count: int, wait_ns: int = 100_000):
-        self.words = 2 * int(l2_bytes) // 16
-        self.buffer = cupy.zeros(4 * self.words, dtype=cupy.float32)
-        self.sink = cupy.zeros(1, dtype=cupy.float32)
-        self.flush_kernel, self.wait_kernel = built.kernel("l2_flush_read"), built.kernel("gpu_wait")
-        self.grid = (8 * int(sm_count),)
-        self.wait_ns = int(wait_ns)
-
-    def enqueue(self) -> None:
-        self.flush_kernel(self.grid, (256,), (self.buffer, np.uint64(self.words), self.sink))
-        self.wait_kernel((1,), (1,), (np.uint64(self.wait_ns),))
+STAGE_KERNELS = ("tile_producer", "row_combiner", "tile_consumer")
 
 
-def time_cold(invoke, backend: CupyBackend, cold: ColdL2) -> tuple[float, int]:
-    """One invocation after an L2 flush, bracketed by events: (event ms, host enqueue ns)."""
-    backend.synchronize()
-    cold.enqueue()
-    first = backend.record_event()
-    start = backend.host_ns()
-    invoke()
-    issued = backend.host_ns()
-    last = backend.record_event()
-    backend.wait_event(last)
-    return backend.elapsed_ms(first, last), issued - start
+class TiledPath:
+    """Buffers of one tiled case and the three launches (A: a block per tile, B: per row, C: per tile)."""
+
+    KERNELS = STAGE_KERNELS
+
+    def __init__(self, built, lengths):
+        table = workloads.tile_table(lengths)
+        self.lengths = np.asarray(lengths)
+        self.row_offsets = table["row_offsets"]
+        self.rows, self.tiles = len(self.lengths), len(table["tile_row"])
+        self.table = {name: cupy.asarray(array) for name, array in table.items()}
+        total = int(self.row_offsets[-1])
+        self.x = cupy.empty(total, dtype=cupy.float32)
+        self.y = cupy.empty_like(self.x)
+        self.tile_stats = cupy.empty(3 * self.tiles, dtype=cupy.float32)
+        self.row_stats = cupy.empty(3 * self.rows, dtype=cupy.float32)
+        args = self.problem_args()
+        producer, combiner, consumer = (built.kernel(name) for name in self.KERNELS)
+        self.launches = ((producer, (self.tiles,), (BLOCK,), args),
+                         (combiner, (self.rows,), (BLOCK,), args),
+                         (consumer, (self.tiles,), (BLOCK,), args))
+
+    def problem_args(self) -> tuple:
+        """The TILED_PROBLEM_PARAMS of kernels/tiled.cuh, in order."""
+        t = self.table
+        return (self.x, self.y, t["row_offsets"], t["row_first_tile"], t["tile_row"], t["tile_start"],
+                t["tile_len"], self.tile_stats, self.row_stats)
+
+    def invoke(self) -> None:
+        for kernel, grid, block, args in self.launches:
+            kernel(grid, block, args)
+
+    def poison(self) -> None:
+        for array in (self.y, self.tile_stats, self.row_stats):
+            array.fill(np.nan)
+
+    def compute(self, values: np.ndarray, invoke=None) -> np.ndarray:
+        """Run once on `values` (with `invoke`, e.g. a graph replay, or the stream launches) and return y."""
+        self.x.set(np.ascontiguousarray(values, dtype=np.float32))  # the captured buffer: pointers stay fixed
+        self.poison()
+        (invoke or self.invoke)()
+        cupy.cuda.get_current_stream().synchronize()
+        return self.y.get()

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .oracles import check_matrix
+from launchlab.model.oracles import check_matrix
 
 FIXTURES_BEFORE_TIMING = 3  # fixture indices 0, 1, 2; index 3 is held out until after timing
 HELD_OUT_FIXTURE = 3

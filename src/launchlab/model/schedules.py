@@ -36,7 +36,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .workloads import TILE
+from launchlab.model.workloads import TILE
 
 KINDS = ("A", "B", "C")
 SCHEDULES = ("three_kernel", "cooperative", "queue")

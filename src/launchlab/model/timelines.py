@@ -1,38 +1,10 @@
-"""Instrumented timelines: per block start/end (%globaltimer) and SM (%smid).
-
-Collection (`attach_buffer`, `collect`) needs the GPU and a module built with
--DLAUNCHLAB_TRACE; everything else here reads saved arrays on the CPU. Traces
-come from separate runs and never enter timing tables.
-"""
+"""Instrumented timelines read on the CPU: per block start/end (%globaltimer) and SM (%smid), and the
+task traces of the megakernels. Collection lives in launchlab.gpu.probes."""
 from __future__ import annotations
 
 import numpy as np
 
 WORDS_PER_BLOCK = 3  # start ns, end ns, SM id
-
-
-def attach_buffer(traced_module, kernels: int, blocks: int):
-    """Zeroed device records for `kernels` x `blocks`, wired to the traced module's globals.
-
-    Must precede any launch of a traced kernel: its probe writes through this pointer."""
-    import cupy
-
-    records = cupy.zeros(kernels * blocks * WORDS_PER_BLOCK, dtype=cupy.uint64)
-    module = traced_module.module
-    cupy.ndarray((1,), cupy.uint64, memptr=module.get_global("trace_records")).fill(records.data.ptr)
-    cupy.ndarray((1,), cupy.uint32, memptr=module.get_global("trace_stride")).fill(blocks)
-    cupy.cuda.get_current_stream().synchronize()
-    return records
-
-
-def collect(records, invoke, kernels: int, blocks: int) -> dict:
-    """One traced invocation: clear the records, run, read them back as timeline arrays."""
-    import cupy
-
-    records.fill(0)
-    invoke()
-    cupy.cuda.get_current_stream().synchronize()
-    return timeline_arrays(records.get().reshape(kernels, blocks, WORDS_PER_BLOCK))
 
 
 def timeline_arrays(table: np.ndarray) -> dict:
@@ -71,29 +43,6 @@ def timer_resolution_ns(start_ns: np.ndarray, end_ns: np.ndarray) -> int:
 # {taken, start, end, worker, SM, task}; the three-kernel path's per-block records are
 # renumbered into the same tasks (A tile t -> t, B row r -> tiles + r, C tile t -> tiles + rows + t).
 TASK_WORDS = 6
-
-
-def attach_task_buffer(traced_module, slots: int):
-    """Zeroed device records for `slots` task records, wired to the traced megakernel module.
-
-    Must precede any launch of a traced megakernel: its probe writes through this pointer."""
-    import cupy
-
-    records = cupy.zeros(slots * TASK_WORDS, dtype=cupy.uint64)
-    module = traced_module.module
-    cupy.ndarray((1,), cupy.uint64, memptr=module.get_global("trace_records")).fill(records.data.ptr)
-    cupy.cuda.get_current_stream().synchronize()
-    return records
-
-
-def collect_raw(records, invoke):
-    """One traced invocation: clear the records, run, return them as a NumPy array."""
-    import cupy
-
-    records.fill(0)
-    invoke()
-    cupy.cuda.get_current_stream().synchronize()
-    return records.get()
 
 
 def task_trace_arrays(table: np.ndarray) -> dict:

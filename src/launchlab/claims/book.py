@@ -16,8 +16,8 @@ from pathlib import Path
 
 import yaml
 
-from . import claims as registry
-from . import evidence
+from launchlab.claims import registry
+from launchlab.store import evidence
 
 
 @dataclasses.dataclass(frozen=True)

@@ -5,8 +5,8 @@ import dataclasses
 import json
 from pathlib import Path
 
-from . import evidence
-from .chapters import chapter_module
+from launchlab.store import evidence
+from launchlab.chapters import chapter_module
 
 
 @dataclasses.dataclass

@@ -16,7 +16,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-KERNEL_DIR = Path(__file__).resolve().parents[2] / "kernels"
+KERNEL_DIR = Path(__file__).resolve().parents[3] / "kernels"
 ARCH = "sm_90"
 BASE_OPTIONS = ("-std=c++17", f"-arch={ARCH}")
 _INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"\s*$', re.MULTILINE)

@@ -9,8 +9,11 @@ from __future__ import annotations
 import cupy
 import numpy as np
 
-from . import build, schedules, traces
-from .submission import BLOCK
+from launchlab.gpu import build
+from launchlab.model import schedules
+from launchlab.gpu import probes
+from launchlab.model import timelines
+from launchlab.gpu.targets import BLOCK
 
 FAMILY = "megakernel"
 KERNELS = ("coop_phases", "queue_persistent")
@@ -142,13 +145,13 @@ class TaskQueue:
 # --------------------------------------------------------------------------- traces
 def trace_persistent(traced_runner, invoke, records) -> dict:
     """One traced invocation of a persistent kernel (stream launch or graph replay) -> trace arrays."""
-    table = traces.collect_raw(records, invoke)
+    table = probes.collect_raw(records, invoke)
     if isinstance(traced_runner, TaskQueue):
         traced_runner.check_error()
-    return traces.task_trace_arrays(table)
+    return timelines.task_trace_arrays(table)
 
 
 def trace_three_kernel(path, invoke, records) -> dict:
     """One traced invocation of the three-kernel path (stream or graph) -> trace arrays in task numbers."""
-    table = traces.collect_raw(records, invoke)
-    return traces.stage_blocks_as_tasks(table, path.tiles, path.rows)
+    table = probes.collect_raw(records, invoke)
+    return timelines.stage_blocks_as_tasks(table, path.tiles, path.rows)

@@ -10,7 +10,7 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
-from .protocol import METRICS, per_invocation_us
+from launchlab.measure.protocol import METRICS, per_invocation_us
 
 BOOTSTRAP_RESAMPLES = 2000
 BOOTSTRAP_SEED = 7

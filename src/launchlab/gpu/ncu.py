@@ -1,7 +1,7 @@
 """DRAM bytes read and written per kernel, measured with Nsight Compute in a separate process.
 
 `ncu_dram_bytes` (parent) runs `ncu --clock-control none --metrics dram__bytes_read.sum,
-dram__bytes_write.sum` over `python -m launchlab.profiling target ...`, a small program that
+dram__bytes_write.sum` over `python -m launchlab.gpu.ncu target ...`, a small program that
 launches the four-kernel row path and the fused kernel (both modes) once each on one matrix.
 It never runs inside a timed region, and what it returns is raw text for the run to keep:
 ncu's CSV, or the error where counters cannot be read. `parse_ncu_csv` reads that text on
@@ -44,7 +44,7 @@ def find_ncu() -> str | None:
 def ncu_command(ncu: str, log_file: str, rows: int, cols: int, config: dict) -> list[str]:
     return [ncu, "--clock-control", "none", "--cache-control", "all", "--metrics", ",".join(METRICS),
             "--kernel-name", KERNEL_FILTER, "--csv", "--print-units", "base", "--log-file", log_file,
-            sys.executable, "-m", "launchlab.profiling", "target", str(rows), str(cols), json.dumps(config, sort_keys=True)]
+            sys.executable, "-m", "launchlab.gpu.ncu", "target", str(rows), str(cols), json.dumps(config, sort_keys=True)]
 
 
 def ncu_dram_bytes(rows: int, cols: int, config: dict, timeout_s: int = 240) -> dict:
@@ -56,7 +56,7 @@ def ncu_dram_bytes(rows: int, cols: int, config: dict, timeout_s: int = 240) -> 
         log_file = str(Path(scratch) / "ncu.csv")
         command = ncu_command(ncu, log_file, rows, cols, config)
         environment = dict(os.environ)
-        source = str(Path(__file__).resolve().parents[1])
+        source = str(Path(__file__).resolve().parents[2])
         environment["PYTHONPATH"] = source + os.pathsep + environment.get("PYTHONPATH", "")
         try:
             done = subprocess.run(command, capture_output=True, text=True, timeout=timeout_s, env=environment)
@@ -115,8 +115,9 @@ def _target(rows: int, cols: int, config: dict) -> None:
     """Launch the row path and both fused modes once each (under ncu); print nothing."""
     import cupy
 
-    from . import build
-    from .submission import CupyBackend, FusedRow, RowPath
+    from launchlab.gpu import build
+    from launchlab.gpu.backend import CupyBackend
+    from launchlab.gpu.targets import FusedRow, RowPath
 
     CupyBackend()
     row_path = RowPath(build.load_module("row_softmax"), rows, cols)
@@ -133,4 +134,4 @@ if __name__ == "__main__":
     if len(sys.argv) == 5 and sys.argv[1] == "target":
         _target(int(sys.argv[2]), int(sys.argv[3]), json.loads(sys.argv[4]))
     else:
-        sys.exit("usage: python -m launchlab.profiling target ROWS COLS CONFIG_JSON")
+        sys.exit("usage: python -m launchlab.gpu.ncu target ROWS COLS CONFIG_JSON")
