@@ -7,13 +7,23 @@ import pytest
 
 from launchlab.store import evidence
 from launchlab.store.evidence import EvidenceError, RunWriter
+from launchlab.store.record import RecordError, RunRecord
 
 COMMITTED = evidence.EVIDENCE_ROOT
 
 
-def make_run(root: Path, run_id="20260101T000000Z-test", verdict="passed", chapter="ordinary_launches") -> Path:
+def record(run_id, chapter="ordinary_launches", verdict="passed", commit="abc1234", clocks_dropped=False) -> dict:
+    """A run.json with every core field (values a test can recognise, not a real device)."""
+    return RunRecord(chapter=chapter, run_id=run_id, parameters={}, protocol={}, host_path="test",
+                     device={"name": "Test GPU", "sm_count": 1, "l2_bytes": 1, "compute_capability": "9.0"},
+                     environment={"libraries": {}}, git_commit=commit, source_tree_sha256="0" * 64,
+                     clocks_dropped=clocks_dropped, validation={"verdict": verdict}).to_dict()
+
+
+def make_run(root: Path, run_id="20260101T000000Z-test", verdict="passed", chapter="ordinary_launches",
+             commit="abc1234", clocks_dropped=False) -> Path:
     writer = RunWriter(run_id, root)
-    writer.write_json("run.json", {"chapter": chapter, "validation": {"verdict": verdict}})
+    writer.write_json("run.json", record(run_id, chapter, verdict, commit, clocks_dropped))
     writer.write_jsonl("samples/a.jsonl", [{"x": 1}, {"x": 2}])
     writer.write_text("notes/deep/file.txt", "hello")
     evidence.seal(writer.path)
@@ -79,7 +89,7 @@ def test_accept_refuses_failed_validation_and_keeps_accepted_json(tmp_path):
 
 def test_accept_refuses_unsealed_or_tampered_or_other_chapter(tmp_path):
     writer = RunWriter("20260101T000002Z-open", tmp_path)
-    writer.write_json("run.json", {"chapter": "ordinary_launches", "validation": {"verdict": "passed"}})
+    writer.write_json("run.json", record("20260101T000002Z-open"))
     with pytest.raises(EvidenceError, match="unsealed"):
         evidence.accept("ordinary_launches", "20260101T000002Z-open", tmp_path)
     make_run(tmp_path, "20260101T000003Z-other", chapter="graphs")
@@ -148,3 +158,43 @@ def test_archive_restores_a_sealed_run_and_refuses_an_open_one(tmp_path):
     writer = RunWriter("20260101T000020Z-open", tmp_path / "evidence")
     with pytest.raises(EvidenceError, match="not sealed"):
         evidence.archive_run(writer.path, tmp_path / "out")
+
+
+def test_accept_refuses_uncommitted_code_and_dropped_clocks_unless_forced_with_a_reason(tmp_path):
+    make_run(tmp_path, "20260101T000010Z-dirty", commit="abc1234+worktree")
+    make_run(tmp_path, "20260101T000011Z-hot", clocks_dropped=True)
+    with pytest.raises(EvidenceError, match="uncommitted code"):
+        evidence.accept("ordinary_launches", "20260101T000010Z-dirty", tmp_path)
+    with pytest.raises(EvidenceError, match="clock dropped"):
+        evidence.accept("ordinary_launches", "20260101T000011Z-hot", tmp_path)
+    with pytest.raises(EvidenceError, match="--reason"):
+        evidence.accept("ordinary_launches", "20260101T000011Z-hot", tmp_path, force=True)
+    assert not (tmp_path / "accepted.json").exists()
+    evidence.accept("ordinary_launches", "20260101T000011Z-hot", tmp_path, force=True, reason="test override")
+    notes = json.loads((tmp_path / evidence.ACCEPT_NOTES).read_text())
+    assert notes["20260101T000011Z-hot"]["reason"] == "test override"
+    assert evidence.read_accepted(tmp_path) == {"ordinary_launches": "20260101T000011Z-hot"}
+
+
+def test_a_missing_root_is_an_error_not_an_empty_success(tmp_path):
+    with pytest.raises(EvidenceError, match="does not exist"):
+        evidence.verify(tmp_path / "nowhere")
+    from launchlab.__main__ import main
+    assert main(["--root", str(tmp_path / "nowhere"), "verify"]) == 2
+
+
+def test_run_record_names_missing_and_unknown_fields():
+    data = record("20260101T000000Z-x")
+    del data["environment"]
+    with pytest.raises(RecordError, match="environment"):
+        RunRecord.from_dict(data)
+    with pytest.raises(RecordError, match="outside the run record"):
+        RunRecord.from_dict({**record("20260101T000000Z-x"), "surprise": 1})
+
+
+def test_compressed_jsonl_is_reproducible_and_readable(tmp_path):
+    from launchlab.store.runs import read_jsonl
+
+    first = RunWriter("20260101T000020Z-a", tmp_path).write_jsonl("s.jsonl.gz", [{"x": 1}])
+    second = RunWriter("20260101T000021Z-b", tmp_path).write_jsonl("s.jsonl.gz", [{"x": 1}])
+    assert first.read_bytes() == second.read_bytes() and read_jsonl(first) == [{"x": 1}]

@@ -2,29 +2,26 @@
 
     run = open_chapter("ordinary_launches", mode=mode, run_id=run_id, **parameters)
 
-GPU mode writes a new run (raw files, then summaries and headline computed from
-them) and analyses it exactly as evidence mode analyses a committed run.
+GPU mode writes a new run through the runner and opens it exactly as evidence mode opens a
+committed run. Unknown parameters are an error in every mode; a run_id of another chapter too.
 """
 from __future__ import annotations
 
+from launchlab.chapters import chapter as declared
 from launchlab.gpu import device
 from launchlab.store import evidence
-from launchlab.store.runs import ChapterRun, open_run, recompute
-from launchlab.chapters import chapter_module
+from launchlab.store.runs import Run
 
 
-def open_chapter(stem: str, mode: str = "evidence", run_id: str = "", **parameters) -> ChapterRun:
-    module = chapter_module(stem)
-    resolved = device.resolve_mode(mode)
-    if resolved == "evidence":
+def open_chapter(stem: str, mode: str = "evidence", run_id: str = "", **parameters) -> Run:
+    chapter = declared(stem)
+    typed = chapter.parse_parameters(parameters)
+    if device.resolve_mode(mode) == "evidence":
         path = evidence.run_dir(run_id) if run_id else evidence.accepted_run(stem)
-        return open_run(path)
-    unknown = set(parameters) - set(module.DEFAULT_PARAMETERS)
-    if unknown:
-        raise ValueError(f"unknown parameters for {stem}: {sorted(unknown)}")
-    writer = evidence.RunWriter(run_id or evidence.new_run_id(module.TAG))
-    module.run_on_gpu(writer, {**module.DEFAULT_PARAMETERS, **parameters})
-    summaries, headline = recompute(writer.path)
-    writer.write_json("summaries.json", summaries)
-    writer.write_json("headline.json", headline)
-    return open_run(writer.path)
+        run = Run.open(path)
+        if run.chapter != stem:
+            raise evidence.EvidenceError(f"run {run.run_id} belongs to chapter {run.chapter!r}, not {stem!r}")
+        return run
+    from launchlab.runner import execute
+
+    return Run.open(execute(chapter, run_id or evidence.new_run_id(chapter.tag), typed), require_sealed=False)

@@ -5,6 +5,7 @@ Nothing here needs a GPU to import; CuPy is imported only when asked for.
 from __future__ import annotations
 
 import datetime as _dt
+import os
 import platform
 import shutil
 import subprocess
@@ -47,9 +48,8 @@ def resolve_mode(mode: str) -> str:
 
 
 def identity() -> dict:
-    """Name, compute capability, SM count, L2 and shared-memory sizes, versions."""
+    """Name, compute capability, SM count, L2 and shared-memory sizes of GPU 0."""
     import cupy
-    import numpy
 
     properties = cupy.cuda.runtime.getDeviceProperties(0)
     name = properties["name"]
@@ -61,14 +61,42 @@ def identity() -> dict:
         "shared_bytes_per_block_optin": int(properties["sharedMemPerBlockOptin"]),
         "shared_bytes_per_sm": int(properties["sharedMemPerMultiprocessor"]),
         "global_memory_bytes": int(properties["totalGlobalMem"]),
-        "driver_version": cupy.cuda.runtime.driverGetVersion(),
-        "runtime_version": cupy.cuda.runtime.runtimeGetVersion(),
-        "cupy_version": cupy.__version__,
-        "numpy_version": numpy.__version__,
-        "python_version": platform.python_version(),
-        "host": platform.node(),
         "smi": smi_identity(),
     }
+
+
+def environment() -> dict:
+    """The software and host a run measured with: driver, CUDA runtime, CuPy, Python, NumPy, CPU.
+
+    Libraries a chapter loads (cuDNN, PyTorch, Triton) add their versions under `libraries`."""
+    import cupy
+    import numpy
+
+    smi = smi_identity() or {}
+    return {
+        "driver": smi.get("driver_version"),
+        "driver_api_version": cupy.cuda.runtime.driverGetVersion(),
+        "cuda_runtime_version": cupy.cuda.runtime.runtimeGetVersion(),
+        "cupy": cupy.__version__,
+        "numpy": numpy.__version__,
+        "python": platform.python_version(),
+        "os": platform.platform(),
+        "cpu_model": cpu_model(),
+        "cpu_count": os.cpu_count(),
+        "host": platform.node(),
+        "libraries": {},
+    }
+
+
+def cpu_model() -> str:
+    """The host CPU's model name (/proc/cpuinfo), else what the platform module says."""
+    try:
+        for line in open("/proc/cpuinfo", encoding="utf-8", errors="replace"):
+            if line.lower().startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
 
 
 def smi_identity() -> dict | None:

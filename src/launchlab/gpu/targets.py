@@ -13,13 +13,58 @@ from launchlab.model import workloads
 BLOCK = 256
 
 
-class RowPath:
+class Target:
+    """A thing we launch and validate, on buffers allocated once (graphs capture their pointers).
+
+    A subclass sets `name` (the VariantId target), `launches` (the (kernel, grid, block, args) records
+    one invocation makes, where it makes kernel launches) and implements `invoke` (enqueue one
+    invocation on the current stream, never wait), `poison` (NaN or a sentinel in every output and
+    intermediate, so an unwritten element fails validation), `load` (copy a fixture into the input
+    buffers) and `output` (read the result back)."""
+
+    name = "target"
+    launches: tuple = ()
+
+    @property
+    def submissions(self) -> int:
+        """Host submissions per invocation (kernel launches, copies, memsets)."""
+        return max(1, len(self.launches))
+
+    def invoke(self) -> None:
+        raise NotImplementedError
+
+    def poison(self) -> None:
+        raise NotImplementedError
+
+    def load(self, x: np.ndarray) -> None:
+        raise NotImplementedError
+
+    def output(self) -> np.ndarray:
+        raise NotImplementedError
+
+    def compute(self, x: np.ndarray, invoke=None) -> np.ndarray:
+        """Run once on `x` (validation, never timing) with `invoke` (default: this target's own
+        submission; a graph replay reads the same buffers) and return the output."""
+        self.load(x)
+        self.poison()
+        (invoke or self.invoke)()
+        cupy.cuda.get_current_stream().synchronize()
+        return self.output()
+
+
+def enqueue_launches(launches) -> None:
+    for kernel, grid, block, args in launches:
+        kernel(grid, block, args)
+
+
+class RowPath(Target):
     """The four-kernel row path on fixed buffers: K1 rho, K2 m, K3 e and z, K4 y.
 
     Each launch is (kernel, grid, block, args); `invoke` enqueues the four on the
     current stream and returns without waiting.
     """
 
+    name = "row4"
     KERNELS = ("row_rms", "row_max", "row_exp_sum", "row_scale")
 
     def __init__(self, built: BuiltModule, rows: int, cols: int):
@@ -39,21 +84,16 @@ class RowPath:
         )
 
     def invoke(self) -> None:
-        for kernel, grid, block, args in self.launches:
-            kernel(grid, block, args)
+        enqueue_launches(self.launches)
 
     def poison(self) -> None:
-        """NaN in every output and intermediate, so an unwritten element fails validation."""
         for array in (self.e, self.y, self.rho, self.m, self.z):
             array.fill(np.nan)
 
-    def compute(self, x: np.ndarray, invoke=None) -> np.ndarray:
-        """Run once on `x` (validation, not timing) with `invoke` (default: the stream launches; a graph
-        replay reads the same buffers) and return y."""
+    def load(self, x: np.ndarray) -> None:
         self.x.set(np.ascontiguousarray(x, dtype=np.float32))
-        self.poison()
-        (invoke or self.invoke)()
-        cupy.cuda.get_current_stream().synchronize()
+
+    def output(self) -> np.ndarray:
         return self.y.get()
 
     def native_launches(self) -> list[tuple[int, int, int, tuple]]:
@@ -77,7 +117,7 @@ def allow_dynamic_shared(kernel, nbytes: int) -> None:
     cupy.cuda.driver.funcSetAttribute(kernel.kernel.ptr, attribute, int(nbytes))
 
 
-class FusedRow:
+class FusedRow(Target):
     """The fused row kernel (kernels/fused_softmax.cu) on fixed buffers: one launch, one block per row.
 
     mode "rms" launches fused_rms_softmax, "plain" fused_softmax (rho = 1). The block size is
@@ -91,6 +131,7 @@ class FusedRow:
         if mode not in self.KERNELS:
             raise ValueError(f"mode {mode!r} is not one of {sorted(self.KERNELS)}")
         self.rows, self.cols, self.mode = rows, cols, mode
+        self.name = f"fused_{mode}"
         self.block = module_define(built, "BLOCK", BLOCK)
         self.shared_bytes = int(shared_bytes)
         self.x = cupy.empty((rows, cols), dtype=cupy.float32) if x is None else x
@@ -111,18 +152,18 @@ class FusedRow:
     def poison(self) -> None:
         self.y.fill(np.nan)
 
-    def compute(self, x: np.ndarray, invoke=None) -> np.ndarray:
-        """Run once on `x` (validation, not timing) with `invoke` (default: the launch) and return y."""
+    def load(self, x: np.ndarray) -> None:
         self.x.set(np.ascontiguousarray(x, dtype=np.float32))
-        self.poison()
-        (invoke or self.invoke)()
-        cupy.cuda.get_current_stream().synchronize()
+
+    def output(self) -> np.ndarray:
         return self.y.get()
 
 
-class DeviceCopy:
+class DeviceCopy(Target):
     """The ceiling: cudaMemcpyAsync of x into a second buffer, device to device, on the current
     stream — the same bytes a fused kernel must move at least (read X once, write Y once)."""
+
+    name = "copy"
 
     def __init__(self, x):
         self.x = x
@@ -137,13 +178,20 @@ class DeviceCopy:
     def poison(self) -> None:
         self.y.fill(np.nan)
 
+    def load(self, x: np.ndarray) -> None:
+        self.x.set(np.ascontiguousarray(x, dtype=np.float32))
+
+    def output(self) -> np.ndarray:
+        return self.y.get()
+
 
 STAGE_KERNELS = ("tile_producer", "row_combiner", "tile_consumer")
 
 
-class TiledPath:
+class TiledPath(Target):
     """Buffers of one tiled case and the three launches (A: a block per tile, B: per row, C: per tile)."""
 
+    name = "tiled3"
     KERNELS = STAGE_KERNELS
 
     def __init__(self, built, lengths):
@@ -170,17 +218,14 @@ class TiledPath:
                 t["tile_len"], self.tile_stats, self.row_stats)
 
     def invoke(self) -> None:
-        for kernel, grid, block, args in self.launches:
-            kernel(grid, block, args)
+        enqueue_launches(self.launches)
 
     def poison(self) -> None:
         for array in (self.y, self.tile_stats, self.row_stats):
             array.fill(np.nan)
 
-    def compute(self, values: np.ndarray, invoke=None) -> np.ndarray:
-        """Run once on `values` (with `invoke`, e.g. a graph replay, or the stream launches) and return y."""
+    def load(self, values: np.ndarray) -> None:
         self.x.set(np.ascontiguousarray(values, dtype=np.float32))  # the captured buffer: pointers stay fixed
-        self.poison()
-        (invoke or self.invoke)()
-        cupy.cuda.get_current_stream().synchronize()
+
+    def output(self) -> np.ndarray:
         return self.y.get()

@@ -1,7 +1,7 @@
-"""Summary statistics used by every chapter: quantiles, paired ratios, bootstrap.
+"""Summary statistics for every measurement: quantiles, paired ratios, bootstrap intervals, bandwidth.
 
-All of them are deterministic functions of the saved samples (the bootstrap draws
-from a fixed seed), so `analyze` can recompute a run's summaries exactly.
+All of them are deterministic functions of the saved samples (the bootstrap draws from a fixed
+seed), so `analyze` recomputes a run's summaries exactly.
 """
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
-from launchlab.measure.protocol import METRICS, per_invocation_us
+from launchlab.measure.protocol import metrics_us
 
 BOOTSTRAP_RESAMPLES = 2000
 BOOTSTRAP_SEED = 7
@@ -37,27 +37,60 @@ def bootstrap_median_interval(values: Sequence[float], seed: int = BOOTSTRAP_SEE
     return float(low), float(high)
 
 
-def summarize_variants(samples: Iterable[dict]) -> dict:
-    """{variant: {metric: quantiles}} over the per-invocation quantities."""
-    grouped: dict[str, dict[str, list]] = defaultdict(lambda: defaultdict(list))
-    for sample in samples:
-        for metric, value in per_invocation_us(sample).items():
-            grouped[sample["variant"]][metric].append(value)
-    return {variant: {metric: quantiles(metrics[metric]) for metric in METRICS}
-            for variant, metrics in sorted(grouped.items())}
-
-
-def paired_ratio(samples: Iterable[dict], numerator: str, denominator: str, metric: str = "event_us") -> dict:
-    """numerator/denominator of `metric` within each round: median, p10/p90, bootstrap interval."""
-    by_round: dict[int, dict[str, float]] = defaultdict(dict)
-    for sample in samples:
-        if sample["variant"] in (numerator, denominator):
-            by_round[sample["round"]][sample["variant"]] = per_invocation_us(sample)[metric]
-    ratios = [pair[numerator] / pair[denominator] for _, pair in sorted(by_round.items())
-              if numerator in pair and denominator in pair]
-    if not ratios:
-        raise ValueError(f"no round holds both {numerator!r} and {denominator!r}")
-    summary = quantiles(ratios)
-    summary["ci_low"], summary["ci_high"] = bootstrap_median_interval(ratios)
-    summary["metric"] = metric
+def with_interval(values: Sequence[float]) -> dict:
+    """Quantiles plus the bootstrap interval of the median (`ci_low`, `ci_high`)."""
+    summary = quantiles(values)
+    summary["ci_low"], summary["ci_high"] = bootstrap_median_interval(values)
     return summary
+
+
+def summarize(samples: Iterable[dict]) -> dict:
+    """{variant: {measurement: {metric: quantiles}}} over the per-invocation quantities."""
+    grouped: dict = defaultdict(lambda: defaultdict(lambda: defaultdict(list)))
+    for sample in samples:
+        for metric, value in metrics_us(sample).items():
+            grouped[sample["variant"]][sample["measurement"]][metric].append(value)
+    return {variant: {measurement: {metric: quantiles(values) for metric, values in sorted(metrics.items())}
+                      for measurement, metrics in sorted(by_measurement.items())}
+            for variant, by_measurement in sorted(grouped.items())}
+
+
+def paired_values(samples: Iterable[dict], variant: str, measurement: str = "warm_batch",
+                  metric: str = "event_us") -> dict[int, float]:
+    """{round: the round's median of `metric`} for one variant (several per round when repeated)."""
+    by_round: dict[int, list] = defaultdict(list)
+    for sample in samples:
+        if sample["variant"] == variant and sample["measurement"] == measurement:
+            by_round[sample["round"]].append(metrics_us(sample)[metric])
+    return {r: float(np.median(v)) for r, v in sorted(by_round.items())}
+
+
+def paired_ratio(samples: Sequence[dict], numerator: str, denominator: str, measurement: str = "warm_batch",
+                 metric: str = "event_us") -> dict:
+    """numerator/denominator of `metric` within each round: median, p10/p90, bootstrap interval."""
+    top = paired_values(samples, str(numerator), measurement, metric)
+    bottom = paired_values(samples, str(denominator), measurement, metric)
+    ratios = [top[r] / bottom[r] for r in top if r in bottom]
+    if not ratios:
+        raise ValueError(f"no round holds both {numerator!s} and {denominator!s} in {measurement}")
+    summary = with_interval(ratios)
+    summary.update({"measurement": measurement, "metric": metric})
+    return summary
+
+
+def paired_difference(samples: Sequence[dict], minuend: str, subtrahend: str, measurement: str = "warm_batch",
+                      metric: str = "event_us", divisor: float = 1.0) -> dict:
+    """(minuend - subtrahend) / divisor of `metric` within each round, with its bootstrap interval."""
+    top = paired_values(samples, str(minuend), measurement, metric)
+    bottom = paired_values(samples, str(subtrahend), measurement, metric)
+    differences = [(top[r] - bottom[r]) / divisor for r in top if r in bottom]
+    if not differences:
+        raise ValueError(f"no round holds both {minuend!s} and {subtrahend!s} in {measurement}")
+    summary = with_interval(differences)
+    summary.update({"measurement": measurement, "metric": metric})
+    return summary
+
+
+def gigabytes_per_second(logical_bytes: int, microseconds: float) -> float:
+    """Logical bytes over time: bytes / (us * 1e3) = GB/s (10^9 bytes per second)."""
+    return logical_bytes / (microseconds * 1e3)

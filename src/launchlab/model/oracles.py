@@ -161,3 +161,13 @@ def compare_by_row_blocks(out: np.ndarray, ref: np.ndarray, tolerance: Tolerance
         "rtol": tolerance.rtol,
         "atol": tolerance.atol,
     }
+
+
+def compare_exact(out: np.ndarray, ref: np.ndarray) -> dict:
+    """Bit-for-bit check (integer results, or floats whose every rounding the oracle reproduces)."""
+    out, ref = np.asarray(out), np.asarray(ref)
+    if out.shape != ref.shape or out.dtype != ref.dtype:
+        return {"passed": False, "reason": f"{out.dtype}{out.shape} differs from reference {ref.dtype}{ref.shape}"}
+    same = out.view(np.uint8).reshape(out.size, -1) == ref.view(np.uint8).reshape(ref.size, -1)
+    differing = int((~same.all(axis=1)).sum())
+    return {"passed": differing == 0, "elements": int(out.size), "failing_elements": differing, "exact": True}

@@ -1,5 +1,10 @@
-"""Helpers for chapter pages: glue formatted values for the prose."""
+"""What every chapter page shares: glued values (a missing one fails the build), the run's
+environment, and the validation summary."""
 from __future__ import annotations
+
+
+class MissingPageValue(KeyError):
+    """A page asked for a value its run does not hold; the build fails rather than print a blank."""
 
 
 def glue_values(values: dict) -> None:
@@ -8,19 +13,56 @@ def glue_values(values: dict) -> None:
     from myst_nb import glue
 
     for name, text in values.items():
+        if text is None or (isinstance(text, str) and not text.strip()):
+            raise MissingPageValue(f"page value {name!r} is missing")
         glue(name, Markdown(str(text)), display=False)
 
 
-CHECK_LABELS = ("workload", "shape", "phase", "fixture")
-CHECK_RESULTS = ("passed", "failing_elements", "max_abs_error", "relative_l2_error")
+def _clocks(state: dict | None) -> str:
+    smi = (state or {}).get("smi") or {}
+    if "clocks.sm" not in smi:
+        return "not read"
+    return f"SM {smi['clocks.sm']} MHz, memory {smi.get('clocks.mem', '?')} MHz, {smi.get('temperature.gpu', '?')} °C, {smi.get('power.draw', '?')} W"
 
 
-def validation_table(run):
-    """Every oracle check of a run (validation.json): what was checked, verdict and error."""
-    import json
+def environment_rows(run) -> list[tuple[str, str]]:
+    """(what, value) pairs describing the GPU, software, host and clocks of a run."""
+    record, device, env = run.record, run.record.device, run.record.environment
+    measured = [v for k, v in record.states.items() if k.startswith("measurement")]
+    libraries = ", ".join(f"{name} {version}" for name, version in sorted(env.get("libraries", {}).items()) if version)
+    dropped = {True: "yes: the run is flagged", False: "no", None: "not known"}[record.clocks_dropped]
+    return [
+        ("run", run.run_id),
+        ("GPU", f"{device['name']} (compute capability {device['compute_capability']}, {device['sm_count']} SMs, "
+                f"{device['l2_bytes'] / 2**20:.0f} MiB L2)"),
+        ("driver", f"{env.get('driver')} (driver API {env.get('driver_api_version')})"),
+        ("CUDA runtime", str(env.get("cuda_runtime_version"))),
+        ("CuPy / NumPy / Python", f"{env.get('cupy')} / {env.get('numpy')} / {env.get('python')}"),
+        ("libraries", libraries or "none used"),
+        ("host CPU", f"{env.get('cpu_model')} ({env.get('cpu_count')} logical CPUs)"),
+        ("host path measured", record.host_path),
+        ("clocks before timing", _clocks(measured[0] if measured else None)),
+        ("clocks after timing", _clocks(measured[-1] if measured else None)),
+        ("SM clock dropped during timing", dropped),
+        ("code", f"git {record.git_commit}, source tree SHA-256 {record.source_tree_sha256[:16]} (first 16 hex digits)"),
+    ]
 
+
+def environment_table(run):
+    """The run behind a page, as a two-column table."""
     import pandas as pd
 
-    frame = pd.DataFrame(json.loads((run.path / "validation.json").read_text()))
-    labels = [column for column in CHECK_LABELS if column in frame]
-    return frame[labels + list(CHECK_RESULTS)].set_index(labels)
+    return pd.DataFrame(environment_rows(run), columns=["", "value"]).set_index("")
+
+
+def validation_summary(run):
+    """Checks per phase: how many, how many passed, the largest error seen."""
+    import pandas as pd
+
+    frame = pd.DataFrame(run.json("validation.json"))
+    error = frame["max_abs_error"] if "max_abs_error" in frame else None
+    grouped = frame.groupby("phase", sort=False)
+    table = pd.DataFrame({"checks": grouped.size(), "passed": grouped["passed"].sum().astype(int)})
+    if error is not None:
+        table["largest |error|"] = grouped["max_abs_error"].max().map(lambda v: f"{v:.2g}")
+    return table.rename_axis("phase")

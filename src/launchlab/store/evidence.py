@@ -11,6 +11,7 @@ file; `seal` writes the manifest, after which the run is only read.
 from __future__ import annotations
 
 import datetime as _dt
+import gzip
 import hashlib
 import json
 import os
@@ -23,7 +24,8 @@ from pathlib import Path
 import numpy as np
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
-EVIDENCE_ROOT = REPO_ROOT / "evidence"
+# LAUNCHLAB_EVIDENCE_ROOT moves the store (the command line's --root sets it for papermill's kernel too).
+EVIDENCE_ROOT = Path(os.environ.get("LAUNCHLAB_EVIDENCE_ROOT") or REPO_ROOT / "evidence")
 MANIFEST = "manifest.json"
 RUN_ID_PATTERN = re.compile(r"^\d{8}T\d{6}Z-[a-z0-9][a-z0-9-]{0,30}$")
 
@@ -94,14 +96,17 @@ class RunWriter:
         target.write_bytes(data)
         return target
 
-    def write_text(self, relative: str, text: str) -> Path:
-        return self.write_bytes(relative, text.encode())
-
     def write_json(self, relative: str, obj) -> Path:
         return self.write_text(relative, to_json(obj))
 
     def write_jsonl(self, relative: str, records) -> Path:
-        return self.write_text(relative, "".join(json.dumps(r, sort_keys=True, allow_nan=False) + "\n" for r in records))
+        """JSON lines; a name ending in .gz is written gzip-compressed (reproducible bytes)."""
+        text = "".join(json.dumps(r, sort_keys=True, allow_nan=False) + "\n" for r in records)
+        return self.write_text(relative, text)
+
+    def write_text(self, relative: str, text: str) -> Path:
+        data = text.encode()
+        return self.write_bytes(relative, gzip.compress(data, mtime=0) if relative.endswith(".gz") else data)
 
     def write_arrays(self, relative: str, **arrays: np.ndarray) -> Path:
         """Small arrays, compressed (.npz)."""
@@ -154,7 +159,16 @@ def verify_run(run_dir: Path) -> list[str]:
     return problems
 
 
+def check_root(root: Path) -> Path:
+    """An evidence root that exists; a clear error otherwise (never an empty success)."""
+    root = Path(root)
+    if not root.is_dir():
+        raise EvidenceError(f"evidence root {root} does not exist")
+    return root
+
+
 def all_run_dirs(root: Path = EVIDENCE_ROOT) -> list[Path]:
+    check_root(root)
     return sorted(p for kind in ("runs", "failed") for p in (Path(root) / kind).glob("*") if p.is_dir())
 
 
@@ -168,7 +182,7 @@ def verify(root: Path = EVIDENCE_ROOT) -> list[str]:
 
 
 def read_accepted(root: Path = EVIDENCE_ROOT) -> dict:
-    path = Path(root) / "accepted.json"
+    path = check_root(root) / "accepted.json"
     return json.loads(path.read_text()) if path.exists() else {}
 
 
@@ -188,22 +202,54 @@ def accepted_run(stem: str, root: Path = EVIDENCE_ROOT) -> Path:
     return run_dir(accepted[stem], root)
 
 
-def read_run_record(path: Path) -> dict:
-    return json.loads((Path(path) / "run.json").read_text())
+ACCEPT_NOTES = "accepted_notes.json"
 
 
-def accept(stem: str, run_id: str, root: Path = EVIDENCE_ROOT) -> None:
-    """Name a sealed, verified run whose validation passed as the evidence of `stem`."""
+def acceptance_problems(path: Path) -> list[str]:
+    """Why a passed, sealed run should not become a chapter's evidence without --force: made from
+    uncommitted code, code that differs from its commit, or clocks that dropped during timing."""
+    from launchlab.store.provenance import source_tree_sha256_at
+    from launchlab.store.record import RunRecord
+
+    record = RunRecord.read(path)
+    problems = []
+    if not record.from_committed_code:
+        problems.append(f"it was made from uncommitted code (git commit {record.git_commit!r})")
+    else:
+        committed = source_tree_sha256_at(record.git_commit)
+        if committed is not None and committed != record.source_tree_sha256:
+            problems.append(f"its source-tree hash differs from that of commit {record.git_commit}")
+    if record.clocks_dropped:
+        problems.append("its SM clock dropped during timing")
+    return problems
+
+
+def accept(stem: str, run_id: str, root: Path = EVIDENCE_ROOT, force: bool = False, reason: str = "") -> None:
+    """Name a sealed, verified run whose validation passed as the evidence of `stem`.
+
+    A run from uncommitted code or whose clocks dropped is refused unless `force` with a `reason`,
+    which is recorded in accepted_notes.json."""
+    from launchlab.store.record import RunRecord
+
     path = run_dir(run_id, root)
-    record = read_run_record(path)
-    verdict = record.get("validation", {}).get("verdict")
-    if verdict != "passed":
-        raise EvidenceError(f"run {run_id} cannot be accepted: its validation verdict is {verdict!r}, not 'passed'")
-    if record.get("chapter") != stem:
-        raise EvidenceError(f"run {run_id} belongs to chapter {record.get('chapter')!r}, not {stem!r}")
+    record = RunRecord.read(path)
+    if record.verdict != "passed":
+        raise EvidenceError(f"run {run_id} cannot be accepted: its validation verdict is {record.verdict!r}, not 'passed'")
+    if record.chapter != stem:
+        raise EvidenceError(f"run {run_id} belongs to chapter {record.chapter!r}, not {stem!r}")
     problems = verify_run(path)
     if problems:
         raise EvidenceError(f"run {run_id} does not verify: {problems[0]}")
+    objections = acceptance_problems(path)
+    if objections and not force:
+        raise EvidenceError(f"run {run_id} is refused: {'; '.join(objections)} (accept --force --reason TEXT to override)")
+    if objections and not reason.strip():
+        raise EvidenceError("--force needs --reason TEXT, which is recorded with the acceptance")
+    if objections:
+        notes_path = Path(root) / ACCEPT_NOTES
+        notes = json.loads(notes_path.read_text()) if notes_path.exists() else {}
+        notes[run_id] = {"stem": stem, "overrode": objections, "reason": reason.strip()}
+        _atomic_write(notes_path, to_json(notes))
     accepted = read_accepted(root)
     accepted[stem] = run_id
     _atomic_write(Path(root) / "accepted.json", to_json(accepted))

@@ -1,0 +1,141 @@
+"""Chapter 1's tables, figures and glued values, all read from the run."""
+from __future__ import annotations
+
+import numpy as np
+
+from launchlab.chapters.ordinary_launches import ROW_KERNELS
+from launchlab.measure.variant import VariantId
+
+# (measurement, metric) -> column header
+TIMING_COLUMNS = {
+    ("warm_single", "enqueue_us"): "host enqueue, 1 call (µs)",
+    ("warm_single", "complete_us"): "host completion, 1 call (µs)",
+    ("warm_batch", "enqueue_us"): "host enqueue per call, batch (µs)",
+    ("warm_batch", "complete_us"): "host completion per call, batch (µs)",
+    ("warm_batch", "event_us"): "event interval per call, batch (µs)",
+}
+BAND_NOTE = "Each cell: median over the rounds [p10–p90]."
+
+
+def _cell(summary: dict) -> str:
+    return f"{summary['median']:.3g} [{summary['p10']:.3g}–{summary['p90']:.3g}]"
+
+
+def _row_variants(run) -> dict[str, dict]:
+    """{shape: measurements} of the warm row-path variants."""
+    return {VariantId.parse(v).case: m for v, m in run.summaries["timing"].items()
+            if v.startswith("row4.") and "warm_batch" in m}
+
+
+def timing_table(run):
+    import pandas as pd
+
+    rows = {shape: {label: _cell(m[measurement][metric]) for (measurement, metric), label in TIMING_COLUMNS.items()}
+            for shape, m in _row_variants(run).items()}
+    return pd.DataFrame.from_dict(rows, orient="index").rename_axis("shape (rows×cols)")
+
+
+LAUNCH_LABELS = {"stream": "CuPy from Python", "native": "C++ loop (cuLaunchKernel)"}
+
+
+def launch_table(run):
+    import pandas as pd
+
+    rows = {}
+    for variant, m in run.summaries["timing"].items():
+        if "enqueue" not in m:
+            continue
+        vid = VariantId.parse(variant)
+        label = f"{'empty kernel' if vid.target == 'empty' else 'row path ' + vid.case}, {LAUNCH_LABELS[vid.submission]}"
+        rows[label] = {"host enqueue per launch (µs)": _cell(m["enqueue"]["enqueue_us_per_launch"]),
+                       "host completion per launch (µs)": _cell(_per_launch(m["enqueue"]["complete_us"], vid))}
+    return pd.DataFrame.from_dict(rows, orient="index").rename_axis("what is launched, from where")
+
+
+def _launches(vid: VariantId) -> int:
+    return 1 if vid.target == "empty" else len(ROW_KERNELS)
+
+
+def _per_launch(summary: dict, vid: VariantId) -> dict:
+    """A per-invocation summary divided by the invocation's launches (quantiles scale exactly)."""
+    return {key: summary[key] / _launches(vid) for key in ("median", "p10", "p90")}
+
+
+def gap_table(run):
+    """Per traced shape and kernel: span of its blocks and the idle gap before it (µs)."""
+    import pandas as pd
+
+    rows = []
+    for shape, timeline in run.summaries["timelines"].items():
+        for span in timeline["kernels"]:
+            gap = span["gap_before_ns"]
+            rows.append({"shape": shape, "kernel": span["kernel"], "span of its blocks (µs)": f"{span['span_ns'] / 1e3:.3g}",
+                         "idle gap before it (µs)": "first kernel" if gap is None else f"{gap / 1e3:.3g}"})
+    return pd.DataFrame(rows).set_index(["shape", "kernel"])
+
+
+def timing_figure(run):
+    from launchlab.present import figures
+
+    fig, axes = figures.figure()
+    groups = {shape: {label: m[measurement][metric] for (measurement, metric), label in TIMING_COLUMNS.items()}
+              for shape, m in _row_variants(run).items()}
+    figures.quantile_dots(axes[0, 0], groups, {label: label for label in TIMING_COLUMNS.values()})
+    axes[0, 0].set_ylabel("µs per invocation")
+    fig.tight_layout()
+    return fig
+
+
+def launch_figure(run):
+    from launchlab.present import figures
+
+    fig, axes = figures.figure()
+    groups = {}
+    for variant, m in run.summaries["timing"].items():
+        if "enqueue" in m:
+            vid = VariantId.parse(variant)
+            groups[f"{'empty' if vid.target == 'empty' else 'row path'}, {vid.submission}"] = {
+                "host enqueue per launch": m["enqueue"]["enqueue_us_per_launch"]}
+    figures.quantile_dots(axes[0, 0], groups, {"host enqueue per launch": "host enqueue per launch"})
+    axes[0, 0].set_ylabel("µs per launch")
+    fig.tight_layout()
+    return fig
+
+
+def timeline_figure(run):
+    from launchlab.present import figures
+
+    shapes = list(run.summaries["timelines"])
+    fig, axes = figures.figure(len(shapes), 1, height=3.0)
+    for ax, shape in zip(axes[:, 0], shapes):
+        with np.load(run.file(f"traces/{shape}.npz")) as arrays:
+            figures.block_timeline(ax, arrays["start_ns"], arrays["end_ns"], arrays["sm"], ROW_KERNELS,
+                                   f"{shape}: every block of K1–K4 on its SM")
+    fig.tight_layout()
+    return fig
+
+
+def page_values(run) -> dict:
+    """Formatted numbers for the chapter's prose, all from the run's summaries and record."""
+    record, headline = run.record, run.headline
+    protocol = record.protocol
+    values = {"run_id": run.run_id, "device_name": record.device_name, "sm_count": str(record.device["sm_count"]),
+              "l2_mib": f"{record.device['l2_bytes'] / 2**20:.0f}", "rounds": str(protocol["rounds"]),
+              "batch": str(protocol["batch"]), "large_batch": str(protocol["large_batch"]),
+              "warmups": str(protocol["warmups"])}
+    for shape, m in _row_variants(run).items():
+        for (measurement, metric), _ in TIMING_COLUMNS.items():
+            values[f"row4_{shape}_{measurement}_{metric}"] = f"{m[measurement][metric]['median']:.3g}"
+    for variant, m in run.summaries["timing"].items():
+        if "enqueue" in m:
+            vid = VariantId.parse(variant)
+            key = f"launch_{vid.submission}_{vid.target}"
+            values[f"{key}_enqueue"] = f"{m['enqueue']['enqueue_us_per_launch']['median']:.3g}"
+            values[f"{key}_complete"] = f"{m['enqueue']['complete_us']['median'] / _launches(vid):.3g}"
+    if "cupy_over_native.empty" in headline:
+        values["cupy_over_native_empty"] = f"{headline['cupy_over_native.empty']:.2g}"
+    for shape, timeline in run.summaries["timelines"].items():
+        values[f"trace_{shape}_gaps_us"] = f"{headline[f'trace_gaps_us.{shape}']:.3g}"
+        values[f"trace_{shape}_total_us"] = f"{timeline['kernels'][-1]['last_end_ns'] / 1e3:.3g}"
+        values[f"trace_{shape}_timer_step_ns"] = str(timeline["timer_step_ns"])
+    return values

@@ -1,0 +1,199 @@
+"""Example B's targets on the GPU (kernels/jobs.cu): separate kernels, fused CTAs, a persistent queue.
+
+Every schedule of one case runs on one `JobProblem` (inputs, the volatile stage-A array, outputs,
+the iteration table), so all variants read and write the same addresses. Each launch reserves
+`reserved_shared_bytes()` of dynamic shared memory, which leaves room for one CTA per SM; the
+occupancy API confirms it (`active_ctas_per_sm`). Imports CuPy; only GPU mode reaches this module.
+"""
+from __future__ import annotations
+
+import cupy
+import numpy as np
+
+from launchlab.gpu import build
+from launchlab.gpu import probes
+from launchlab.model import jobs as model
+
+FAMILY = "jobs"
+BLOCK = model.VALUES_PER_JOB  # one thread per value
+POISON = np.uint32(0xFFFFFFFF)
+
+
+def load(traced: bool = False) -> build.BuiltModule:
+    """Compile kernels/jobs.cu (the traced build with -DLAUNCHLAB_TRACE)."""
+    return build.load_module(FAMILY, {"LAUNCHLAB_TRACE": None} if traced else None)
+
+
+def _properties() -> dict:
+    return cupy.cuda.runtime.getDeviceProperties(cupy.cuda.runtime.getDevice())
+
+
+def sm_count() -> int:
+    return int(_properties()["multiProcessorCount"])
+
+
+def shared_memory() -> dict:
+    """The device's shared-memory sizes and the per-CTA reservation derived from them (a run records it)."""
+    properties = _properties()
+    per_sm = int(properties["sharedMemPerMultiprocessor"])
+    record = {"shared_per_sm": per_sm, "shared_per_block_optin": int(properties["sharedMemPerBlockOptin"]),
+              "reserved_by_system_per_block": int(properties.get("reservedSharedMemPerBlock", -1)),
+              "dynamic_shared_bytes": model.reserved_shared_bytes(per_sm)}
+    if record["dynamic_shared_bytes"] > record["shared_per_block_optin"]:
+        raise ValueError(f"half the SM's shared memory plus {model.SHARED_MARGIN_BYTES} bytes exceeds the "
+                         f"per-block limit: {record}")
+    return record
+
+
+def reserved_shared_bytes() -> int:
+    return shared_memory()["dynamic_shared_bytes"]
+
+
+def allow_dynamic_shared(kernel, nbytes: int) -> None:
+    """Raise a kernel's dynamic shared-memory limit (needed above 48 KiB)."""
+    attribute = getattr(cupy.cuda.driver, "CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES", 8)
+    cupy.cuda.driver.funcSetAttribute(kernel.kernel.ptr, attribute, int(nbytes))
+
+
+def active_ctas_per_sm(kernel, shared_bytes: int, block: int = BLOCK) -> int:
+    """CTAs of `kernel` one SM holds at once with this launch's dynamic shared memory (occupancy API)."""
+    return int(cupy.cuda.driver.occupancyMaxActiveBlocksPerMultiprocessor(kernel.kernel.ptr, block, int(shared_bytes)))
+
+
+class JobProblem:
+    """Device buffers of one case: x and y (jobs x 256 uint32), the volatile stage-A array `mid`, and
+    stage A's iteration count per job."""
+
+    def __init__(self, a_iters, b_iters: int = model.B_ITERATIONS):
+        a_iters = np.ascontiguousarray(a_iters, dtype=np.int32)
+        self.jobs = int(a_iters.size)
+        self.b_iters = int(b_iters)
+        self.a_iters_host = a_iters
+        self.a_iters = cupy.asarray(a_iters)
+        shape = (self.jobs, model.VALUES_PER_JOB)
+        self.x, self.mid, self.y = (cupy.empty(shape, dtype=cupy.uint32) for _ in range(3))
+
+    def args(self) -> tuple:
+        """JOB_PARAMS of kernels/jobs.cu, in order."""
+        return (self.x, self.mid, self.y, self.a_iters, np.int32(self.b_iters), np.int32(self.jobs))
+
+    def set_input(self, x: np.ndarray) -> None:
+        x = np.ascontiguousarray(x)
+        if x.shape != self.x.shape or x.dtype != np.uint32:
+            raise ValueError(f"expected uint32 values of shape {self.x.shape}, got {x.dtype}{x.shape}")
+        self.x.set(x)
+
+    def reference(self, x: np.ndarray) -> np.ndarray:
+        return model.oracle(x, self.a_iters_host, self.b_iters)
+
+
+class _JobTarget:
+    """Shared by the three schedules: launches with the shared-memory reservation, poison, compute."""
+
+    KERNELS: tuple[str, ...] = ()
+    schedule = ""
+
+    def __init__(self, built: build.BuiltModule, problem: JobProblem, shared_bytes: int | None = None):
+        self.problem = problem
+        self.shared_bytes = reserved_shared_bytes() if shared_bytes is None else int(shared_bytes)
+        self.kernels = {name: built.kernel(name) for name in self.KERNELS}
+        if self.shared_bytes > 48 * 1024:
+            for kernel in self.kernels.values():
+                allow_dynamic_shared(kernel, self.shared_bytes)
+        self.block = (BLOCK,)
+        self.launches: tuple = ()  # (kernel, grid, block, args); each runs with `shared_bytes` of dynamic shared
+
+    def active_ctas_per_sm(self) -> dict:
+        return {name: active_ctas_per_sm(kernel, self.shared_bytes) for name, kernel in self.kernels.items()}
+
+    def invoke(self) -> None:
+        """Enqueue one invocation on the current stream; no wait."""
+        for kernel, grid, block, args in self.launches:
+            kernel(grid, block, args, shared_mem=self.shared_bytes)
+
+    def poison(self) -> None:
+        """0xFFFFFFFF in the stage-A array and the outputs (and the queue head), so unwritten values fail."""
+        self.problem.mid.fill(POISON)
+        self.problem.y.fill(POISON)
+
+    def compute(self, x: np.ndarray, invoke=None) -> np.ndarray:
+        """Run once on `x` with `invoke` (default: the stream launches; a graph replay reads the same
+        buffers) and return y. Validation, not timing."""
+        self.problem.set_input(x)
+        self.poison()
+        (invoke or self.invoke)()
+        cupy.cuda.get_current_stream().synchronize()
+        return self.problem.y.get()
+
+
+class SeparateJobs(_JobTarget):
+    """jobs_stage_a then jobs_stage_b, one CTA per job each: the kernel boundary orders B after A."""
+
+    KERNELS = model.KERNELS["separate"]
+    schedule = "separate"
+
+    def __init__(self, built, problem: JobProblem, shared_bytes: int | None = None):
+        super().__init__(built, problem, shared_bytes)
+        grid, args = (problem.jobs,), problem.args()
+        self.launches = tuple((self.kernels[name], grid, self.block, args) for name in self.KERNELS)
+
+
+class FusedJobs(_JobTarget):
+    """jobs_fused: one CTA per job runs A, a block barrier, then B."""
+
+    KERNELS = model.KERNELS["fused"]
+    schedule = "fused"
+
+    def __init__(self, built, problem: JobProblem, shared_bytes: int | None = None):
+        super().__init__(built, problem, shared_bytes)
+        self.launches = ((self.kernels["jobs_fused"], (problem.jobs,), self.block, problem.args()),)
+
+
+class QueueJobs(_JobTarget):
+    """jobs_queue: `workers` CTAs (default one per SM) take jobs from an atomic counter.
+
+    Every invocation first zeroes the counter with a device memset on the stream: part of the
+    timed work, and a memset node in a captured graph."""
+
+    KERNELS = model.KERNELS["queue"]
+    schedule = "queue"
+
+    def __init__(self, built, problem: JobProblem, shared_bytes: int | None = None, workers: int | None = None):
+        super().__init__(built, problem, shared_bytes)
+        self.workers = int(workers) if workers else sm_count()
+        self.head = cupy.zeros(1, dtype=cupy.uint32)
+        self.launches = ((self.kernels["jobs_queue"], (self.workers,), self.block, problem.args() + (self.head,)),)
+        self.stream_ptr = cupy.cuda.get_current_stream().ptr
+
+    def invoke(self) -> None:
+        cupy.cuda.runtime.memsetAsync(self.head.data.ptr, 0, self.head.nbytes, self.stream_ptr)
+        super().invoke()
+
+    def poison(self) -> None:
+        """Also the counter: only the invocation's own memset may make the queue start at job 0."""
+        super().poison()
+        self.head.fill(POISON)
+
+    def head_after(self) -> int:
+        """The counter after a complete invocation: jobs + workers (every worker's last fetch overshoots)."""
+        cupy.cuda.get_current_stream().synchronize()
+        return int(self.head.get()[0])
+
+
+SCHEDULES = {"separate": SeparateJobs, "fused": FusedJobs, "queue": QueueJobs}
+
+
+# --------------------------------------------------------------------------- traces
+def attach_trace(traced: build.BuiltModule, jobs: int):
+    """Zeroed records, model.JOB_WORDS per job, wired to the traced module's trace_records.
+
+    Must precede any launch of a traced kernel: its probe writes through this pointer."""
+    records = cupy.zeros(jobs * model.JOB_WORDS, dtype=cupy.uint64)
+    cupy.ndarray((1,), cupy.uint64, memptr=traced.module.get_global("trace_records")).fill(records.data.ptr)
+    cupy.cuda.get_current_stream().synchronize()
+    return records
+
+
+def collect_trace(records, invoke) -> dict:
+    """One traced invocation (stream launches or graph replay) -> model.trace_arrays."""
+    return model.trace_arrays(probes.collect_raw(records, invoke))

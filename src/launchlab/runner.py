@@ -1,0 +1,147 @@
+"""One runner for the skeleton every chapter's GPU run shares.
+
+    execute(chapter, run_id, parameters)
+
+makes a `Session` (the run record: device, environment, provenance, protocol), hands it to the
+chapter's `run.run(session)`, which builds, validates before, measures and validates after through
+the session, then writes the verdict, the samples and the record, and finally the summaries and
+headline computed from those raw files alone, exactly as evidence mode recomputes them.
+
+A failed validation writes the checks and a failed verdict, then stops the run (ValidationFailed).
+"""
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import numpy as np
+
+from launchlab.measure import protocol as measurement
+from launchlab.model import oracles
+from launchlab.store import evidence, provenance
+from launchlab.store.record import RunRecord
+
+SAMPLES_FILE = "samples/timing.jsonl.gz"
+
+
+class ValidationFailed(RuntimeError):
+    """A target disagreed with its oracle; the run is written with verdict 'failed' and never timed further."""
+
+
+class Session:
+    """What a chapter's run.py works through: builds, checks, measurements, notes, files."""
+
+    def __init__(self, chapter, writer: evidence.RunWriter, parameters, protocol=measurement.FROZEN):
+        from launchlab.gpu import device
+        from launchlab.gpu.backend import CupyBackend
+
+        self.chapter, self.writer, self.parameters, self.protocol = chapter, writer, parameters, protocol
+        self.backend = CupyBackend()
+        self.device = device
+        self.record = RunRecord(
+            chapter=chapter.stem, run_id=writer.run_id, parameters=dataclasses.asdict(parameters),
+            protocol=protocol.record(), host_path=chapter.host_path, device=device.identity(),
+            environment=device.environment(), git_commit=provenance.git_commit(),
+            source_tree_sha256=provenance.source_tree_sha256(), states={"before_build": device.state()})
+        self.checks: list[dict] = []
+        self.samples: list[dict] = []
+        self.builds: dict[str, dict] = {}
+
+    # ------------------------------------------------------------------ builds
+    def build(self, label: str, family: str, kernels, defines: dict | None = None, **module_options):
+        """Compile kernels/<family>.cu and save its build record (options, resources, PTX, SASS)."""
+        from launchlab.gpu import build
+
+        built = build.load_module(family, defines, **module_options)
+        self.builds[label] = build.save_build(self.writer, label, built, kernels)
+        return built
+
+    @property
+    def local_memory_free(self) -> bool:
+        return all(r["local_bytes"] == 0 for b in self.builds.values() for r in b["resources_loaded"].values())
+
+    # ------------------------------------------------------------------ validation
+    def check(self, labels: dict, output: np.ndarray, reference: np.ndarray, tolerance=None,
+              row_offsets=None, inputs: np.ndarray | None = None) -> dict:
+        """Compare one output with its oracle (exactly where `tolerance` is None) and keep the result.
+
+        Inputs and outputs are kept as SHA-256 hashes that the fixtures' seeds regenerate."""
+        if tolerance is None:
+            result = oracles.compare_exact(output, reference)
+        else:
+            result = oracles.compare(output, reference, tolerance, row_offsets)
+        result.update(labels)
+        result["output_sha256"] = evidence.sha256_array(output)
+        if inputs is not None:
+            result["input_sha256"] = evidence.sha256_array(inputs)
+        self.checks.append(result)
+        return result
+
+    def require_passed(self, phase: str) -> None:
+        """Stop the run, written as failed, if any check so far failed."""
+        failing = [c for c in self.checks if not c["passed"]]
+        if failing:
+            self.record.validation = {"verdict": "failed", "reason": f"validation failed ({phase})",
+                                      "failing_checks": len(failing), "checks": len(self.checks)}
+            self.writer.write_json("validation.json", self.checks)
+            self.writer.write_json("run.json", self.record.to_dict())
+            raise ValidationFailed(f"validation failed ({phase}): see {self.writer.path / 'validation.json'}")
+
+    # ------------------------------------------------------------------ measurement
+    def measure(self, kind: str, variants, flush=None) -> list[dict]:
+        """One named measurement (warm, cold or enqueue) of the frozen protocol, with the device state
+        read before and after it. Its samples join the run's one sample file."""
+        if kind == "warm":
+            run = lambda: measurement.measure_warm(variants, self.backend, self.protocol)  # noqa: E731
+        elif kind == "cold":
+            if flush is None:
+                raise ValueError("a cold measurement needs the L2 flush")
+            run = lambda: measurement.measure_cold(variants, self.backend, flush, self.protocol)  # noqa: E731
+        elif kind == "enqueue":
+            run = lambda: measurement.measure_enqueue(variants, self.backend, self.protocol)  # noqa: E731
+        else:
+            raise ValueError(f"unknown measurement {kind!r}: warm, cold or enqueue")
+        index = sum(1 for key in self.record.states if key.startswith("measurement")) // 2
+        self.record.states[f"measurement{index}.{kind}.before"] = self.device.state()
+        samples = run()
+        self.record.states[f"measurement{index}.{kind}.after"] = self.device.state()
+        self.samples += samples
+        return samples
+
+    # ------------------------------------------------------------------ record
+    def note(self, key: str, value) -> None:
+        """A chapter-specific fact for run.json's `details`."""
+        self.record.details[key] = value
+
+    def library(self, name: str, version: str | None) -> None:
+        self.record.environment["libraries"][name] = version
+
+    def finish(self) -> None:
+        """Verdict, device state at the end, samples, checks and the record."""
+        from launchlab.gpu.device import clocks_dropped
+
+        self.require_passed("end of run")
+        self.record.states["end"] = self.device.state()
+        readings = [v for k, v in self.record.states.items() if k.startswith("measurement")]
+        if readings:
+            self.record.clocks_dropped = clocks_dropped(readings[0], readings[-1])
+        self.record.details.setdefault("local_memory_free", self.local_memory_free)
+        self.record.validation = {"verdict": "passed", "checks": len(self.checks)}
+        if self.samples:
+            self.writer.write_jsonl(SAMPLES_FILE, self.samples)
+        self.writer.write_json("validation.json", self.checks)
+        self.writer.write_json("run.json", self.record.to_dict())
+
+
+def execute(chapter, run_id: str, parameters) -> Path:
+    """Run a chapter on the GPU into a new run directory; return its path (not yet sealed)."""
+    from launchlab.store.runs import recompute
+
+    writer = evidence.RunWriter(run_id)
+    session = Session(chapter, writer, parameters)
+    chapter.run.run(session)
+    session.finish()
+    summaries, headline = recompute(writer.path)
+    writer.write_json("summaries.json", summaries)
+    writer.write_json("headline.json", headline)
+    return writer.path
