@@ -5,7 +5,7 @@ import json
 from pathlib import Path
 
 from launchlab.store import evidence
-from launchlab.store.record import RunRecord
+from launchlab.store.record import RecordError, RunRecord
 
 
 def kernel_drift(run_dir: Path) -> list[str]:
@@ -26,9 +26,14 @@ def accepted_status(root: Path = evidence.EVIDENCE_ROOT) -> list[dict]:
     rows = []
     for stem, run_id in sorted(evidence.read_accepted(root).items()):
         path = evidence.run_dir(run_id, root)
-        record = RunRecord.read(path)
         stamp = run_id.split("-")[0]
-        rows.append({"chapter": stem, "run_id": run_id, "date": f"{stamp[:4]}-{stamp[4:6]}-{stamp[6:8]}",
-                     "commit": record.git_commit, "device": record.device_name,
+        row = {"chapter": stem, "run_id": run_id, "date": f"{stamp[:4]}-{stamp[4:6]}-{stamp[6:8]}"}
+        try:
+            record = RunRecord.read(path)
+        except RecordError as error:
+            rows.append({**row, "commit": None, "device": f"unreadable record ({error})", "clocks_dropped": None,
+                         "kernels_current": False})
+            continue
+        rows.append({**row, "commit": record.git_commit, "device": record.device_name,
                      "clocks_dropped": bool(record.clocks_dropped), "kernels_current": not kernel_drift(path)})
     return rows
