@@ -1,14 +1,37 @@
-"""CPU tests of the claim-audit registry (src/launchlab/claims.py, evidence/claims/)."""
+"""CPU tests of the claim registry (launchlab.claims: registry, site, exports, page) and of its fidelity to the
+audit record, which tests/fixtures/audit_seed.txt holds as data."""
 import hashlib
 import json
+import re
+from html.parser import HTMLParser
+from pathlib import Path
 
 import pytest
 import yaml
 
-from launchlab.claims import registry
+from launchlab.claims import exports, page, registry, site
 
 RUN_ID = "20261129T120000Z-fake"
 RUN_FILE = f"evidence/runs/{RUN_ID}/headline.json"
+SEED = Path(__file__).parent / "fixtures" / "audit_seed.txt"
+RECHECK_TABLES = ("Review finding", "Claim or design choice", "Current claim or assumption")
+QUALIFIERS = ("may", "not", "some", "neither", "only")
+BASE = "https://example.org/book/"
+
+
+def seed_tables() -> dict[str, list[list[str]]]:
+    """The audit record's tables: first header cell -> rows of cells."""
+    tables, current = {}, None
+    for line in SEED.read_text(encoding="utf-8").splitlines():
+        if not line.startswith("| ") or line.startswith("|---"):
+            continue
+        cells = [cell.strip() for cell in line.strip().strip("|").split(" | ")]
+        if cells[0] in (*RECHECK_TABLES, "ID"):
+            current = cells[0]
+            tables[current] = []
+        else:
+            tables[current].append(cells)
+    return tables
 
 
 @pytest.fixture(scope="module")
@@ -21,36 +44,100 @@ def claims():
     return registry.load_claims()
 
 
-def good_record(**changes):
-    record = {"id": "C01", "section": "Opening", "excerpt": "an excerpt", "verdict": "qualify",
-              "finding": "a finding", "sources": ["graphs"], "evidence": []}
-    return {**record, **changes}
+@pytest.fixture(scope="module")
+def by_id(claims):
+    return {claim["id"]: claim for claim in claims}
 
 
-def book_claim(sha256="0" * 64):
-    """A B-claim as another chapter will add it: evidence inside a run, and a measured value."""
-    return {"id": "B01", "section": "Graphs", "excerpt": "Replay costs less than stream launches here.",
-            "verdict": "retain", "finding": "Measured in one accepted run.", "sources": [],
-            "evidence": [{"path": RUN_FILE, "sha256": sha256}],
-            "measured": {"value": 1.25, "unit": "us", "device": "NVIDIA H200", "run_id": RUN_ID}}
+def qualifiers(text: str) -> set[str]:
+    return {word for word in QUALIFIERS if re.search(rf"\b{word}\b", text, re.IGNORECASE)}
 
 
-# --- the registry as committed -------------------------------------------------------------------------------
+# --- fidelity to the audit record --------------------------------------------------------------------------------
 
-def test_registry_holds_the_71_audited_claims_in_order(claims):
-    assert [claim["id"] for claim in claims if claim["id"].startswith("C")] == [f"C{n:02d}" for n in range(1, 72)]
+def test_c_claims_reproduce_the_audit_table_row_by_row(claims):
+    rows = seed_tables()["ID"]
+    audited = [claim for claim in claims if claim["id"].startswith("C")]
+    assert [claim["id"] for claim in audited] == [row[0] for row in rows] == [f"C{n:02d}" for n in range(1, 72)]
+    for claim, (_, section_and_excerpt, verdict, _, evidence) in zip(audited, rows):
+        assert f"{claim['section']}: {claim['excerpt']}" == section_and_excerpt, claim["id"]
+        assert claim["verdict"] == verdict, claim["id"]
+        assert claim["sources"] == evidence.split(", "), claim["id"]
 
 
 def test_verdict_counts_match_the_audit(claims):
-    assert registry.verdict_counts(claims) == {"correct": 11, "judgment": 1, "qualify": 38, "retain": 21}
+    stated = re.search(r"Counts: correct (\d+), judgment (\d+), qualify (\d+), retain (\d+)\.", SEED.read_text())
+    expected = dict(zip(("correct", "judgment", "qualify", "retain"), map(int, stated.groups())))
+    assert registry.verdict_counts(claims) == expected == {"correct": 11, "judgment": 1, "qualify": 38, "retain": 21}
 
 
-def test_every_source_key_resolves_and_every_source_has_title_and_https_url(claims, sources):
+def test_findings_keep_the_audits_qualifiers(by_id):
+    """A finding says 'may', 'not', 'some', 'neither' or 'only' exactly where the audit's finding does."""
+    differing = {row[0]: (sorted(qualifiers(row[3])), sorted(qualifiers(by_id[row[0]]["finding"])))
+                 for row in seed_tables()["ID"] if qualifiers(row[3]) != qualifiers(by_id[row[0]]["finding"])}
+    assert not differing, f"(audit, ours) qualifiers differ: {differing}"
+
+
+def test_findings_are_not_the_audits_sentences(by_id):
+    same = [row[0] for row in seed_tables()["ID"] if row[3].strip() == by_id[row[0]]["finding"].strip()]
+    assert not same
+
+
+def test_retained_findings_state_what_holds_without_a_verdict_word(claims):
+    assert not [c["id"] for c in claims if c["finding"].lower().startswith(("correct", "incorrect"))]
+
+
+def test_c14_c06_c37_keep_the_audits_scope(by_id):
+    assert qualifiers(by_id["C14"]["finding"]) == {"may", "not"}
+    assert "because" not in by_id["C06"]["finding"].lower()  # two facts, not a cause
+    assert "neither every fused kernel nor every persistent kernel" in by_id["C37"]["finding"]
+
+
+def test_every_recheck_row_is_an_r_claim_in_order(claims):
+    rows = [row for table in RECHECK_TABLES for row in seed_tables()[table]]
+    rechecks = [claim for claim in claims if claim["id"].startswith("R")]
+    assert [claim["id"] for claim in rechecks] == [f"R{n:02d}" for n in range(1, len(rows) + 1)]
+    assert [claim["excerpt"] for claim in rechecks] == [row[0] for row in rows]
+    assert len(rechecks) == 11 + 16 + 25
+
+
+def test_every_r_claim_has_scope_verdict_finding_and_a_source(claims):
+    for claim in (c for c in claims if c["id"].startswith("R")):
+        assert claim["verdict"] in registry.VERDICTS and claim["scope"] and claim["finding"], claim["id"]
+        assert claim["sources"] or claim["evidence"], claim["id"]
+
+
+def test_article_figures_are_the_records_own(by_id):
+    """Every number in an R-claim's article_value appears in its row of the recheck tables."""
+    rows = [row for table in RECHECK_TABLES for row in seed_tables()[table]]
+    number = re.compile(r"\d[\d,.]*\d|\d")
+    for n, row in enumerate(rows, start=1):
+        claim = by_id[f"R{n:02d}"]
+        if claim["article_value"]:
+            assert set(number.findall(claim["article_value"])) <= set(number.findall(" ".join(row))), claim["id"]
+
+
+# --- sources -------------------------------------------------------------------------------------------------
+
+def test_every_source_has_title_address_document_and_access_date(claims, sources):
     assert {key for claim in claims for key in claim["sources"]} <= set(sources)
     for key, entry in sources.items():
-        assert entry["title"].strip(), key
+        assert entry["title"].strip() and entry["document"], key
         assert entry["url"].startswith("https://"), key
+        assert re.fullmatch(r"\d{4}-\d\d-\d\d", entry["accessed"]), key
 
+
+def test_cuda_documentation_is_cited_in_a_versioned_release(sources):
+    cuda = {key: entry["url"] for key, entry in sources.items() if entry["url"].startswith("https://docs.nvidia.com/")}
+    assert cuda and all("/cuda/archive/12.8.1/" in url for url in cuda.values())
+
+
+def test_documents_are_counted_once_however_many_keys_cite_them(sources):
+    assert registry.distinct_documents(sources) < len(sources)
+    assert registry.distinct_documents({"a": {"document": "guide"}, "b": {"document": "guide"}}) == 1
+
+
+# --- the registry as committed --------------------------------------------------------------------------------
 
 def test_committed_evidence_links_hold():
     assert registry.check_evidence_links() == []
@@ -58,15 +145,41 @@ def test_committed_evidence_links_hold():
 
 def test_published_downloads_match_the_registry(claims):
     """book/_static/claims is regenerated by executing book/claim-audit.ipynb; it must not go stale."""
-    downloads = registry.REPO_ROOT / registry.DOWNLOAD_DIRECTORY
-    assert registry.read_claims_csv(downloads / "claims.csv") == claims
-    assert registry.read_claims_json(downloads / "claims.json") == claims
+    downloads = registry.REPO_ROOT / site.DOWNLOAD_DIRECTORY
+    assert exports.read_claims_csv(downloads / "claims.csv") == claims
+    assert exports.read_claims_json(downloads / "claims.json") == claims
 
 
 # --- validation ------------------------------------------------------------------------------------------------
 
-def test_a_book_claim_with_run_evidence_and_a_measured_value_is_accepted(sources):
-    assert registry.validate_claims([good_record(), book_claim()], sources)[1] == book_claim()
+def good_record(**changes):
+    record = {"id": "C01", "section": "Opening", "excerpt": "an excerpt", "verdict": "qualify",
+              "finding": "a finding", "sources": ["graphs"], "evidence": []}
+    return {**record, **changes}
+
+
+def our_value(**changes):
+    value = {"value": 1.25, "unit": "us", "basis": "measured", "technique": "CUDA events", "note": "",
+             "interval": [1.2, 1.3], "device": "NVIDIA H200", "run_id": RUN_ID}
+    return {**value, **changes}
+
+
+def book_claim(sha256="0" * 64):
+    """A B-claim as the refresh writes it: evidence inside a run, and a measured value with its interval."""
+    return {"id": "B01", "section": "Graphs", "excerpt": "Replay costs less than stream launches here.",
+            "verdict": "retain", "finding": "Measured in one accepted run.", "sources": [],
+            "evidence": [{"path": RUN_FILE, "sha256": sha256}], "scope": None, "article_value": None,
+            "our_value": our_value(), "awaits": None}
+
+
+def recheck_claim(**changes):
+    claim = {**good_record(id="R01", section="Blog draft recheck"), "scope": "its scope", "article_value": "126 of 128",
+             "our_value": None, "awaits": {"chapter": "example_b_jobs", "keys": ["jobs"]}}
+    return {**claim, **changes}
+
+
+def test_book_and_recheck_claims_are_accepted_in_normal_form(sources):
+    assert registry.validate_claims([book_claim(), recheck_claim()], sources) == [book_claim(), recheck_claim()]
 
 
 @pytest.mark.parametrize("record, problem", [
@@ -75,17 +188,26 @@ def test_a_book_claim_with_run_evidence_and_a_measured_value_is_accepted(sources
     (good_record(finding=""), "finding must be non-empty text"),
     ({key: value for key, value in good_record().items() if key != "evidence"}, "missing fields ['evidence']"),
     (good_record(note="extra"), "unknown fields ['note']"),
+    (good_record(scope="a scope"), "scope is required text for an R-claim"),
     (good_record(evidence=[{"path": "evidence/claims/claims.yaml", "sha256": "0" * 64}]), "evidence/runs/<RUN_ID>/"),
     (good_record(evidence=[{"path": f"evidence/runs/{RUN_ID}/../x", "sha256": "0" * 64}]), "evidence/runs/<RUN_ID>/"),
     (good_record(evidence=[{"path": RUN_FILE, "sha256": "ABC"}]), "sha256 must be 64 lower-case hex digits"),
     (good_record(evidence=[{"path": RUN_FILE}]), "is not {path, sha256}"),
-    (good_record(measured={"value": "fast", "unit": "us", "device": "H200", "run_id": RUN_ID}), "not a number"),
+    (good_record(our_value=our_value(value="fast")), "is not a number"),
+    (good_record(our_value=our_value(basis="guessed")), "basis 'guessed'"),
+    (good_record(our_value=our_value(basis="related")), "needs a note"),
+    (good_record(our_value=our_value(interval=[1])), "interval must be None or [low, high]"),
 ])
 def test_a_broken_record_is_rejected_naming_the_claim_and_the_problem(sources, record, problem):
     with pytest.raises(ValueError) as raised:
         registry.validate_claims([record], sources)
     assert str(raised.value).startswith("C01: ")
     assert problem in str(raised.value)
+
+
+def test_an_r_claim_needs_its_scope(sources):
+    with pytest.raises(ValueError, match="^R01: scope is required"):
+        registry.validate_claims([recheck_claim(scope=None)], sources)
 
 
 def test_a_duplicate_id_is_rejected_naming_it(sources):
@@ -95,7 +217,7 @@ def test_a_duplicate_id_is_rejected_naming_it(sources):
 
 @pytest.mark.parametrize("claim_id", ["C1", "D01", "c01", "C001", None])
 def test_a_malformed_id_is_rejected(sources, claim_id):
-    with pytest.raises(ValueError, match="id must be C or B followed by two digits"):
+    with pytest.raises(ValueError, match="id must be C, R or B followed by two digits"):
         registry.validate_claims([good_record(id=claim_id)], sources)
 
 
@@ -113,7 +235,8 @@ def fake_repository(tmp_path):
     (run_directory / "manifest.json").write_text(json.dumps(manifest))
     claims_directory = tmp_path / "evidence" / "claims"
     claims_directory.mkdir()
-    (claims_directory / "sources.yaml").write_text(yaml.safe_dump({"graphs": {"title": "t", "url": "https://x"}}))
+    source = {"title": "t", "url": "https://x", "document": "x", "accessed": "2026-10-18"}
+    (claims_directory / "sources.yaml").write_text(yaml.safe_dump({"graphs": source}))
     (claims_directory / "claims.yaml").write_text(yaml.safe_dump([book_claim(digest)]))
     return tmp_path, digest
 
@@ -145,28 +268,139 @@ def test_a_file_missing_from_disk_or_manifest_is_reported(fake_repository):
 
 # --- exports -----------------------------------------------------------------------------------------------------
 
-def test_csv_and_json_round_trip_equal_the_registry(tmp_path, claims, sources):
-    everything = claims + [book_claim()]
-    registry.write_claims_csv(everything, tmp_path / "claims.csv")
-    assert registry.read_claims_csv(tmp_path / "claims.csv") == everything
-    registry.write_claims_json(everything, sources, tmp_path / "claims.json", author="A", date_published="2026-11-29")
-    assert registry.read_claims_json(tmp_path / "claims.json") == everything
+@pytest.fixture(scope="module")
+def citation():
+    return {**site.book_citation(), "url": BASE}
 
 
-def test_json_uses_schema_org_claim_review_fields(claims, sources):
-    review = registry.claim_review(claims[41], sources, author="A", date_published="2026-11-29")
-    assert review["@context"] == "https://schema.org"
-    assert review["@type"] == "ClaimReview"
-    assert review["claimReviewed"] == claims[41]["excerpt"]
-    assert review["reviewRating"] == {"@type": "Rating", "alternateName": claims[41]["verdict"]}
-    assert review["itemReviewed"]["@type"] == "Claim"
-    assert review["url"].endswith("claim-audit.html#c42")
-    assert (review["author"]["name"], review["datePublished"]) == ("A", "2026-11-29")
+def test_csv_and_json_round_trip_equal_the_registry(tmp_path, claims, sources, citation):
+    labelled = book_claim() | {"id": "B02", "our_value": our_value(value={"warm": 1.0, "cold": 2.0}, interval=None,
+                                                                        basis="related", note="A neighbour.")}
+    everything = claims + [book_claim(), labelled, recheck_claim()]
+    exports.write_claims_csv(everything, tmp_path / "claims.csv", BASE)
+    assert exports.read_claims_csv(tmp_path / "claims.csv") == everything
+    exports.write_claims_json(everything, sources, tmp_path / "claims.json", citation)
+    assert exports.read_claims_json(tmp_path / "claims.json") == everything
 
 
-def test_html_table_groups_by_section_and_anchors_every_claim(claims, sources):
-    table = registry.claims_table_html(claims, sources)
-    assert table.count("<tbody>") == len({claim["section"] for claim in claims})
-    for claim in claims:
-        assert f'<tr id="{claim["id"].lower()}"' in table
-    assert table.index('id="c41"') < table.index('id="c42"') < table.index('id="c43"')
+def addresses(node):
+    """Every value of a key that holds an address, anywhere in a JSON document."""
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if key in ("url", "contentUrl", "@id", "website"):
+                yield value
+            yield from addresses(value)
+    elif isinstance(node, list):
+        for item in node:
+            yield from addresses(item)
+
+
+def test_claim_reviews_are_valid_json_ld_with_absolute_addresses(claims, sources):
+    downloads = registry.REPO_ROOT / site.DOWNLOAD_DIRECTORY
+    reviews = json.loads((downloads / "claims.json").read_text(encoding="utf-8"))
+    base = site.base_url()
+    for review in reviews:
+        assert review["@context"] == "https://schema.org" and review["@type"] == "ClaimReview"
+        for field in ("url", "claimReviewed", "itemReviewed", "reviewRating", "author", "datePublished"):
+            assert review[field], (review["identifier"], field)
+        assert review["url"] == f"{base}book/claim-audit.html#{review['identifier'].lower()}"
+        assert all(address.startswith("https://") for address in addresses(review)), review["identifier"]
+    csv_text = (downloads / "claims.csv").read_text(encoding="utf-8")
+    assert "evidence/runs/" in csv_text and f'{base}_static/claims/evidence/' in csv_text
+
+
+def test_claim_reviews_identify_the_article_the_author_and_the_technique(claims, sources, citation):
+    review = exports.claim_review(claims[41], sources, citation)
+    appearance = review["itemReviewed"]["appearance"]
+    assert appearance["@type"] == "SocialMediaPosting" and appearance["articleSection"] == claims[41]["section"]
+    for fact in ("posted on X", "February 22 without a year", "opening question"):
+        assert fact in appearance["description"]
+    assert review["author"] == {"@type": "Organization", "name": "Launchlab", "url": BASE}
+    measured = exports.claim_review(book_claim(), sources, citation)["isBasedOn"][-1]
+    assert measured["measurementTechnique"] == "CUDA events" and measured["about"]["name"] == "NVIDIA H200"
+    assert measured["variableMeasured"][0]["measurementMethod"] == "measured"
+
+
+# --- the site: base URL, citation file, licence, evidence links ----------------------------------------------------
+
+def test_the_base_url_is_set_once_and_citation_cff_repeats_it():
+    base = site.base_url()
+    assert base.startswith("https://") and base.endswith("/")
+    assert site.book_citation()["url"] == base
+
+
+def test_citation_cff_has_what_a_citation_needs():
+    cff = yaml.safe_load((registry.REPO_ROOT / "CITATION.cff").read_text(encoding="utf-8"))
+    for field in ("preferred-citation", "url", "version", "date-released", "license", "authors"):
+        assert cff[field], field
+    assert set(cff["license"]) == {"CC-BY-4.0", "MIT"}
+    assert "placeholder" not in json.dumps(cff, default=str).lower() and cff["authors"][0]["name"] == "Launchlab"
+
+
+def test_citation_cff_validates_against_the_cff_schema():
+    cffconvert = pytest.importorskip("cffconvert", reason="the CFF validator (cffconvert) is not installed")
+    text = (registry.REPO_ROOT / "CITATION.cff").read_text(encoding="utf-8")
+    cffconvert.Citation(cffstr=text).validate()
+
+
+def test_licence_names_one_licence_for_prose_and_data_and_one_for_code():
+    text = (registry.REPO_ROOT / "LICENSE").read_text(encoding="utf-8")
+    assert "Prose and data: Creative Commons Attribution 4.0" in text and "Code: MIT License" in text
+
+
+class Links(HTMLParser):
+    def __init__(self):
+        super().__init__()
+        self.hrefs = []
+
+    def handle_starttag(self, tag, attrs):
+        self.hrefs.extend(value for name, value in attrs if tag == "a" and name == "href")
+
+
+def local_links(html_text: str) -> list[str]:
+    parser = Links()
+    parser.feed(html_text)
+    return [href for href in parser.hrefs if not href.startswith(("https://", "http://", "#", "mailto:"))]
+
+
+def test_every_evidence_link_of_the_table_opens_its_file_in_the_site(tmp_path, claims, sources):
+    """Lay the published copies out as the built site has them and follow every link from the chapter's page."""
+    site.publish_evidence(claims, directory=tmp_path / site.SITE_DIRECTORY)
+    chapter = tmp_path / site.CHAPTER_PAGE
+    links = [href for family in "CRB" for href in local_links(page.claims_table_html(claims, sources, family))]
+    assert len(links) == sum(len(claim["evidence"]) for claim in claims)
+    for href in links:
+        target = (chapter.parent / href).resolve()
+        assert target.is_file(), href
+        original = registry.REPO_ROOT / "evidence" / "runs" / target.relative_to(
+            (tmp_path / site.SITE_DIRECTORY / site.PUBLISHED_EVIDENCE).resolve())
+        assert target.read_bytes() == original.read_bytes(), href
+
+
+def test_every_local_link_of_the_built_page_resolves():
+    built = registry.REPO_ROOT / "_build" / "html" / site.CHAPTER_PAGE
+    if not built.is_file():
+        pytest.skip("the book has not been built (make book)")
+    text = built.read_text(encoding="utf-8")
+    if "_static/claims/evidence/" not in text:
+        pytest.skip("the built page predates the published evidence links; rebuild the book")
+    missing = [href for href in local_links(text)
+               if not (built.parent / href.split("#")[0].split("?")[0]).resolve().exists()]
+    assert not missing
+
+
+def test_html_tables_group_by_section_and_anchor_every_claim(claims, sources):
+    tables = {family: page.claims_table_html(claims, sources, family) for family in "CRB"}
+    for family, table in tables.items():
+        members = [claim for claim in claims if claim["id"].startswith(family)]
+        assert table.count("<tbody>") == len({claim["section"] for claim in members})
+        for claim in members:
+            assert f'<tr id="{claim["id"].lower()}"' in table
+    assert tables["C"].index('id="c41"') < tables["C"].index('id="c42"') < tables["C"].index('id="c43"')
+
+
+def test_page_values_count_each_family_and_the_documents(claims, sources):
+    values = page.page_values(claims, sources)
+    assert (values["count_C"], values["count_R"], values["count_qualify"]) == ("71", "52", "38")
+    assert int(values["count_documents"]) < int(values["count_source_keys"])
+    assert values["base_url"] == f"`{site.base_url()}`"

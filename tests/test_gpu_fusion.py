@@ -1,11 +1,11 @@
-"""GPU: the fused row kernel (both modes, every tier), the copy, the cold-L2 helpers and the
-library baselines against the float64 oracles, on irregular shapes and fresh seeds."""
+"""GPU: the fused row kernel (both modes, every tier), the copy, the cold-L2 flush, graphs of many calls and
+the library baselines as Targets (stream launch and graph capture) against the float64 oracles, on
+irregular shapes and fresh seeds."""
 import numpy as np
 import pytest
 
-from launchlab.model import oracles
-from launchlab.model import workloads
 from launchlab.chapters import fusion
+from launchlab.model import oracles, workloads
 
 pytestmark = pytest.mark.gpu
 FRESH_SEED = int(np.random.SeedSequence().entropy % 2**31)  # new every session; printed on failure
@@ -29,8 +29,8 @@ _MODULES = {}
 
 
 def fused_module(block=None, defines=None):
-    """The fused kernel compiled as the chapter compiles it: the policy's defines, or for a
-    forced block size the register tier's unrolling and register budget."""
+    """The fused kernel compiled as the chapter compiles it: the policy's defines, or for a forced block
+    size the register tier's unrolling and register budget."""
     from launchlab.gpu import build
 
     defines = defines or {"BLOCK": block, "REG_CHUNKS": fusion.REG_CHUNKS, "UNROLL": fusion.UNROLL["registers"],
@@ -75,16 +75,10 @@ def test_fused_policy_matches_oracle_on_fresh_seed(stream, shape, mode):
     (3, 70001, 1024, "streamed"), (4, 5003, 32, "streamed"), (2, 16384, 128, "streamed"),
 ])
 def test_every_tier_matches_oracle(stream, rows, cols, block, tier, mode):
-    """Each place a row can live, forced by the block size and the shared memory given;
-    cols % 4 != 0 puts rows at every alignment, so edge chunks are read lane by lane."""
+    """Each place a row can live, forced by the block size and the shared memory given; cols % 4 != 0 puts
+    rows at every alignment, so edge chunks are read lane by lane."""
     shared = 16 * fusion.max_chunks(rows, cols) if tier == "shared" else 0
     check_fused(rows, cols, mode, block, shared, seed_index=1, expected_tier=tier)
-
-
-def test_a_row_longer_than_fits_on_chip_is_streamed(stream):
-    config = fusion.fused_config(3, 70001, shared_limit())
-    assert config["tier"] == "streamed" and 16 * fusion.max_chunks(3, 70001) > shared_limit()
-    check_fused(3, 70001, "rms", config["block"], config["shared_bytes"], seed_index=2, defines=config["defines"])
 
 
 def test_unwritten_output_fails_and_misaligned_buffers_are_refused(stream):
@@ -94,44 +88,64 @@ def test_unwritten_output_fails_and_misaligned_buffers_are_refused(stream):
 
     path = FusedRow(fused_module(64), 33, 300)
     x = workloads.rms_softmax_fixture(FRESH_SEED, 3, 33, 300)
-    path.x.set(x)
+    path.load(x)
     path.poison()  # never launched: every element stays NaN
-    result = oracles.compare(path.y.get(), oracles.rms_softmax(x), oracles.RMS_SOFTMAX_TOLERANCE)
+    result = oracles.compare(path.output(), oracles.rms_softmax(x), oracles.RMS_SOFTMAX_TOLERANCE)
     assert not result["passed"] and result["non_finite_elements"] == x.size
     base = cupy.empty(33 * 300 + 1, dtype=cupy.float32)
     with pytest.raises(ValueError, match="16-byte boundaries"):
         FusedRow(fused_module(64), 33, 300, x=base[1:].reshape(33, 300))
 
 
-def test_graph_replay_matches_oracle(stream):
-    from launchlab.gpu import capture
-    from launchlab.model import dot
+def test_graph_of_many_calls_matches_oracle_and_holds_every_call(stream):
+    """A graph32 replay computes what one call computes, and its graph holds 32 kernel nodes."""
+    from launchlab.chapters.fusion.run import graph_nodes, graph_of_calls
     from launchlab.gpu.targets import FusedRow
 
-    path = FusedRow(fused_module(64), 517, 1029, "plain")
-    graph, setup = capture.capture(path.invoke, stream)
-    assert setup["first_replay_us"] > 0
+    config = fusion.fused_config(517, 1029, shared_limit())
+    path = FusedRow(fused_module(defines=config["defines"]), 517, 1029, "plain", config["shared_bytes"])
+    replay = graph_of_calls(path, stream)
+    assert replay.setup["first_replay_us"] > 0 and graph_nodes(replay) == fusion.CALLS_PER_GRAPH
     x = workloads.rms_softmax_fixture(FRESH_SEED, 4, 517, 1029)
-    y = path.compute(x, lambda: graph.launch(stream))
-    assert oracles.compare(y, oracles.softmax(x), oracles.SOFTMAX_TOLERANCE)["passed"]
+    result = oracles.compare(replay.compute(x), oracles.softmax(x), oracles.SOFTMAX_TOLERANCE)
+    assert result["passed"], f"seed {FRESH_SEED}: {result}"
 
 
-def test_copy_and_cold_helpers(backend, stream):
+def test_copy_graph_and_cold_flush_through_the_protocol(backend, stream):
     import cupy
 
-    from launchlab.gpu.instruments import ColdL2, time_cold
+    from launchlab.chapters.fusion.run import graph_of_calls
+    from launchlab.gpu import build
+    from launchlab.gpu.instruments import KERNELS, ColdL2
     from launchlab.gpu.targets import DeviceCopy
+    from launchlab.measure import protocol
+    from launchlab.measure.variant import VariantId
 
-    x = cupy.asarray(workloads.rms_softmax_fixture(FRESH_SEED, 5, 257, 1031))
-    copy = DeviceCopy(x)
-    copy.poison()
-    copy.invoke()
-    stream.synchronize()
-    assert bool((copy.y == x).all())
+    x = workloads.rms_softmax_fixture(FRESH_SEED, 5, 257, 1031)
+    copy = DeviceCopy(cupy.asarray(x))
+    assert np.array_equal(copy.compute(x), x)
+    replay = graph_of_calls(copy, stream)
+    assert np.array_equal(replay.compute(x), x)
     properties = cupy.cuda.runtime.getDeviceProperties(0)
-    cold = ColdL2(fused_module(64), int(properties["l2CacheSize"]), int(properties["multiProcessorCount"]), 50_000)
-    event_ms, enqueue_ns = time_cold(copy.invoke, backend, cold)
-    assert 0 < event_ms < 50 and enqueue_ns > 0
+    instruments = build.load_module("instruments")
+    assert all(r["local_bytes"] == 0 for r in instruments.resources(KERNELS).values())
+    cold = ColdL2(instruments, int(properties["l2CacheSize"]), int(properties["multiProcessorCount"]))
+    quick = protocol.MeasurementProtocol(warmups=1, rounds=2, cold_repeats=2)
+    variant = protocol.Measured(VariantId("copy", "257x1031", "stream"), copy.invoke)
+    samples = protocol.measure_cold([variant], backend, cold.flush, quick)
+    assert len(samples) == 4 and all(0 < s["event_ms"] < 50 for s in samples)
+    warm = protocol.measure_warm([protocol.Measured(VariantId("copy", "257x1031", "graph32"), replay.invoke,
+                                                    large=True)], backend, quick)
+    assert {s["measurement"] for s in warm} == {"warm_single", "warm_batch"}
+
+
+def library(name, x, stream):
+    from launchlab.gpu import baselines
+
+    target, note = baselines.make_baseline(name, x, stream)
+    if target is None:
+        pytest.skip(f"{name} is not available here: {note}")
+    return target
 
 
 @pytest.mark.parametrize("name", fusion.LIBRARIES)
@@ -139,15 +153,27 @@ def test_copy_and_cold_helpers(backend, stream):
 def test_library_baseline_matches_plain_oracle(stream, name, shape):
     import cupy
 
-    from launchlab.gpu import baselines
-
     x = workloads.rms_softmax_fixture(FRESH_SEED, 6, *shape)
-    x_dev = cupy.asarray(x)
-    baseline, note = baselines.make_baseline(name, x_dev, stream)
-    if baseline is None:
-        pytest.skip(f"{name} is not available here: {note}")
-    baseline.y.fill(np.nan)
-    baseline.invoke()
-    stream.synchronize()
-    result = oracles.compare(baseline.y.get(), oracles.softmax(x), oracles.SOFTMAX_TOLERANCE)
+    target = library(name, cupy.empty(shape, dtype=cupy.float32), stream)
+    assert target.name == name and target.version()
+    result = oracles.compare(target.compute(x), oracles.softmax(x), oracles.SOFTMAX_TOLERANCE)
     assert result["passed"], f"seed {FRESH_SEED}, {name} {shape}: {result}"
+
+
+@pytest.mark.parametrize("name", fusion.LIBRARIES)
+def test_library_captures_into_a_graph_of_many_calls_on_our_stream(stream, name):
+    """cudnnSoftmaxForward, torch.softmax and the Triton kernel, captured 32 times under CuPy's stream capture
+    on the chapter's stream and buffers, replay to the oracle's result."""
+    import cupy
+
+    from launchlab.chapters.fusion.run import graph_nodes, graph_of_calls
+
+    shape = (333, 1029)
+    x = workloads.rms_softmax_fixture(FRESH_SEED, 7, *shape)
+    target = library(name, cupy.empty(shape, dtype=cupy.float32), stream)
+    target.compute(x)  # first call outside the capture: Triton compiles, cuDNN and torch initialise
+    replay = graph_of_calls(target, stream)
+    nodes = graph_nodes(replay)
+    assert nodes is None or nodes % fusion.CALLS_PER_GRAPH == 0, nodes
+    result = oracles.compare(replay.compute(x), oracles.softmax(x), oracles.SOFTMAX_TOLERANCE)
+    assert result["passed"], f"seed {FRESH_SEED}, {name} graph: {result}"

@@ -1,12 +1,16 @@
-"""GPU: the tiled path and captured graphs against the oracle, with new inputs in the captured buffers."""
+"""GPU: every variant of chapter 2 on fresh seeds, graphs replayed with new inputs in their captured buffers,
+node counts read from CUDA's DOT text, and the whole chapter run end to end under a short protocol."""
+import dataclasses
+
 import numpy as np
 import pytest
 
-from launchlab.model import oracles
-from launchlab.model import workloads
+from launchlab.chapters.graphs import (CHAPTER, TILED_KERNELS, Parameters, copies_variant, empty_variant,
+                                       graph_twin, row_variant, tiled_variant)
+from launchlab.model import dot, oracles, workloads
 
 pytestmark = pytest.mark.gpu
-FRESH_SEED = int(np.random.SeedSequence().entropy % 2**31)
+FRESH_SEED = int(np.random.SeedSequence().entropy % 2**31)  # new every session; printed on failure
 
 
 @pytest.fixture(scope="module")
@@ -16,13 +20,18 @@ def backend():
 
 
 @pytest.fixture(scope="module")
-def modules():
+def modules(backend):
     from launchlab.gpu import build
-    return {family: build.load_module(family) for family in ("row_softmax", "tiled_softmax")}
+    return {family: build.load_module(family) for family in ("row_softmax", "tiled_softmax", "empty")}
+
+
+def test_the_declared_tiled_kernels_are_the_targets_stages():
+    from launchlab.gpu.targets import STAGE_KERNELS
+    assert TILED_KERNELS == STAGE_KERNELS
 
 
 @pytest.mark.parametrize("lengths", [[1, 1023, 1025, 5000, 3, 2048], list(workloads.tiled_row_lengths("ragged")[:16])])
-def test_tiled_path_matches_oracle(modules, backend, lengths):
+def test_tiled_path_matches_oracle(modules, lengths):
     from launchlab.gpu.targets import TiledPath
 
     path = TiledPath(modules["tiled_softmax"], lengths)
@@ -32,28 +41,96 @@ def test_tiled_path_matches_oracle(modules, backend, lengths):
     assert result["passed"], f"seed {FRESH_SEED}: {result}"
 
 
-def test_replayed_graphs_follow_new_inputs(modules, backend):
-    """Pointers are fixed at capture: new inputs written into the captured buffers give new, correct outputs."""
-    from launchlab.gpu import capture
-    from launchlab.model import dot
-    from launchlab.gpu.targets import RowPath
-    from launchlab.gpu.targets import TiledPath
+def small_targets(modules):
+    """Every kind of target the chapter captures, on irregular small sizes: stream VariantId -> Target."""
+    from launchlab.chapters.graphs.targets import EmptyKernels, RowCopies
+    from launchlab.gpu.targets import RowPath, TiledPath
 
     row = RowPath(modules["row_softmax"], 1823, 781)
-    tiled = TiledPath(modules["tiled_softmax"], [700, 3000, 1])
-    for path, kernels in ((row, 4), (tiled, 3)):
-        graph, setup = capture.capture(path.invoke, backend.stream)
-        parsed = dot.parse_dot(graph.debug_dot_str())
-        assert dot.node_counts(parsed, path.KERNELS) == {"kernel": kernels, "other": 0}
-        assert len(path.launches) == kernels
-        assert setup["first_replay_us"] > 0
+    return {row_variant(1823, 781, "stream"): row,
+            tiled_variant("irregular", "stream"): TiledPath(modules["tiled_softmax"], [700, 3000, 1]),
+            copies_variant(3, "stream"): RowCopies(RowPath(modules["row_softmax"], 97, 1500), 3),
+            empty_variant(5, "stream"): EmptyKernels(modules["empty"], 5)}
+
+
+def test_replayed_graphs_follow_new_inputs_and_keep_one_node_per_launch(modules, backend):
+    """Pointers are fixed at capture: new inputs written into the captured buffers give new, correct outputs."""
+    from launchlab.chapters.graphs import kernel_names
+    from launchlab.chapters.graphs.run import fixture
+    from launchlab.gpu.capture import GraphReplay
+
+    for vid, target in small_targets(modules).items():
+        replay = GraphReplay(target, backend.stream)
+        parsed = dot.parse_dot(replay.dot)
+        assert dot.node_counts(parsed, kernel_names(vid)) == {"kernel": len(target.launches), "other": 0}, vid
+        assert len(dot.topological_order(parsed)) == len(target.launches)
+        if vid.target == "empty":
+            replay.invoke()
+            backend.synchronize()
+            continue
         for index in range(3):
-            if path is row:
-                x = workloads.rms_softmax_fixture(FRESH_SEED, index, 1823, 781)
-                ref, offsets = oracles.rms_softmax(x), None
-            else:
-                x = workloads.packed_fixture(FRESH_SEED, index, path.lengths)
-                ref, offsets = oracles.rms_softmax_packed(x, path.row_offsets), path.row_offsets
-            y = path.compute(x, lambda: graph.launch(backend.stream))
-            result = oracles.compare(y, ref, oracles.RMS_SOFTMAX_TOLERANCE, offsets)
-            assert result["passed"], f"seed {FRESH_SEED}, fixture {index}: {result}"
+            x, reference, offsets = fixture(FRESH_SEED, index, target)
+            for runner in (target, replay):
+                result = oracles.compare(runner.compute(x), reference, oracles.RMS_SOFTMAX_TOLERANCE, offsets)
+                assert result["passed"], f"{vid} ({type(runner).__name__}), seed {FRESH_SEED}, fixture {index}: {result}"
+
+
+def test_set_up_steps_are_timed_and_instantiation_is_not_counted_twice(modules, backend):
+    from launchlab.gpu.capture import capture
+    from launchlab.gpu.targets import RowPath
+
+    path = RowPath(modules["row_softmax"], 128, 8192)
+    _, setup = capture(path.invoke, backend.stream)
+    assert all(setup[step] > 0 for step in ("capture_us", "end_capture_us", "upload_us", "first_replay_us"))
+    if setup["instantiated_in_end_capture"]:
+        assert "instantiate_us" not in setup and setup["instantiate_again_us"] > 0
+    else:
+        assert setup["instantiate_us"] > 0 and "instantiate_again_us" not in setup
+
+
+def test_the_native_loop_enqueues_n_empty_kernels(modules, backend):
+    from launchlab.gpu import native
+
+    library, how = native.build_library()
+    if library is None:
+        pytest.skip(f"the native loop does not build here: {how}")
+    launcher = native.NativeLauncher(library)
+    packed = launcher.prepare([(modules["empty"].kernel("empty_kernel").kernel.ptr, 1, 1, ())])
+    enqueue_ns, complete_ns = launcher.run(packed, backend.stream.ptr, 16)
+    assert 0 < enqueue_ns <= complete_ns
+
+
+def test_the_chapter_runs_end_to_end_under_a_short_protocol(tmp_path):
+    """Every declared variant is built, validated, measured and summarised; the page renders from the run."""
+    from launchlab.measure.protocol import MeasurementProtocol
+    from launchlab.runner import Session
+    from launchlab.store.evidence import RunWriter
+    from launchlab.store.runs import Run, recompute
+
+    parameters = Parameters(row_shapes="257x1000,128x8192", tiled_cases="balanced,ragged", fixture_seed=FRESH_SEED,
+                            empty_lengths="1,8", row_copies="1,3", copies_shape="64x2048", setup_repeats=2)
+    writer = RunWriter("20260101T000000Z-ch02", tmp_path)
+    session = Session(CHAPTER, writer, parameters, MeasurementProtocol(warmups=1, rounds=3, batch=4, large_batch=2))
+    CHAPTER.run.run(session)
+    session.finish()
+    summaries, headline = recompute(writer.path)
+    writer.write_json("summaries.json", summaries)
+    writer.write_json("headline.json", headline)
+    run = Run.open(writer.path, require_sealed=False)
+
+    declared = {str(spec.id) for spec in CHAPTER.variant_table(parameters)}
+    measured = set(run.summaries["timing"])
+    if not run.record.details["native_loop"]["built"]:
+        declared = {v for v in declared if not v.endswith(".native")}
+    assert measured == declared
+    checked = {c["variant"] for c in run.json("validation.json")}
+    assert checked == {v for v in declared if not v.startswith("empty.")}
+    for spec in CHAPTER.variant_table(parameters):
+        if spec.id.submission == "graph":
+            nodes = run.summaries["nodes"][str(spec.id)]
+            assert nodes["kernel"] == nodes["stream_launches"] and nodes["other"] == 0, spec.id
+    assert headline[f"kernel_nodes.{graph_twin(row_variant(128, 8192, 'stream'))}"] == 4
+    assert all(value for value in CHAPTER.page.page_values(run).values())
+    CHAPTER.page.setup_table(run).to_html()
+    CHAPTER.page.timing_table(run).to_html()
+    assert dataclasses.asdict(parameters) == run.record.parameters

@@ -1,19 +1,20 @@
 """GPU: every chapter 4 variant against the float64 oracle on fresh seeds and irregular rows; the queue's
-counters against the model; its bounded wait; co-residency of the cooperative grid; traced builds."""
+error word and counters against the model; its bounded wait; co-residency of the cooperative grid; the
+worker sweep; traced builds and their traces against the schedule models."""
 import time
 
 import numpy as np
 import pytest
 
-from launchlab.model import oracles
-from launchlab.model import schedules
-from launchlab.model import workloads
+from launchlab.chapters.megakernels import design_of
+from launchlab.model import dot, oracles, schedules, workloads
 
 pytestmark = pytest.mark.gpu
 FRESH_SEED = int(np.random.SeedSequence().entropy % 2**31)  # new every session; printed on failure
 IRREGULAR = [1, 1023, 1025, 5000, 3, 2048, 70001, 4096, 777]
 LENGTH_SETS = {"irregular": IRREGULAR, "ragged16": list(workloads.tiled_row_lengths("ragged")[:16]),
                "ragged": list(workloads.tiled_row_lengths("ragged"))}
+SWEEP = [1, 3]  # blocks per SM: one, and one that is neither a power of two nor the chapter's
 
 
 @pytest.fixture(scope="module")
@@ -23,140 +24,149 @@ def backend():
     return CupyBackend()  # a non-blocking stream made current, as in the chapter
 
 
+def load(traced: bool) -> dict:
+    from launchlab.gpu import build
+
+    defines = {"LAUNCHLAB_TRACE": None} if traced else None
+    return {family: build.load_module(family, defines) for family in ("tiled_softmax", "megakernel")}
+
+
 @pytest.fixture(scope="module")
 def modules():
-    from launchlab.gpu import build
-    from launchlab.gpu import persistent as megakernel
-
-    return {"tiled": build.load_module("tiled_softmax"), "mega": megakernel.load(),
-            "tiled_traced": build.load_module("tiled_softmax", {"LAUNCHLAB_TRACE": None}),
-            "mega_traced": megakernel.load(traced=True)}
+    return load(traced=False)
 
 
-def variants(modules, lengths, stream, traced=False):
-    """(path, queue, {variant: invoke}) for one set of rows, graphs captured as in the chapter."""
-    from launchlab.gpu import persistent as megakernel
-    from launchlab.chapters import megakernels as chapter
-    from launchlab.gpu.targets import TiledPath
-
-    suffix = "_traced" if traced else ""
-    path = TiledPath(modules["tiled" + suffix], lengths)
-    runner = {"path": path, "coop": megakernel.CooperativePhases(modules["mega" + suffix], path),
-              "queue": megakernel.TaskQueue(modules["mega" + suffix], path)}
-    nodes = {}
-    invokes = chapter._capture_variants(runner, stream, "t", {}, nodes, {})
-    return runner, invokes, nodes
+@pytest.fixture(scope="module")
+def traced_modules():
+    return load(traced=True)
 
 
-def check(path, values, invoke, label):
-    ref = oracles.rms_softmax_packed(values, path.row_offsets)
-    result = oracles.compare(path.compute(values, invoke), ref, oracles.RMS_SOFTMAX_TOLERANCE, path.row_offsets)
+def variants(modules, lengths, stream, name="rows", sweep=SWEEP) -> dict:
+    from launchlab.chapters.megakernels import run
+
+    return run.case_variants(modules, name, 0, sweep, stream, lengths=lengths)
+
+
+def check(variant, values, label):
+    from launchlab.gpu import persistent
+
+    target = persistent.underlying(variant)
+    path = getattr(target, "path", target)
+    if isinstance(target, persistent.TaskQueue):
+        target.clear_error()
+    reference = oracles.rms_softmax_packed(values, path.row_offsets)
+    result = oracles.compare(variant.compute(values), reference, oracles.RMS_SOFTMAX_TOLERANCE, path.row_offsets)
     assert result["passed"], f"seed {FRESH_SEED}, {label}: {result}"
+    if isinstance(target, persistent.TaskQueue):
+        target.check_error()
+        assert np.array_equal(target.words_after(), target.expected_words()), (label, target.words_after())
 
 
 @pytest.mark.parametrize("rows", sorted(LENGTH_SETS))
-def test_every_variant_matches_oracle_and_the_queue_counters_match_the_model(modules, backend, rows):
-    from launchlab.chapters import megakernels as chapter
-
+def test_every_variant_matches_the_oracle_and_the_queue_words_match_the_model(modules, backend, rows):
     lengths = LENGTH_SETS[rows]
-    runner, invokes, nodes = variants(modules, lengths, backend.stream)
-    assert set(invokes) == set(chapter.VARIANTS)
+    made = variants(modules, lengths, backend.stream)
+    assert {str(v) for v in made} == {f"{t}.rows.{s}" for t in ("tiled3", "coop", "queue") for s in ("stream", "graph")} | {
+        f"{t}_wps{k}.rows.graph" for t in ("coop", "queue") for k in SWEEP}
     for index in range(2):
         values = workloads.packed_fixture(FRESH_SEED, index, lengths)
-        for variant, invoke in invokes.items():
-            runner["queue"].clear_error()
-            check(runner["path"], values, invoke, f"{rows} {variant} fixture {index}")
-            if variant.startswith("queue"):
-                runner["queue"].check_error()
-                assert runner["queue"].counters_match(), runner["queue"].counters_after()
-    from launchlab.gpu import capture
-    from launchlab.model import dot
-    counts = {name: dot.node_counts(n, n["kernel_names"]) for name, n in nodes.items()}
-    assert counts == {"graph3.t": {"kernel": 3, "other": 0}, "coop_graph.t": {"kernel": 1, "other": 0},
-                      "queue_graph.t": {"kernel": 1, "other": 1}}  # the counter reset is a memset node
+        for vid, variant in made.items():
+            check(variant, values, f"{rows} {vid} fixture {index}")
+    for vid, variant in made.items():
+        if vid.submission == "graph":  # the counter reset is a memset node of the queue's graph
+            counts = dot.node_counts(dot.parse_dot(variant.dot), design_of(vid)[0].kernels)
+            assert counts == {"kernel": 3 if vid.target == "tiled3" else 1,
+                              "other": 1 if vid.target.startswith("queue") else 0}, (vid, counts)
+
+
+def test_sweep_grids_have_the_asked_workers(modules, backend):
+    from launchlab.gpu import persistent
+
+    made = variants(modules, IRREGULAR, backend.stream)
+    for vid, variant in made.items():
+        target = persistent.underlying(variant)
+        per_sm = design_of(vid)[1]
+        if per_sm is not None:
+            assert target.workers == per_sm * persistent.sm_count() and target.blocks_per_sm == per_sm
+        elif isinstance(target, persistent.PersistentTarget):
+            assert target.workers == target.capacity  # 0 blocks per SM: all the occupancy API allows
+    assert made[next(v for v in made if v.target == "queue" and v.submission == "stream")].submissions == 2
 
 
 @pytest.mark.parametrize("workers", [1, 7, "over"])
 def test_queue_needs_no_co_residency(modules, backend, workers):
     """One worker, a few, or four times the resident capacity: the A-B-C order always completes."""
-    from launchlab.gpu import persistent as megakernel
+    from launchlab.gpu import persistent
     from launchlab.gpu.targets import TiledPath
 
-    path = TiledPath(modules["tiled"], IRREGULAR)
-    probe = megakernel.TaskQueue(modules["mega"], path)
+    path = TiledPath(modules["tiled_softmax"], IRREGULAR)
+    probe = persistent.TaskQueue(modules["megakernel"], path)
     count = 4 * probe.capacity if workers == "over" else workers
-    queue = megakernel.TaskQueue(modules["mega"], path, workers=count)
-    values = workloads.packed_fixture(FRESH_SEED, 5, IRREGULAR)
-    check(path, values, queue.invoke, f"queue with {count} workers")
-    queue.check_error()
-    assert queue.counters_match()
+    queue = persistent.TaskQueue(modules["megakernel"], path, workers=count)
+    check(queue, workloads.packed_fixture(FRESH_SEED, 5, IRREGULAR), f"queue with {count} workers")
 
 
 def test_bounded_wait_reports_an_impossible_order_instead_of_hanging(modules, backend):
     """One worker, B tasks first: B of row 0 waits for A tiles nobody will run. The worker gives up after the
     bound, the host sees the flag and names the task; a later run in the natural order is unaffected."""
-    from launchlab.gpu import persistent as megakernel
+    from launchlab.gpu import persistent
     from launchlab.gpu.targets import TiledPath
 
     lengths = [3000, 1024, 5000]
-    path = TiledPath(modules["tiled"], lengths)
+    path = TiledPath(modules["tiled_softmax"], lengths)
     graph = schedules.TaskGraph.from_lengths(lengths)
     b_first = np.concatenate([np.arange(graph.tiles, graph.tiles + graph.rows), np.arange(graph.tiles),
                               np.arange(graph.tiles + graph.rows, graph.total)])
     assert not graph.is_safe_order(b_first)
     with pytest.raises(schedules.Deadlock):
         schedules.simulate_queue(graph, np.ones(graph.total), 1, b_first)  # the model agrees: no progress
-    queue = megakernel.TaskQueue(modules["mega"], path, workers=1, order=b_first, wait_limit_ns=200_000_000)
+    queue = persistent.TaskQueue(modules["megakernel"], path, workers=1, order=b_first, wait_limit_ns=200_000_000)
     queue.clear_error()
     started = time.perf_counter()
     queue.invoke()
-    with pytest.raises(megakernel.MegakernelError, match=rf"B task {graph.tiles} \(row 0\) saw 0 of 3"):
+    with pytest.raises(persistent.MegakernelError, match=rf"B task {graph.tiles} \(row 0\) saw 0 of 3"):
         queue.check_error()
     assert time.perf_counter() - started < 30
-    healthy = megakernel.TaskQueue(modules["mega"], path, workers=1)
-    check(path, workloads.packed_fixture(FRESH_SEED, 6, lengths), healthy.invoke, "queue after an error")
-    healthy.check_error()
+    assert not np.array_equal(queue.words_after(), queue.expected_words())  # what the chapter's check records
+    healthy = persistent.TaskQueue(modules["megakernel"], path, workers=1)
+    check(healthy, workloads.packed_fixture(FRESH_SEED, 6, lengths), "queue after an error")
 
 
 def test_cooperative_grid_is_checked_against_co_residency(modules, backend):
-    from launchlab.gpu import persistent as megakernel
+    from launchlab.gpu import persistent
     from launchlab.gpu.targets import TiledPath
 
-    path = TiledPath(modules["tiled"], IRREGULAR)
-    coop = megakernel.CooperativePhases(modules["mega"], path)
-    assert coop.workers == coop.capacity == coop.resident_per_sm * megakernel.sm_count()
+    path = TiledPath(modules["tiled_softmax"], IRREGULAR)
+    coop = persistent.CooperativePhases(modules["megakernel"], path)
+    assert coop.workers == coop.capacity == coop.resident_per_sm * persistent.sm_count()
     with pytest.raises(ValueError, match="co-resident"):
-        megakernel.CooperativePhases(modules["mega"], path, workers_per_sm=coop.resident_per_sm + 1)
-    small = megakernel.CooperativePhases(modules["mega"], path, workers_per_sm=1)
-    check(path, workloads.packed_fixture(FRESH_SEED, 7, IRREGULAR), small.invoke, "cooperative, 1 block per SM")
+        persistent.CooperativePhases(modules["megakernel"], path, blocks_per_sm=coop.resident_per_sm + 1)
+    small = persistent.CooperativePhases(modules["megakernel"], path, blocks_per_sm=1)
+    check(small, workloads.packed_fixture(FRESH_SEED, 7, IRREGULAR), "cooperative, 1 block per SM")
 
 
-def test_traced_builds_keep_the_timed_worker_counts_and_their_traces_pass_the_checks(modules, backend):
-    from launchlab.gpu import persistent as megakernel
-    from launchlab.gpu import probes
-    from launchlab.model import timelines
-    from launchlab.chapters import megakernels as chapter
+def test_traced_builds_keep_the_timed_worker_counts_and_their_traces_pass_the_checks(modules, traced_modules, backend):
+    from launchlab.gpu import persistent, probes
 
     lengths = list(workloads.tiled_row_lengths("ragged")[:24]) + [1, 5000]
     graph = schedules.TaskGraph.from_lengths(lengths)
     # the probes write through these pointers: attach before any traced launch (graph capture replays once)
-    stage_records = probes.attach_buffer(modules["tiled_traced"], 3, graph.tiles)
-    task_records = probes.attach_task_buffer(modules["mega_traced"], graph.total)
-    runner, invokes, _ = variants(modules, lengths, backend.stream, traced=True)
-    timed = megakernel.CooperativePhases(modules["mega"], runner["path"])
-    assert runner["coop"].workers == timed.workers
-    path = runner["path"]
+    stage_records = probes.attach_buffer(traced_modules["tiled_softmax"], 3, graph.tiles)
+    task_records = probes.attach_task_buffer(traced_modules["megakernel"], graph.total)
+    traced = variants(traced_modules, lengths, backend.stream)
+    timed = variants(modules, lengths, backend.stream)
+    slots = persistent.resident_blocks_per_sm(modules["tiled_softmax"].kernel("tile_producer")) * persistent.sm_count()
     values = workloads.packed_fixture(FRESH_SEED, 8, lengths)
-    for variant, invoke in invokes.items():
-        check(path, values, invoke, f"traced {variant}")
-        schedule = chapter.SCHEDULE[variant]
-        if schedule == "three_kernel":
-            arrays, workers = megakernel.trace_three_kernel(path, invoke, stage_records), None
-        else:
-            runner_of = runner["coop"] if schedule == "cooperative" else runner["queue"]
-            arrays, workers = megakernel.trace_persistent(runner_of, invoke, task_records), runner_of.workers
-        trace = schedules.Trace.from_arrays(arrays)
+    for vid, variant in traced.items():
+        target = persistent.underlying(variant)
+        workers = getattr(target, "workers", slots)
+        assert workers == getattr(persistent.underlying(timed[vid]), "workers", slots), vid
+        check(variant, values, f"traced {vid}")
+        trace = schedules.Trace.from_arrays(persistent.trace(variant, task_records, stage_records))
+        schedule = design_of(vid)[0].schedule
         result = schedules.check_trace(trace, graph, schedule, workers)
-        assert result["passed"], (variant, result)
+        assert result["passed"], (str(vid), result)
         if schedule != "queue":
             assert schedules.b_before_last_a(trace, graph) == 0
+        summary = schedules.trace_summary(trace, graph, schedule, workers)
+        assert summary["model"]["b_before_last_a"] <= graph.rows

@@ -188,3 +188,25 @@ def test_inline_scripts_are_unified():
     # What Sphinx's prepare_writing then adds again from the registry is recognised as present.
     assert _JavaScript("", priority=500, body=body) in builder._js_files
     assert len(builder._js_files) == 2
+
+
+# --- the static page checks (site_check) -------------------------------------------------------------------------
+
+def test_page_checks_find_uncaptioned_figures_and_bad_cells(tmp_path):
+    from launchlab.present import site_check
+
+    good = ('<figure class="align-default" id="fig-a"><img src="a.png" /><figcaption><p>'
+            '<span class="caption-number">Figure 1 </span><span class="caption-text">A.</span></p></figcaption></figure>')
+    (tmp_path / "p.html").write_text(
+        '<img src="logo.png"><article class="bd-article">' + good +
+        '<div class="cell_output"><img src="bare.png"></div>'
+        '<figure><img src="nocap.png"></figure>'
+        '<figure><img src="nonum.png"><figcaption><p>Words.</p></figcaption></figure>'
+        "<table><tr><th>Seed</th><td>2.026102e+07</td><td>1e5</td><td>12.3 [11.9–12.8]</td><td>sha 3e5a</td>"
+        "<td>kernel_1 ... kernel_5</td><td>a…</td><td>fused_b32e4</td><td>if […] one kernel</td></tr></table></article>")
+    problems = {(r.url, r.problem) for r in site_check.uncaptioned_figures(tmp_path)}
+    assert problems == {("bare.png", "not in a <figure>"), ("nocap.png", "figure without a caption"),
+                        ("nonum.png", "figure without a number (no :name:?)")}
+    cells = {(r.url, r.problem) for r in site_check.bad_table_cells(tmp_path)}
+    assert cells == {("2.026102e+07", "scientific notation"), ("1e5", "scientific notation"),
+                     ("kernel_1 ... kernel_5", "truncation mark"), ("a…", "truncation mark")}

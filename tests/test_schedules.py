@@ -159,3 +159,23 @@ def test_unknown_schedule_is_named(graph):
         schedules.simulate("stack", graph, np.ones(graph.total), 2)
     with pytest.raises(ValueError, match="unknown schedule"):
         schedules.check_trace(schedules.simulate_queue(graph, np.ones(graph.total), 2), graph, "stack")
+
+
+@pytest.mark.parametrize("case", ["balanced", "ragged"])
+def test_the_queue_overlaps_only_when_the_a_tasks_need_more_than_one_wave(case):
+    """Chapter 4's worker sweep in the model: with equal tile durations and 8 blocks per SM (1056 workers) all
+    1024 A tasks run in one wave and end together, so no B starts before the last A ends; with fewer workers the
+    A tasks run in waves and the B tasks taken during the last wave start early. Replaying each simulated trace
+    gives back its count."""
+    lengths = workloads.tiled_row_lengths(case)
+    graph = TaskGraph.from_lengths(lengths)
+    durations = schedules.nominal_durations(graph, lengths)  # every tile of these cases holds 1024 elements
+    counts = {}
+    for per_sm in (1, 2, 4, 8):
+        workers = 132 * per_sm
+        trace = schedules.simulate_queue(graph, durations, workers, blocks_per_sm=per_sm)
+        summary = schedules.trace_summary(trace, graph, "queue", workers)
+        assert summary["passed"] and summary["model"]["b_before_last_a"] == summary["b_before_last_a"]
+        counts[per_sm] = summary["b_before_last_a"]
+    assert counts[8] == 0
+    assert all(counts[k] > 0 for k in (1, 2, 4))

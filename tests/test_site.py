@@ -1,6 +1,11 @@
 """The book renders offline (SPEC §7): it builds with zero warnings, no page fetches anything from another site,
 internal links resolve, and a real headless browser renders the pages, math included, from the vendored MathJax.
 
+A reader trusts it at a glance: every page of the built book, opened in headless Chromium (driven over the DevTools
+protocol, `site_check.Browser`), logs no console error; at a 1400 px window every table fits the content column,
+and at 390 px (a phone) the page never scrolls sideways, tables scrolling inside their own box. Every figure is a
+numbered `<figure>` with a caption, and no table cell shows a number in scientific notation or a truncation mark.
+
 The book is built once per test session into a temporary folder, or not at all when LAUNCHLAB_BUILT_HTML names an
 HTML tree built already (so CI, which builds the book anyway, need not build it twice).
 """
@@ -20,6 +25,8 @@ from launchlab.present import site_check
 
 REPO = Path(__file__).resolve().parents[1]
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+NO_CHROMIUM = "no chromium on PATH (tools/install_browser.sh installs Debian's)"
+VIEWPORTS = {"desktop": (1400, 900), "phone": (390, 844)}
 # Sphinx's warnings read "<where>: WARNING: ..." (or "WARNING: ...", colour codes around it); a kernel's own log
 # lines ("[IPKernelApp] WARNING | ...") are not Sphinx warnings and do not fail the build.
 SPHINX_WARNING = "WARNING: "
@@ -113,7 +120,7 @@ def _math_page(root: Path) -> Path:
     pytest.fail("no page of the book has math, so the vendored MathJax is never exercised")
 
 
-@pytest.mark.skipif(CHROMIUM is None, reason="no chromium on PATH (tools/install_browser.sh installs Debian's)")
+@pytest.mark.skipif(CHROMIUM is None, reason=NO_CHROMIUM)
 @pytest.mark.parametrize("which", ["intro", "math"])
 def test_browser_renders_page(html, which, tmp_path):
     page = html / "book" / "intro.html" if which == "intro" else _math_page(html)
@@ -152,3 +159,74 @@ def test_every_chapter_page_shows_its_accepted_run(html):
 
     for stem, run_id in evidence.read_accepted().items():
         assert run_id in (html / "book" / f"{stem}.html").read_text(encoding="utf-8"), stem
+
+
+# --- every page in a real browser -----------------------------------------------------------------------------
+
+@pytest.fixture(scope="session")
+def visits(html):
+    """{(page, viewport): {"errors", "layout"}} for every page of the book at both viewports, one browser."""
+    if CHROMIUM is None:
+        pytest.skip(NO_CHROMIUM)
+    pytest.importorskip("websocket", reason="websocket-client is not installed (requirements.txt)")
+    results = {}
+    with site_check.Browser(CHROMIUM) as browser:
+        for page in site_check.pages(html):
+            for name, (width, height) in VIEWPORTS.items():
+                results[(page.relative_to(html).as_posix(), name)] = browser.visit(page, width, height)
+    assert results, "no pages found in the built book"
+    return results
+
+
+def test_every_page_logs_no_console_error(visits):
+    errors = {f"{page} at {name}": r["errors"] for (page, name), r in visits.items() if r["errors"]}
+    assert not errors, "\n".join(f"{where}: {e}" for where, errs in errors.items() for e in errs)
+
+
+def test_tables_fit_the_content_column_at_1400_px(visits):
+    problems = {page: site_check.layout_problems(r["layout"], phone=False)
+                for (page, name), r in visits.items() if name == "desktop"}
+    problems = {page: p for page, p in problems.items() if p}
+    assert not problems, "\n".join(f"{page}: {p}" for page, ps in problems.items() for p in ps)
+
+
+def test_phone_pages_never_scroll_sideways_and_tables_scroll_in_their_box(visits):
+    problems = {page: site_check.layout_problems(r["layout"], phone=True)
+                for (page, name), r in visits.items() if name == "phone"}
+    problems = {page: p for page, p in problems.items() if p}
+    assert not problems, "\n".join(f"{page}: {p}" for page, ps in problems.items() for p in ps)
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason=NO_CHROMIUM)
+def test_the_browser_check_sees_what_it_should(tmp_path):
+    """A duplicated `const`, a console.error and a wide table without its own scroll box are all reported."""
+    pytest.importorskip("websocket", reason="websocket-client is not installed (requirements.txt)")
+    page = tmp_path / "bad.html"
+    wide = "<table><tr>" + "".join(f"<td>cell_{i:03d}_wide_content</td>" for i in range(40)) + "</tr></table>"
+    boxed = '<div style="overflow-x:auto">' + wide + "</div>"
+    page.write_text('<!doctype html><html><head><meta name="viewport" content="width=device-width">'
+                    "<script>const X = 1;</script><script>const X = 2;</script>"
+                    "<script>console.error('broken')</script></head><body>"
+                    f'<article class="bd-article">{boxed}{wide}</article></body></html>')
+    with site_check.Browser(CHROMIUM) as browser:
+        desktop = browser.visit(page, 1400, 900)
+        phone = browser.visit(page, 390, 844)
+    assert any("Identifier 'X' has already been declared" in e for e in desktop["errors"])
+    assert any("broken" in e for e in desktop["errors"])
+    assert len(site_check.layout_problems(desktop["layout"], phone=False)) == 2
+    problems = site_check.layout_problems(phone["layout"], phone=True)
+    assert any("viewport" in p for p in problems)                       # the unboxed table widens the page
+    assert sum("does not scroll inside a box" in p for p in problems) == 1
+
+
+# --- what every page shows --------------------------------------------------------------------------------------
+
+def test_every_figure_is_numbered_and_captioned(html):
+    """Figures are glued (`glue(name, fig, display=False)`) and placed with `{glue:figure}` and a `:name:`."""
+    found = site_check.uncaptioned_figures(html)
+    assert not found, "\n".join(f"{r.file}: {r.problem} ({r.url})" for r in found)
+
+
+def test_no_table_cell_shows_scientific_notation_or_a_truncation_mark(html):
+    found = site_check.bad_table_cells(html)
+    assert not found, "\n".join(f"{r.file}: {r.problem}: {r.url!r}" for r in found)

@@ -1,12 +1,15 @@
-"""Device checks for chapter 3 (fusion), for a development run on a GPU host.
+"""Development sweep for chapter 3 (fusion) on a GPU host: the fused kernel's launch options per shape.
 
     python3 tools/gpu_fusion_check.py --sweep            # fused-kernel launch options per shape, timed
 
-The chapter itself runs with `python -m launchlab execute fusion --archive DIR`.
+The chapter itself runs with `python -m launchlab execute fusion --archive DIR`; this sweep is how its
+declared build policy (chapters/fusion/__init__.py: fused_config) was chosen, and it never enters a run.
 
-The sweep is development evidence only (it never enters a run): each candidate launch of the
-fused RMS kernel is validated against the oracle on the shape's fixture 0, then timed as a
-captured graph of REPLAY_LAUNCHES launches (warm L2), beside a copy of the same bytes.
+Each candidate launch of the fused RMS kernel is validated against the oracle on the shape's fixture 0
+(every element written, the first CHECK_ROWS rows within tolerance), then timed exactly as the chapter
+times device time with a warm L2: a graph of CALLS_PER_GRAPH captured calls, measured by the protocol's
+`measure_warm` (a shorter development protocol, SWEEP_PROTOCOL), beside the copy of the same bytes in the
+same rounds. Reported: device time per call and the paired ratio to the copy.
 """
 from __future__ import annotations
 
@@ -17,8 +20,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
-REPLAY_LAUNCHES = 20
-REPLAYS = 7
+from launchlab.measure.protocol import MeasurementProtocol  # noqa: E402
+
+SWEEP_PROTOCOL = MeasurementProtocol(warmups=3, rounds=7, large_batch=8)  # development only, never a run's
 CHECK_ROWS = 256  # the sweep compares these rows with the oracle and checks every element was written
 
 
@@ -44,71 +48,93 @@ def candidates(rows: int, cols: int, shared_limit: int) -> list[dict]:
     return found
 
 
-def time_graph(invoke, stream) -> float:
-    """Median microseconds per launch over REPLAYS replays of a graph of REPLAY_LAUNCHES launches."""
+def builds(rows: int, cols: int, shared_limit: int) -> list[tuple[dict, dict]]:
+    """(candidate, compile-time defines) for every candidate and register budget worth building."""
+    from launchlab.chapters import fusion
+
+    found = []
+    for option in candidates(rows, cols, shared_limit):
+        budget = 48 if option["unroll"] == 4 and option["reg_chunks"] == 4 else 64
+        for blocks_per_sm in sorted({1, fusion.min_blocks(option["block"], budget)}):
+            found.append((option, {"BLOCK": option["block"], "REG_CHUNKS": option["reg_chunks"],
+                                   "UNROLL": option["unroll"], "MIN_BLOCKS": blocks_per_sm}))
+    return found
+
+
+def validated(path, x, reference) -> dict:
+    """The oracle on the first rows, and every element written (the output was poisoned with NaN)."""
+    import numpy as np
+
+    from launchlab.model import oracles
+
+    y = path.compute(x)
+    result = oracles.compare(y[:CHECK_ROWS], reference, oracles.RMS_SOFTMAX_TOLERANCE)
+    result["passed"] = result["passed"] and bool(np.isfinite(y).all())
+    return result
+
+
+def sweep_shape(rows: int, cols: int, backend, limit: int, modules: dict) -> None:
     import cupy
 
-    stream.begin_capture()
-    for _ in range(REPLAY_LAUNCHES):
-        invoke()
-    graph = stream.end_capture()
-    graph.upload(stream)
-    graph.launch(stream)
-    stream.synchronize()
-    times = []
-    for _ in range(REPLAYS):
-        start, end = cupy.cuda.Event(), cupy.cuda.Event()
-        start.record(stream)
-        graph.launch(stream)
-        end.record(stream)
-        end.synchronize()
-        times.append(cupy.cuda.get_elapsed_time(start, end) * 1e3 / REPLAY_LAUNCHES)
-    return sorted(times)[len(times) // 2]
+    from launchlab.chapters import fusion
+    from launchlab.chapters.fusion.run import graph_of_calls
+    from launchlab.chapters.fusion.summary import call_ratio, per_call
+    from launchlab.gpu import build
+    from launchlab.gpu.targets import DeviceCopy, FusedRow
+    from launchlab.measure import protocol, stats
+    from launchlab.measure.variant import VariantId
+    from launchlab.model import oracles, workloads
+
+    shape = workloads.shape_name(rows, cols)
+    x = workloads.rms_softmax_fixture(2026, 0, rows, cols)
+    reference = oracles.rms_softmax(x[:CHECK_ROWS])
+    copy = DeviceCopy(cupy.asarray(x))
+    copy_id = VariantId("copy", shape, fusion.DEVICE)
+    measured, described = [protocol.Measured(copy_id, graph_of_calls(copy, backend.stream).invoke, large=True)], {}
+    for index, (option, defines) in enumerate(builds(rows, cols, limit)):
+        key = tuple(sorted(defines.items()))
+        if key not in modules:
+            modules[key] = build.load_module("fused_softmax", defines)
+        path = FusedRow(modules[key], rows, cols, "rms", option["shared_bytes"], x=copy.x)
+        result = validated(path, x, reference)
+        vid = VariantId("candidate", f"{shape}-{index}", fusion.DEVICE)
+        described[str(vid)] = {**option, "min_blocks": defines["MIN_BLOCKS"], "result": result,
+                               "tier": fusion.fused_tier(rows, cols, option["block"], option["shared_bytes"],
+                                                         option["reg_chunks"]),
+                               "resources": modules[key].resources(["fused_rms_softmax"])["fused_rms_softmax"]}
+        if result["passed"]:  # never time a failing kernel
+            measured.append(protocol.Measured(vid, graph_of_calls(path, backend.stream).invoke, large=True))
+    samples = protocol.measure_warm(measured, backend, SWEEP_PROTOCOL)
+    timing = stats.summarize(samples)
+    copy_us = per_call(timing[str(copy_id)]["warm_batch"]["event_us"], fusion.CALLS_PER_GRAPH)["median"]
+    policy = fusion.fused_config(rows, cols, limit)
+    print(f"{shape:>11} copy {copy_us:9.2f} µs per call; chapter policy: block {policy['block']}, "
+          f"shared {policy['shared_bytes']}, {policy['tier']}")
+    for name, entry in described.items():
+        if name in timing:
+            us = per_call(timing[name]["warm_batch"]["event_us"], fusion.CALLS_PER_GRAPH)["median"]
+            ratio = f"{call_ratio(samples, name, str(copy_id), 'warm_batch')['median']:7.3f}"
+        else:
+            us, ratio = float("nan"), "    n/a"
+        print(f"{shape:>11} {entry['block']:5d} {entry['reg_chunks']:3d} {entry['unroll']:3d} {entry['min_blocks']:3d} "
+              f"{entry['resources']['registers']:4d} {entry['resources']['local_bytes']:3d} {entry['shared_bytes']:7d} "
+              f"{entry['tier']:>9} {us:9.2f} {ratio} "
+              f"{'ok' if entry['result']['passed'] else 'FAILED ' + json.dumps(entry['result'])}", flush=True)
 
 
 def sweep(shapes: str) -> None:
     import cupy
-    import numpy as np
 
-    from launchlab.gpu import build
-    from launchlab.model import oracles
-    from launchlab.model import workloads
-    from launchlab.chapters import fusion
     from launchlab.gpu.backend import CupyBackend
-    from launchlab.gpu.targets import DeviceCopy, FusedRow
+    from launchlab.model import workloads
 
-    stream = CupyBackend().stream
+    backend = CupyBackend()
     limit = int(cupy.cuda.runtime.getDeviceProperties(0)["sharedMemPerBlockOptin"])
-    modules = {}
+    modules: dict = {}
     print(f"{'shape':>11} {'block':>5} {'reg':>3} {'unr':>3} {'min':>3} {'regs':>4} {'lcl':>3} {'shared':>7} {'tier':>9} "
-          f"{'us':>9} {'% copy':>7} check")
+          f"{'µs/call':>9} {'/ copy':>7} check")
     for rows, cols in workloads.parse_shapes(shapes):
-        x = workloads.rms_softmax_fixture(2026, 0, rows, cols)
-        reference = oracles.rms_softmax(x[:CHECK_ROWS])
-        copy = DeviceCopy(cupy.asarray(x))
-        copy_us = time_graph(copy.invoke, stream)
-        policy = fusion.fused_config(rows, cols, limit)
-        print(f"{workloads.shape_name(rows, cols):>11} copy {copy_us:9.2f} us; chapter policy: block {policy['block']}, "
-              f"shared {policy['shared_bytes']}, {policy['tier']}")
-        for option in candidates(rows, cols, limit):
-            budget = 48 if option["unroll"] == 4 and option["reg_chunks"] == 4 else 64
-            for blocks_per_sm in sorted({1, fusion.min_blocks(option["block"], budget)}):
-                defines = {"BLOCK": option["block"], "REG_CHUNKS": option["reg_chunks"], "UNROLL": option["unroll"],
-                           "MIN_BLOCKS": blocks_per_sm}
-                key = tuple(sorted(defines.items()))
-                if key not in modules:
-                    modules[key] = build.load_module("fused_softmax", defines)
-                path = FusedRow(modules[key], rows, cols, "rms", option["shared_bytes"], x=copy.x)
-                tier = fusion.fused_tier(rows, cols, option["block"], option["shared_bytes"], option["reg_chunks"])
-                y = path.compute(x)  # every element written, the first rows against the oracle
-                result = oracles.compare(y[:CHECK_ROWS], reference[:CHECK_ROWS], oracles.RMS_SOFTMAX_TOLERANCE)
-                result["passed"] = result["passed"] and bool(np.isfinite(y).all())
-                registers = modules[key].resources(["fused_rms_softmax"])["fused_rms_softmax"]
-                us = time_graph(path.invoke, stream) if result["passed"] else float("nan")  # never time a failing kernel
-                print(f"{workloads.shape_name(rows, cols):>11} {option['block']:5d} {option['reg_chunks']:3d} "
-                      f"{option['unroll']:3d} {blocks_per_sm:3d} {registers['registers']:4d} {registers['local_bytes']:3d} "
-                      f"{option['shared_bytes']:7d} {tier:>9} {us:9.2f} {100 * copy_us / us:7.1f} "
-                      f"{'ok' if result['passed'] else 'FAILED ' + json.dumps(result)}", flush=True)
+        sweep_shape(rows, cols, backend, limit, modules)
 
 
 def main() -> int:

@@ -1,14 +1,15 @@
 """Device checks for chapter 4 (megakernels), for a development run on a GPU host.
 
-    python3 tools/gpu_megakernel_check.py --quick              # every variant: oracle, a quick time, a trace
+    python3 tools/gpu_megakernel_check.py --quick              # every variant: oracle, a short time, a trace
     compute-sanitizer --tool memcheck python3 tools/gpu_megakernel_check.py --sanitize
                                                                # every variant once on small irregular rows
 
-The chapter itself runs with `python -m launchlab execute megakernels --archive DIR`.
+The chapter itself runs with `python -m launchlab execute megakernels`.
 
---quick is development evidence only (it never enters a run): each variant is validated on fixture 0,
-then timed as REPEATS batches of BATCH back-to-back invocations between two events (median per
-invocation), then its traced build is validated and traced once.
+Both build the chapter's own variants (chapters/megakernels/run.case_variants). --quick is development
+evidence only (it never enters a run): each variant is validated on fixture 0, timed by the measurement
+protocol's warm measurement with a shortened protocol (QUICK), then its traced build is validated and
+traced once and the trace is summarised against its schedule's model.
 """
 from __future__ import annotations
 
@@ -19,161 +20,107 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
-BATCH = 200
-REPEATS = 5
 SANITIZE_ROWS = [1, 1023, 1025, 5000, 3, 2048, 4096]
 
 
-def event_us(invoke, stream) -> float:
-    import cupy
+def load_modules(traced: bool) -> dict:
+    from launchlab.gpu import build
 
-    times = []
-    for _ in range(REPEATS):
-        start, end = cupy.cuda.Event(), cupy.cuda.Event()
-        stream.synchronize()
-        start.record(stream)
-        for _ in range(BATCH):
-            invoke()
-        end.record(stream)
-        end.synchronize()
-        times.append(cupy.cuda.get_elapsed_time(start, end) * 1e3 / BATCH)
-    return sorted(times)[len(times) // 2]
+    defines = {"LAUNCHLAB_TRACE": None} if traced else None
+    return {family: build.load_module(family, defines) for family in ("tiled_softmax", "megakernel")}
 
 
-def runners(modules, lengths, stream, traced: bool):
-    from launchlab.gpu import persistent as megakernel
-    from launchlab.chapters import megakernels as chapter
-    from launchlab.gpu.targets import TiledPath
+def validate(variant, values) -> dict:
+    """The oracle check, and for the queue its error word and counters against the model's."""
+    import numpy as np
 
-    suffix = "_traced" if traced else ""
-    path = TiledPath(modules["tiled_softmax" + suffix], lengths)
-    runner = {"path": path, "coop": megakernel.CooperativePhases(modules["megakernel" + suffix], path),
-              "queue": megakernel.TaskQueue(modules["megakernel" + suffix], path)}
-    nodes = {}
-    runner["invokes"] = chapter._capture_variants(runner, stream, "dev", {}, nodes, {})
-    runner["nodes"] = nodes
-    return runner
-
-
-def validate(runner, values, invoke, uses_queue: bool) -> dict:
+    from launchlab.gpu import persistent
     from launchlab.model import oracles
 
-    path = runner["path"]
-    if uses_queue:
-        runner["queue"].clear_error()
-    result = oracles.compare(path.compute(values, invoke), oracles.rms_softmax_packed(values, path.row_offsets),
+    target = persistent.underlying(variant)
+    path = getattr(target, "path", target)
+    if isinstance(target, persistent.TaskQueue):
+        target.clear_error()
+    result = oracles.compare(variant.compute(values), oracles.rms_softmax_packed(values, path.row_offsets),
                              oracles.RMS_SOFTMAX_TOLERANCE, path.row_offsets)
-    if uses_queue:
-        runner["queue"].check_error()
-        result["counters_match_model"] = runner["queue"].counters_match()
-        result["passed"] = result["passed"] and result["counters_match_model"]
+    if isinstance(target, persistent.TaskQueue):
+        result["queue_error"] = target.error_message()
+        result["passed"] &= bool(np.array_equal(target.words_after(), target.expected_words()))
     return result
 
 
-def load_modules():
-    from launchlab.gpu import build
-    from launchlab.gpu import persistent as megakernel
-
-    return {"tiled_softmax": build.load_module("tiled_softmax"), "megakernel": megakernel.load(),
-            "tiled_softmax_traced": build.load_module("tiled_softmax", {"LAUNCHLAB_TRACE": None}),
-            "megakernel_traced": megakernel.load(traced=True)}
-
-
-def quick(cases) -> int:
-    from launchlab.gpu import capture
-    from launchlab.model import dot
-    from launchlab.gpu import persistent as megakernel
-    from launchlab.model import schedules
-    from launchlab.gpu import probes
-    from launchlab.model import timelines
-    from launchlab.model import workloads
-    from launchlab.chapters import megakernels as chapter
+def quick(cases, sweep) -> int:
+    from launchlab.chapters.megakernels import design_of, run
+    from launchlab.gpu import persistent, probes
     from launchlab.gpu.backend import CupyBackend
-    from launchlab.gpu.targets import STAGE_KERNELS
+    from launchlab.measure import protocol, stats
+    from launchlab.model import schedules, workloads
 
-    stream = CupyBackend().stream
-    modules = load_modules()
-    for label, built in modules.items():
-        names = STAGE_KERNELS if label.startswith("tiled") else megakernel.KERNELS
-        print(label, json.dumps(built.resources(names)))
-    status = 0
-    rows = []
-    slots = megakernel.resident_blocks_per_sm(modules["tiled_softmax"].kernel("tile_producer")) * megakernel.sm_count()
-    stage_records = probes.attach_buffer(modules["tiled_softmax_traced"], 3, 1024)
-    task_records = probes.attach_task_buffer(modules["megakernel_traced"], 2 * 1024 + 128)
+    backend = CupyBackend()
+    timed_modules, traced_modules = load_modules(False), load_modules(True)
+    stage_records = probes.attach_buffer(traced_modules["tiled_softmax"], 3, 1024)
+    task_records = probes.attach_task_buffer(traced_modules["megakernel"], 2 * 1024 + 128)
+    slots = persistent.resident_blocks_per_sm(timed_modules["tiled_softmax"].kernel("tile_producer")) * persistent.sm_count()
+    quick_protocol = protocol.MeasurementProtocol(warmups=5, rounds=5, batch=100)
+    status, rows = 0, []
     for case in cases:
         lengths = workloads.tiled_row_lengths(case)
         graph = schedules.TaskGraph.from_lengths(lengths)
         values = workloads.packed_fixture(2026, 0, lengths)
-        timed = runners(modules, lengths, stream, traced=False)
-        traced = runners(modules, lengths, stream, traced=True)
-        print(case, "persistent workers: coop", timed["coop"].workers, "queue", timed["queue"].workers,
-              "resident/SM", timed["coop"].resident_per_sm, timed["queue"].resident_per_sm,
-              "nodes", {k: dot.node_counts(n, n["kernel_names"]) for k, n in timed["nodes"].items()})
-        for variant in chapter.VARIANTS:
-            uses_queue = variant.startswith("queue")
-            row = {"case": case, "variant": variant}
+        timed = run.case_variants(timed_modules, case, 0, sweep, backend.stream)
+        traced = run.case_variants(traced_modules, case, 0, sweep, backend.stream)
+        checked = {vid: validate(variant, values)["passed"] for vid, variant in timed.items()}
+        samples = protocol.measure_warm([protocol.Measured(vid, v.invoke, launches=v.submissions)
+                                         for vid, v in timed.items() if checked[vid]], backend, quick_protocol)
+        timing = stats.summarize(samples)
+        for vid, variant in traced.items():
+            row = {"variant": str(vid), "oracle": "ok" if checked[vid] else "FAILED"}
             try:
-                result = validate(timed, values, timed["invokes"][variant], uses_queue)
-                row["oracle"] = "ok" if result["passed"] else "FAILED"
-                row["us"] = event_us(timed["invokes"][variant], stream) if result["passed"] else float("nan")
-                result = validate(traced, values, traced["invokes"][variant], uses_queue)
-                row["traced_oracle"] = "ok" if result["passed"] else "FAILED"
-                schedule = chapter.SCHEDULE[variant]
-                if schedule == "three_kernel":
-                    arrays = megakernel.trace_three_kernel(traced["path"], traced["invokes"][variant], stage_records)
-                    workers = slots
-                else:
-                    persistent = traced["coop"] if schedule == "cooperative" else traced["queue"]
-                    arrays = megakernel.trace_persistent(persistent, traced["invokes"][variant], task_records)
-                    workers = persistent.workers
-                summary = schedules.trace_summary(schedules.Trace.from_arrays(arrays), graph, schedule, workers)
+                row["us"] = timing[str(vid)]["warm_batch"]["event_us"]["median"] if checked[vid] else float("nan")
+                row["traced_oracle"] = "ok" if validate(variant, values)["passed"] else "FAILED"
+                workers = getattr(persistent.underlying(variant), "workers", slots)
+                trace = schedules.Trace.from_arrays(persistent.trace(variant, task_records, stage_records))
+                summary = schedules.trace_summary(trace, graph, design_of(vid)[0].schedule, workers)
                 row.update({"checks": "ok" if summary["passed"] else "FAILED " + json.dumps(summary["checks"]),
-                            "b<lastA": summary["b_before_last_a"], "span_us": summary["makespan_ns"] / 1e3,
-                            "model_us": summary["model"]["makespan_ns"] / 1e3,
-                            "waitB_us": summary["wait_ns.B"]["median"] / 1e3, "gapAB_us": summary["phase_gaps_ns"][0] / 1e3,
+                            "b<lastA": summary["b_before_last_a"], "model_b<lastA": summary["model"]["b_before_last_a"],
+                            "span_us": summary["makespan_ns"] / 1e3, "model_us": summary["model"]["makespan_ns"] / 1e3,
                             "workers": workers})
-                if not summary["passed"] or row["oracle"] != "ok" or row["traced_oracle"] != "ok":
-                    status = 1
+                status |= not (summary["passed"] and checked[vid] and row["traced_oracle"] == "ok")
             except Exception as error:  # report and go on: one device call must show everything
                 row["error"] = f"{type(error).__name__}: {error}"
                 status = 1
             rows.append(row)
             print(json.dumps(row), flush=True)
-    print(f"{'case':>9} {'variant':>13} {'oracle':>6} {'us':>8} {'b<lastA':>7} {'span us':>8} {'model':>8} {'waitB':>7} {'gapAB':>7}")
+    print(f"{'variant':>26} {'oracle':>6} {'us':>8} {'workers':>7} {'b<lastA':>7} {'model':>5} {'span us':>8} {'model':>8}")
     for r in rows:
         if "error" in r:
-            print(f"{r['case']:>9} {r['variant']:>13} ERROR {r['error'][:200]}")
+            print(f"{r['variant']:>26} ERROR {r['error'][:200]}")
             continue
-        print(f"{r['case']:>9} {r['variant']:>13} {r['oracle']:>6} {r.get('us', float('nan')):8.2f} {r.get('b<lastA', -1):7d} "
-              f"{r.get('span_us', 0):8.1f} {r.get('model_us', 0):8.1f} {r.get('waitB_us', 0):7.2f} {r.get('gapAB_us', 0):7.2f} "
-              f"{r.get('checks', '')[:60]}")
+        print(f"{r['variant']:>26} {r['oracle']:>6} {r['us']:8.2f} {r['workers']:7d} {r['b<lastA']:7d} "
+              f"{r['model_b<lastA']:5d} {r['span_us']:8.1f} {r['model_us']:8.1f} {r['checks'][:60]}")
     return status
 
 
-def sanitize() -> int:
-    """Every variant once (and the traced builds) on small irregular rows: for compute-sanitizer."""
-    from launchlab.model import schedules
+def sanitize(sweep) -> int:
+    """Every variant once, timed and traced builds, on small irregular rows: for compute-sanitizer."""
+    from launchlab.chapters.megakernels import run
     from launchlab.gpu import probes
-    from launchlab.model import timelines
-    from launchlab.model import workloads
-    from launchlab.chapters import megakernels as chapter
     from launchlab.gpu.backend import CupyBackend
+    from launchlab.model import schedules, workloads
 
-    stream = CupyBackend().stream
-    modules = load_modules()
+    backend = CupyBackend()
     graph = schedules.TaskGraph.from_lengths(SANITIZE_ROWS)
-    stage_records = probes.attach_buffer(modules["tiled_softmax_traced"], 3, graph.tiles)
-    task_records = probes.attach_task_buffer(modules["megakernel_traced"], graph.total)
     values = workloads.packed_fixture(99, 0, SANITIZE_ROWS)
     status = 0
     for traced in (False, True):
-        runner = runners(modules, SANITIZE_ROWS, stream, traced)
-        for variant in chapter.VARIANTS:
-            result = validate(runner, values, runner["invokes"][variant], variant.startswith("queue"))
-            status |= not result["passed"]
-            print("sanitize", "traced" if traced else "timed", variant, "ok" if result["passed"] else "FAILED", flush=True)
-    del stage_records, task_records
+        modules = load_modules(traced)
+        if traced:  # the probes write through these pointers: attach before any traced launch
+            probes.attach_buffer(modules["tiled_softmax"], 3, graph.tiles)
+            probes.attach_task_buffer(modules["megakernel"], graph.total)
+        for vid, variant in run.case_variants(modules, "sanitize", 0, sweep, backend.stream, lengths=SANITIZE_ROWS).items():
+            passed = validate(variant, values)["passed"]
+            status |= not passed
+            print("sanitize", "traced" if traced else "timed", vid, "ok" if passed else "FAILED", flush=True)
     return status
 
 
@@ -181,13 +128,17 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--cases", default="balanced,ragged")
+    parser.add_argument("--sweep", default="1,8", help="blocks per SM of the persistent kernels' sweep points")
     parser.add_argument("--sanitize", action="store_true")
     args = parser.parse_args()
+    from launchlab.chapters.megakernels import parse_cases, parse_sweep
+
+    sweep = parse_sweep(args.sweep)
     status = 0
     if args.sanitize:
-        status |= sanitize()
+        status |= sanitize(sweep)
     if args.quick:
-        status |= quick(args.cases.split(","))
+        status |= quick(parse_cases(args.cases), sweep)
     return status
 
 

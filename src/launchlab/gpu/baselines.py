@@ -1,11 +1,15 @@
-"""Library softmax baselines on our buffers and our stream: cuDNN (C API through ctypes),
+"""Library softmax baselines as Targets on our buffers and our stream: cuDNN (C API through ctypes),
 PyTorch's torch.softmax, and a Triton kernel of our own.
 
-Each wraps fixed CuPy input and output buffers and enqueues one plain softmax over the
-rows on the CuPy stream without waiting (`invoke`), as the protocol's variants do. Each
-is used only where its library loads on this host: `make_baselines` returns the ones that
-could be set up and, for the others, the reason, which the chapter records in place of a
-measurement. Imports CuPy; only GPU mode reaches this module.
+Each is a `Target` (gpu/targets.py) named `cudnn`, `torch` or `triton`: it reads the CuPy input
+buffer it is given (shared with the chapter's other contenders), writes an output buffer of its
+own, and enqueues one plain softmax over the rows on the CuPy stream without waiting (`invoke`).
+Every call goes to that stream, so a CuPy stream capture records it: cuDNN through
+cudnnSetStream, torch and Triton through PyTorch's current stream set to
+`torch.cuda.ExternalStream(stream.ptr)`. A library is used only where it loads on this host:
+`make_baseline` returns the target or, where it cannot be set up, the reason, which the chapter
+records in place of a measurement. `version()` is what the run records with `session.library`.
+Imports CuPy; only GPU mode reaches this module.
 """
 from __future__ import annotations
 
@@ -14,12 +18,41 @@ import importlib.util
 from pathlib import Path
 
 import cupy
+import numpy as np
+
+from launchlab.gpu.targets import Target
 
 NAMES = ("cudnn", "torch", "triton")
 
 
 class BaselineUnavailable(RuntimeError):
     """The library is not installed, does not load, or cannot run here."""
+
+
+class LibrarySoftmax(Target):
+    """A library's plain softmax over the rows of `x` (a C-contiguous float32 CuPy matrix, shared with
+    the other contenders) into an output buffer of its own. Subclasses set `name` and `invoke`."""
+
+    def __init__(self, x):
+        if x.ndim != 2 or x.dtype != cupy.float32 or not x.flags.c_contiguous:
+            raise BaselineUnavailable(f"x must be a C-contiguous float32 matrix, not {x.dtype}{x.shape}")
+        self.x, self.y = x, cupy.empty_like(x)
+        self.rows, self.cols = x.shape
+
+    def poison(self) -> None:
+        self.y.fill(np.nan)
+
+    def load(self, x: np.ndarray) -> None:
+        self.x.set(np.ascontiguousarray(x, dtype=np.float32))
+
+    def output(self) -> np.ndarray:
+        return self.y.get()
+
+    def version(self) -> str:
+        raise NotImplementedError
+
+    def describe(self) -> dict:
+        raise NotImplementedError
 
 
 # ---------------------------------------------------------------- cuDNN
@@ -102,24 +135,31 @@ class _Cudnn:
 _CUDNN: _Cudnn | None = None
 
 
-class CudnnSoftmax:
+def cudnn_version_text(version: int) -> str:
+    """cudnnGetVersion() as major.minor.patch: 9.x encodes 10000 major + 100 minor + patch, 8.x 1000 major + 100 minor + patch."""
+    if version >= 90000:
+        return f"{version // 10000}.{version % 10000 // 100}.{version % 100}"
+    return f"{version // 1000}.{version % 1000 // 100}.{version % 100}"
+
+
+class CudnnSoftmax(LibrarySoftmax):
     """cudnnSoftmaxForward(ACCURATE, MODE_INSTANCE) on an NCHW tensor n = rows, c = cols, h = w = 1,
-    its handle bound to our stream with cudnnSetStream."""
+    its handle bound to our stream with cudnnSetStream (so a capture of that stream records it)."""
 
     name = "cudnn"
 
-    def __init__(self, x, y, stream):
+    def __init__(self, x, stream):
         global _CUDNN
+        super().__init__(x)
         _CUDNN = _CUDNN or _Cudnn()
         self.api = _CUDNN
-        rows, cols = x.shape
+        rows, cols, y = self.rows, self.cols, self.y
         handle, descriptor = ctypes.c_void_p(), ctypes.c_void_p()
         self.api.check(self.api.library.cudnnCreate(ctypes.byref(handle)), "cudnnCreate")
         self.api.check(self.api.library.cudnnSetStream(handle, ctypes.c_void_p(stream.ptr)), "cudnnSetStream")
         self.api.check(self.api.library.cudnnCreateTensorDescriptor(ctypes.byref(descriptor)), "cudnnCreateTensorDescriptor")
         self.api.check(self.api.library.cudnnSetTensor4dDescriptor(descriptor, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT,
                                                                    rows, cols, 1, 1), "cudnnSetTensor4dDescriptor")
-        self.x, self.y = x, y
         self.alpha, self.beta = ctypes.c_float(1.0), ctypes.c_float(0.0)
         self.forward = self.api.library.cudnnSoftmaxForward
         self.args = (handle, CUDNN_SOFTMAX_ACCURATE, CUDNN_SOFTMAX_MODE_INSTANCE,
@@ -130,6 +170,9 @@ class CudnnSoftmax:
         status = self.forward(*self.args)
         if status:
             self.api.check(status, "cudnnSoftmaxForward")
+
+    def version(self) -> str:
+        return cudnn_version_text(self.api.version)
 
     def describe(self) -> dict:
         return {"library": self.api.path, "cudnn_version": self.api.version,
@@ -159,24 +202,30 @@ def _shared_tensor(torch, array):
     return tensor
 
 
-class TorchSoftmax:
+class TorchSoftmax(LibrarySoftmax):
     """torch.softmax over dim 1 into our output buffer, on our memory (DLPack) and stream."""
 
     name = "torch"
 
-    def __init__(self, x, y, stream):
+    def __init__(self, x, stream):
+        super().__init__(x)
         self.torch, self.external = _torch_on_stream(stream)
-        self.x, self.y = x, y
-        self.xt, self.yt = _shared_tensor(self.torch, x), _shared_tensor(self.torch, y)
+        self.xt, self.yt = _shared_tensor(self.torch, self.x), _shared_tensor(self.torch, self.y)
         torch = self.torch
         try:  # softmax with out= keeps the output in our buffer; older builds lack it
             torch.softmax(self.xt, 1, out=self.yt)
             self.call = "torch.softmax(x, 1, out=y)"
-            self.invoke = lambda: torch.softmax(self.xt, 1, out=self.yt)
+            self.function = lambda: torch.softmax(self.xt, 1, out=self.yt)
         except (TypeError, RuntimeError):
             self.call = "torch.ops.aten._softmax.out(x, 1, False, out=y)"
-            self.invoke = lambda: torch.ops.aten._softmax.out(self.xt, 1, False, out=self.yt)
+            self.function = lambda: torch.ops.aten._softmax.out(self.xt, 1, False, out=self.yt)
         cupy.cuda.get_current_stream().synchronize()
+
+    def invoke(self) -> None:
+        self.function()
+
+    def version(self) -> str:
+        return str(self.torch.__version__)
 
     def describe(self) -> dict:
         return {"torch_version": self.torch.__version__, "call": self.call,
@@ -239,19 +288,18 @@ def triton_launch_shape(cols: int) -> dict:
     return {"kernel": "softmax_row_looped", "BLOCK": TRITON_LOOP_BLOCK, "num_warps": 16}
 
 
-class TritonSoftmax:
+class TritonSoftmax(LibrarySoftmax):
     """Our Triton softmax (in the spirit of Triton's fused-softmax tutorial), one program per row,
     launched on our stream through PyTorch's current stream, on our memory through DLPack."""
 
     name = "triton"
 
-    def __init__(self, x, y, stream):
+    def __init__(self, x, stream):
         if triton is None:
             raise BaselineUnavailable(f"Triton cannot be imported ({TRITON_IMPORT_ERROR})")
+        super().__init__(x)
         self.torch, self.external = _torch_on_stream(stream)
-        self.x, self.y = x, y
-        self.xt, self.yt = _shared_tensor(self.torch, x), _shared_tensor(self.torch, y)
-        self.rows, self.cols = x.shape
+        self.xt, self.yt = _shared_tensor(self.torch, self.x), _shared_tensor(self.torch, self.y)
         self.shape = triton_launch_shape(self.cols)
         kernel = {"softmax_row_resident": softmax_row_resident, "softmax_row_looped": softmax_row_looped}[self.shape["kernel"]]
         self.launcher = kernel[(self.rows,)]
@@ -268,6 +316,9 @@ class TritonSoftmax:
     def invoke(self) -> None:
         self.launcher(self.xt, self.yt, self.cols, BLOCK=self.block, num_warps=self.warps)
 
+    def version(self) -> str:
+        return str(triton.__version__)
+
     def describe(self) -> dict:
         return {"triton_version": triton.__version__, "stream_checked": self.stream_checked, **self.shape}
 
@@ -276,9 +327,11 @@ BASELINES = {"cudnn": CudnnSoftmax, "torch": TorchSoftmax, "triton": TritonSoftm
 
 
 def make_baseline(name: str, x, stream):
-    """(baseline on x and a fresh output buffer, None) or (None, the reason it is unavailable)."""
+    """(the library's Target on x, with an output buffer of its own, None) or (None, why it is unavailable)."""
+    if name not in BASELINES:
+        raise ValueError(f"unknown baseline {name!r}; known: {', '.join(NAMES)}")
     try:
-        return BASELINES[name](x, cupy.empty_like(x), stream), None
+        return BASELINES[name](x, stream), None
     except BaselineUnavailable as error:
         return None, str(error)
     except Exception as error:  # a library that loads but fails to set up is unavailable too, with the error

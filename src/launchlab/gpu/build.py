@@ -8,7 +8,6 @@ ptxas's resource report, the PTX and (with cuobjdump) the SASS.
 from __future__ import annotations
 
 import dataclasses
-import gzip
 import hashlib
 import re
 import shutil
@@ -38,8 +37,10 @@ def expand_source(path: Path, seen: frozenset = frozenset()) -> str:
     return _INCLUDE.sub(paste, text)
 
 
-def compile_options(defines: dict | None = None) -> tuple[str, ...]:
-    return BASE_OPTIONS + tuple(f"-D{k}" if v is None else f"-D{k}={v}" for k, v in sorted((defines or {}).items()))
+def compile_options(defines: dict | None = None, extra: tuple[str, ...] = ()) -> tuple[str, ...]:
+    """The house options, `extra` ones (e.g. --fmad=false) and -D defines, in a stable order."""
+    return (BASE_OPTIONS + tuple(extra)
+            + tuple(f"-D{k}" if v is None else f"-D{k}={v}" for k, v in sorted((defines or {}).items())))
 
 
 @dataclasses.dataclass
@@ -71,12 +72,13 @@ class BuiltModule:
         return report
 
 
-def load_module(family: str, defines: dict | None = None, **module_options) -> BuiltModule:
+def load_module(family: str, defines: dict | None = None, extra_options: tuple[str, ...] = (),
+                **module_options) -> BuiltModule:
     """Compile kernels/<family>.cu with NVRTC through CuPy."""
     import cupy
 
     source = expand_source(KERNEL_DIR / f"{family}.cu")
-    options = compile_options(defines)
+    options = compile_options(defines, extra_options)
     module = cupy.RawModule(code=source, options=options, **module_options)
     module.compile()
     return BuiltModule(family, options, source, module)
@@ -103,13 +105,14 @@ def parse_ptxas(report: str) -> dict:
     return kernels
 
 
-def nvcc_report(family: str, defines: dict | None = None) -> dict | None:
-    """ptxas resources, PTX and SASS from nvcc for the same source and options; None without nvcc."""
+def nvcc_report(family: str, defines: dict | None = None, options: tuple[str, ...] | None = None) -> dict | None:
+    """ptxas resources, PTX and SASS from nvcc for the same source and options (the loaded module's
+    `options` where given, else the house options with `defines`); None without nvcc."""
     nvcc = shutil.which("nvcc")
     if not nvcc:
         return None
     source = expand_source(KERNEL_DIR / f"{family}.cu")
-    options = compile_options(defines)
+    options = tuple(options) if options is not None else compile_options(defines)
     with tempfile.TemporaryDirectory() as scratch:
         scratch = Path(scratch)
         (scratch / f"{family}.cu").write_text(source)
@@ -136,7 +139,7 @@ def nvcc_report(family: str, defines: dict | None = None) -> dict | None:
 
 def save_build(writer, label: str, built: BuiltModule, kernel_names) -> dict:
     """Write the build record of one module into a run: options, hashes, resources, PTX, SASS."""
-    report = nvcc_report(built.family, _defines_from(built.options))
+    report = nvcc_report(built.family, options=built.options)
     record = {
         "family": built.family,
         "options": list(built.options),
@@ -149,17 +152,8 @@ def save_build(writer, label: str, built: BuiltModule, kernel_names) -> dict:
     if report:
         record["nvcc"] = {"version": report["nvcc"], "resources": report["resources"]}
         writer.write_text(f"builds/{label}/ptxas.log", report["ptxas_log"])
-        writer.write_text(f"builds/{label}/module.ptx", report["ptx"])
+        writer.write_text(f"builds/{label}/module.ptx.gz", report["ptx"])  # gzip-compressed (zcat reads it)
         if report["sass"]:  # SASS runs to megabytes per module: kept gzip-compressed (zcat reads it)
-            writer.write_bytes(f"builds/{label}/module.sass.gz", gzip.compress(report["sass"].encode(), mtime=0))
+            writer.write_text(f"builds/{label}/module.sass.gz", report["sass"])
     writer.write_json(f"builds/{label}/record.json", record)
     return record
-
-
-def _defines_from(options) -> dict:
-    defines = {}
-    for option in options:
-        if option.startswith("-D"):
-            key, _, value = option[2:].partition("=")
-            defines[key] = value or None
-    return defines

@@ -12,6 +12,7 @@ import numpy as np
 
 from launchlab.gpu import build
 from launchlab.gpu import probes
+from launchlab.gpu.targets import Target
 from launchlab.model import jobs as model
 
 FAMILY = "jobs"
@@ -87,8 +88,8 @@ class JobProblem:
         return model.oracle(x, self.a_iters_host, self.b_iters)
 
 
-class _JobTarget:
-    """Shared by the three schedules: launches with the shared-memory reservation, poison, compute."""
+class _JobTarget(Target):
+    """Shared by the three schedules: launches with the shared-memory reservation, poison, load, output."""
 
     KERNELS: tuple[str, ...] = ()
     schedule = ""
@@ -116,19 +117,17 @@ class _JobTarget:
         self.problem.mid.fill(POISON)
         self.problem.y.fill(POISON)
 
-    def compute(self, x: np.ndarray, invoke=None) -> np.ndarray:
-        """Run once on `x` with `invoke` (default: the stream launches; a graph replay reads the same
-        buffers) and return y. Validation, not timing."""
+    def load(self, x: np.ndarray) -> None:
         self.problem.set_input(x)
-        self.poison()
-        (invoke or self.invoke)()
-        cupy.cuda.get_current_stream().synchronize()
+
+    def output(self) -> np.ndarray:
         return self.problem.y.get()
 
 
 class SeparateJobs(_JobTarget):
     """jobs_stage_a then jobs_stage_b, one CTA per job each: the kernel boundary orders B after A."""
 
+    name = "separate"
     KERNELS = model.KERNELS["separate"]
     schedule = "separate"
 
@@ -141,6 +140,7 @@ class SeparateJobs(_JobTarget):
 class FusedJobs(_JobTarget):
     """jobs_fused: one CTA per job runs A, a block barrier, then B."""
 
+    name = "fused"
     KERNELS = model.KERNELS["fused"]
     schedule = "fused"
 
@@ -155,6 +155,7 @@ class QueueJobs(_JobTarget):
     Every invocation first zeroes the counter with a device memset on the stream: part of the
     timed work, and a memset node in a captured graph."""
 
+    name = "queue"
     KERNELS = model.KERNELS["queue"]
     schedule = "queue"
 
@@ -164,6 +165,10 @@ class QueueJobs(_JobTarget):
         self.head = cupy.zeros(1, dtype=cupy.uint32)
         self.launches = ((self.kernels["jobs_queue"], (self.workers,), self.block, problem.args() + (self.head,)),)
         self.stream_ptr = cupy.cuda.get_current_stream().ptr
+
+    @property
+    def submissions(self) -> int:
+        return 2  # the counter memset and the launch
 
     def invoke(self) -> None:
         cupy.cuda.runtime.memsetAsync(self.head.data.ptr, 0, self.head.nbytes, self.stream_ptr)
@@ -197,3 +202,27 @@ def attach_trace(traced: build.BuiltModule, jobs: int):
 def collect_trace(records, invoke) -> dict:
     """One traced invocation (stream launches or graph replay) -> model.trace_arrays."""
     return model.trace_arrays(probes.collect_raw(records, invoke))
+
+
+def variants(built: build.BuiltModule, problem: JobProblem, stream, shared_bytes: int | None = None,
+             workers: int | None = None) -> dict:
+    """{variant name (model.VARIANTS): Target or GraphReplay}: the three schedules on one problem, each
+    launched from the stream and replayed from a graph captured on `stream` (the current stream: for
+    the queue, the counter memset and the kernel).
+
+    A traced module's trace buffer must be attached (`attach_trace`) before this is called: the
+    capture replays every graph once, and its probes write through that pointer."""
+    from launchlab.gpu.capture import GraphReplay
+
+    targets = {"separate": SeparateJobs(built, problem, shared_bytes), "fused": FusedJobs(built, problem, shared_bytes),
+               "queue": QueueJobs(built, problem, shared_bytes, workers)}
+    made = {}
+    for schedule, target in targets.items():
+        made[f"{schedule}_stream"] = target
+        made[f"{schedule}_graph"] = GraphReplay(target, stream)
+    return {name: made[name] for name in model.VARIANTS}
+
+
+def underlying(variant):
+    """The schedule's Target behind a variant (a GraphReplay's captured target, else the variant)."""
+    return getattr(variant, "target", variant)

@@ -1,14 +1,22 @@
 """Example A's targets on the GPU (kernels/pointwise.cu): three kernels or one, on fixed buffers.
 
 Both paths can share one input and one output buffer (pass `x`, `y`), so that every variant of a
-comparison reads and writes the same addresses. Imports CuPy; only GPU mode reaches this module.
+comparison reads and writes the same addresses. `profile_dram` runs Nsight Compute over this module's
+own entry, `python -m launchlab.gpu.pointwise profile N`. Imports CuPy; only GPU mode reaches this module.
 """
 from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
 
 import cupy
 import numpy as np
 
 from launchlab.gpu import build
+from launchlab.gpu.targets import Target, enqueue_launches
 from launchlab.model import pointwise as model
 
 FAMILY = "pointwise"
@@ -19,18 +27,9 @@ THREE_KERNELS = ("pw_add_one", "pw_square", "pw_halve")
 FUSED_KERNELS = ("pw_fused",)
 
 
-def options(defines: dict | None = None) -> tuple[str, ...]:
-    """The house options (build.compile_options) plus this family's own."""
-    base = build.compile_options(defines)
-    return base + tuple(o for o in EXTRA_OPTIONS if o not in base)
-
-
 def load(defines: dict | None = None) -> build.BuiltModule:
     """Compile kernels/pointwise.cu with NVRTC through CuPy, FMA contraction off."""
-    source = build.expand_source(build.KERNEL_DIR / f"{FAMILY}.cu")
-    module = cupy.RawModule(code=source, options=options(defines))
-    module.compile()
-    return build.BuiltModule(FAMILY, options(defines), source, module)
+    return build.load_module(FAMILY, defines, extra_options=EXTRA_OPTIONS)
 
 
 def _buffer(n: int, given=None):
@@ -42,8 +41,8 @@ def _buffer(n: int, given=None):
     return given
 
 
-class _Pointwise:
-    """Shared by both paths: fixed x and y, the launch list, poison and compute."""
+class _Pointwise(Target):
+    """Shared by both paths: fixed x and y, the launch list, poison, load and output."""
 
     KERNELS: tuple[str, ...] = ()
     path = ""
@@ -63,30 +62,28 @@ class _Pointwise:
 
     def invoke(self) -> None:
         """Enqueue one invocation on the current stream; no wait."""
-        for kernel, grid, block, args in self.launches:
-            kernel(grid, block, args)
+        enqueue_launches(self.launches)
 
     def poison(self) -> None:
         """NaN in the output and every intermediate, so an unwritten element fails the exact check."""
         for array in (self.y, *self.intermediates()):
             array.fill(np.nan)
 
-    def compute(self, x: np.ndarray, invoke=None) -> np.ndarray:
-        """Run once on `x` with `invoke` (default: the stream launches; a graph replay reads the same
-        buffers) and return y. Validation, not timing."""
+    def load(self, x: np.ndarray) -> None:
+        """Copy a bounded dyadic input into x (the exact check covers only those)."""
         model.check_input(x)
         if np.shape(x) != (self.n,):
             raise ValueError(f"expected {self.n} elements, got shape {np.shape(x)}")
         self.x.set(np.ascontiguousarray(x, dtype=np.float32))
-        self.poison()
-        (invoke or self.invoke)()
-        cupy.cuda.get_current_stream().synchronize()
+
+    def output(self) -> np.ndarray:
         return self.y.get()
 
 
 class ThreePointwise(_Pointwise):
     """pw_add_one, pw_square, pw_halve: a and b stored in global memory between the launches."""
 
+    name = "three"
     KERNELS = THREE_KERNELS
     path = "three"
 
@@ -106,6 +103,7 @@ class ThreePointwise(_Pointwise):
 class FusedPointwise(_Pointwise):
     """pw_fused: one launch, a and b in registers."""
 
+    name = "fused"
     KERNELS = FUSED_KERNELS
     path = "fused"
 
@@ -115,3 +113,82 @@ class FusedPointwise(_Pointwise):
 
 
 PATHS = {"three": ThreePointwise, "fused": FusedPointwise}
+
+
+def variants(built: build.BuiltModule, n: int, stream) -> dict:
+    """{variant name (model.VARIANTS): Target or GraphReplay}: both paths on one x and one y, each
+    launched from the stream and replayed from a graph captured on `stream` (the current stream).
+
+    A graph variant shares its path's buffers, so load/poison/output are the path's; its `dot` is
+    CUDA's description of the captured graph and `setup` the capture's host costs."""
+    from launchlab.gpu.capture import GraphReplay
+
+    three = ThreePointwise(built, n)
+    fused = FusedPointwise(built, n, x=three.x, y=three.y)
+    made = {}
+    for path, target in (("three", three), ("fused", fused)):
+        made[f"{path}_stream"] = target
+        made[f"{path}_graph"] = GraphReplay(target, stream)
+    return {name: made[name] for name in model.VARIANTS}
+
+
+# --------------------------------------------------------------------------- Nsight Compute
+PROFILE_FILTER = "regex:^pw_"   # ncu profiles these kernels only (not CuPy's fills and copies)
+PROFILE_SEED = 1
+
+
+def profile_command(ncu: str, log_file: str, n: int) -> list[str]:
+    """ncu over `python -m launchlab.gpu.pointwise profile N`, with gpu/ncu.py's options and metrics."""
+    from launchlab.gpu.ncu import METRICS
+
+    return [ncu, "--clock-control", "none", "--cache-control", "all", "--metrics", ",".join(METRICS),
+            "--kernel-name", PROFILE_FILTER, "--csv", "--print-units", "base", "--log-file", log_file,
+            sys.executable, "-m", "launchlab.gpu.pointwise", "profile", str(int(n))]
+
+
+def profile_dram(n: int, timeout_s: int = 300) -> dict:
+    """{"command", "returncode", "csv", "error"}: ncu's CSV text for both paths at n, or why there is none.
+
+    Runs in a separate process, never inside a timed region. ncu's cache control flushes the caches
+    before each profiled kernel, so every kernel's bytes are those of a start with a cold L2."""
+    from launchlab.gpu.ncu import find_ncu, parse_ncu_csv
+    from launchlab.gpu.sanitizer import child_environment
+
+    ncu = find_ncu()
+    if ncu is None:
+        return {"command": None, "returncode": None, "csv": "", "error": "ncu (Nsight Compute) is not on this host"}
+    with tempfile.TemporaryDirectory() as scratch:
+        log_file = str(Path(scratch) / "ncu.csv")
+        command = profile_command(ncu, log_file, n)
+        try:
+            done = subprocess.run(command, capture_output=True, text=True, timeout=timeout_s, env=child_environment())
+        except subprocess.TimeoutExpired:
+            return {"command": command, "returncode": None, "csv": "", "error": f"ncu did not finish in {timeout_s} s"}
+        text = (Path(log_file).read_text() if Path(log_file).exists() else "") or done.stdout
+    error = None
+    if done.returncode != 0 or not parse_ncu_csv(text):
+        tail = "\n".join((done.stderr + "\n" + text).strip().splitlines()[-12:])
+        error = f"ncu exited with status {done.returncode} and no counter values: {tail}"
+    return {"command": command, "returncode": done.returncode, "csv": text, "error": error}
+
+
+def _profile(n: int) -> None:
+    """Both paths once each on one bounded dyadic input of n elements (under ncu); prints nothing."""
+    from launchlab.gpu.backend import CupyBackend
+
+    CupyBackend()
+    built = load()
+    three = ThreePointwise(built, n)
+    fused = FusedPointwise(built, n, x=three.x, y=three.y)
+    three.load(model.fixture(PROFILE_SEED, 0, n))
+    cupy.cuda.get_current_stream().synchronize()
+    three.invoke()
+    fused.invoke()
+    cupy.cuda.get_current_stream().synchronize()
+
+
+if __name__ == "__main__":
+    if len(sys.argv) == 3 and sys.argv[1] == "profile":
+        _profile(int(sys.argv[2]))
+    else:
+        sys.exit("usage: python -m launchlab.gpu.pointwise profile N")

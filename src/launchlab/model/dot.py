@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import re
+from collections import deque
 
 _NODE = re.compile(r'^"([\w.]+)"\s*\[(.*?)\];?\s*$', re.DOTALL)
 _EDGE = re.compile(r'^"([\w.]+)"\s*->\s*"([\w.]+)"')
@@ -48,20 +49,22 @@ def node_counts(parsed: dict, kernel_names) -> dict:
 
 
 def topological_order(parsed: dict) -> list[str]:
-    """Node ids in dependency order (Kahn), ties broken by declaration order."""
+    """Node ids in dependency order (Kahn), ties broken by declaration order; linear in nodes and edges,
+    so the graphs of a thousand launches order as fast as the small ones."""
     incoming = {n: 0 for n in parsed["nodes"]}
-    for _, b in parsed["edges"]:
+    following: dict[str, list[str]] = {n: [] for n in parsed["nodes"]}
+    for a, b in parsed["edges"]:
         incoming[b] += 1
-    ready = [n for n, count in incoming.items() if count == 0]
+        following[a].append(b)
+    ready = deque(n for n, count in incoming.items() if count == 0)
     order = []
     while ready:
-        current = ready.pop(0)
+        current = ready.popleft()
         order.append(current)
-        for a, b in parsed["edges"]:
-            if a == current:
-                incoming[b] -= 1
-                if incoming[b] == 0:
-                    ready.append(b)
+        for b in following[current]:
+            incoming[b] -= 1
+            if incoming[b] == 0:
+                ready.append(b)
     if len(order) != len(incoming):
         raise ValueError("the graph has a cycle")
     return order

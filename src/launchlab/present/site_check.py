@@ -160,3 +160,301 @@ def broken_links(root: str | Path) -> list[Ref]:
                 if fragment not in ids[target]:
                     broken.append(Ref(rel, where, url, "missing anchor"))
     return broken
+
+
+# --- what a reader sees: figures, table cells (static), and a real browser (console, widths) ----------------------
+
+class _ContentParser(HTMLParser):
+    """The images of a page's article with whether each sits in a numbered, captioned <figure>, and the text of
+    every table cell. The article is the theme's `<article class="bd-article">` (the page's own content)."""
+
+    VOID = {"img", "br", "hr", "meta", "link", "input", "source", "wbr", "area", "col", "embed", "param", "track"}
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.stack: list[tuple[str, set[str]]] = []
+        self.images: list[tuple[str, int]] = []          # (src, index of the enclosing <figure> or -1)
+        self.figures: list[dict] = []                    # {"caption": bool, "number": bool}
+        self.cells: list[str] = []
+        self._cell: list[str] | None = None
+        self._figure_stack: list[int] = []
+
+    def _in_article(self) -> bool:
+        return any(tag == "article" and "bd-article" in classes for tag, classes in self.stack)
+
+    def handle_starttag(self, tag, attrs):
+        a = {k: v or "" for k, v in attrs}
+        classes = set(a.get("class", "").split())
+        if tag not in self.VOID:
+            self.stack.append((tag, classes))
+        if not self._in_article():
+            return
+        if tag == "figure":
+            self.figures.append({"caption": False, "number": False})
+            self._figure_stack.append(len(self.figures) - 1)
+        elif tag == "figcaption" and self._figure_stack:
+            self.figures[self._figure_stack[-1]]["caption"] = True
+        elif tag == "span" and "caption-number" in classes and self._figure_stack:
+            self.figures[self._figure_stack[-1]]["number"] = True
+        elif tag == "img":
+            self.images.append((a.get("src", ""), self._figure_stack[-1] if self._figure_stack else -1))
+        elif tag in ("td", "th") and self._cell is None:
+            self._cell = []
+
+    def handle_endtag(self, tag):
+        if tag in ("td", "th") and self._cell is not None:
+            self.cells.append(" ".join("".join(self._cell).split()))
+            self._cell = None
+        if tag in self.VOID or tag not in (t for t, _ in self.stack):
+            return                          # <img ... /> ends nothing; a stray end tag neither
+        if tag == "figure" and self._figure_stack and self._in_article():
+            self._figure_stack.pop()
+        while self.stack:
+            open_tag, _ = self.stack.pop()
+            if open_tag == tag:
+                break
+
+    def handle_data(self, data):
+        if self._cell is not None:
+            self._cell.append(data)
+
+
+def pages(root: str | Path) -> list[Path]:
+    """Every page of a built book: not the search and index pages, nor a redirect (Sphinx's index.html sends the
+    reader to the root page), which have no article of their own, nor myst-nb's execution reports."""
+    root = Path(root)
+    return [p for p in _pages(root) if p.name not in ("search.html", "genindex.html", "py-modindex.html")
+            and p.relative_to(root).parts[0] != "reports"
+            and not any(where == "meta refresh" for where, _ in _parse(p).links)]
+
+
+def _content(page: Path) -> _ContentParser:
+    parser = _ContentParser()
+    parser.feed(page.read_text(encoding="utf-8", errors="replace"))
+    return parser
+
+
+def uncaptioned_figures(root: str | Path) -> list[Ref]:
+    """Images in a page's article that are not in a numbered `<figure>` with a `<figcaption>` (should be empty).
+    Sphinx writes a named figure as <figure><img><figcaption><p><span class="caption-number">Figure 3 </span>..."""
+    root = Path(root)
+    found = []
+    for page in pages(root):
+        parsed = _content(page)
+        for src, index in parsed.images:
+            if index < 0:
+                problem = "not in a <figure>"
+            elif not parsed.figures[index]["caption"]:
+                problem = "figure without a caption"
+            elif not parsed.figures[index]["number"]:
+                problem = "figure without a number (no :name:?)"
+            else:
+                continue
+            found.append(Ref(page.relative_to(root).as_posix(), "img src", src[:80], problem))
+    return found
+
+
+SCIENTIFIC = re.compile(r"(?<![\w.])[+-]?\d+(?:\.\d+)?[eE][+-]?\d+(?![\w.])")
+TRUNCATION = ("…", "...")
+# An editor's ellipsis inside a quotation, in square brackets, marks words the quoted source has and the quote
+# leaves out: that is not a cell cut short.
+EDITORIAL_ELLIPSIS = re.compile(r"\[(?:…|\.\.\.)\]")
+
+
+def bad_table_cells(root: str | Path) -> list[Ref]:
+    """Table cells showing a number in scientific notation or a truncation mark (should be empty); "[…]" in a
+    quotation is an editor's ellipsis, allowed."""
+    root = Path(root)
+    found = []
+    for page in pages(root):
+        for cell in _content(page).cells:
+            if SCIENTIFIC.search(cell):
+                found.append(Ref(page.relative_to(root).as_posix(), "table cell", cell[:80], "scientific notation"))
+            elif any(mark in EDITORIAL_ELLIPSIS.sub("", cell) for mark in TRUNCATION):
+                found.append(Ref(page.relative_to(root).as_posix(), "table cell", cell[:80], "truncation mark"))
+    return found
+
+
+# The flags every headless run uses: nothing is fetched from a network (host resolution fails), no background
+# traffic, a fresh profile.
+CHROMIUM_FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                  "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                  "--disable-dev-shm-usage", "--host-resolver-rules=MAP * ~NOTFOUND")
+
+# Run in the page after it loaded (and MathJax typeset): the widths the layout checks need.
+_LAYOUT_JS = r"""
+(async () => {
+  if (window.MathJax && MathJax.startup && MathJax.startup.promise) { await MathJax.startup.promise; }
+  await new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)));
+  const article = document.querySelector('article.bd-article') || document.querySelector('main') || document.body;
+  const style = getComputedStyle(article);
+  const column = article.clientWidth - parseFloat(style.paddingLeft) - parseFloat(style.paddingRight);
+  const scroller = (el) => {
+    for (let p = el.parentElement; p && p !== article; p = p.parentElement) {
+      const o = getComputedStyle(p).overflowX;
+      if (o === 'auto' || o === 'scroll') return p;
+    }
+    return null;
+  };
+  const tables = [...article.querySelectorAll('table')].map((t, i) => {
+    const box = scroller(t);
+    return {index: i, width: t.getBoundingClientRect().width,
+            text: (t.querySelector('caption, th, td') || t).textContent.trim().slice(0, 60),
+            box: box ? box.getBoundingClientRect().width : null};
+  });
+  return {column, tables, viewport: window.innerWidth,
+          page: Math.max(document.documentElement.scrollWidth, document.body.scrollWidth)};
+})()
+"""
+
+
+class Browser:
+    """Headless Chromium driven over the DevTools protocol (the `websocket-client` package): open a page at a
+    window size and get its console errors, uncaught exceptions and layout widths. One browser serves many pages.
+
+        with Browser("/usr/bin/chromium") as browser:
+            result = browser.visit(Path("_build/html/book/intro.html"), width=1400, height=900)
+            result["errors"], result["layout"]
+    """
+
+    def __init__(self, executable: str, timeout: float = 60.0) -> None:
+        self.executable = executable
+        self.timeout = timeout
+
+    def __enter__(self) -> "Browser":
+        import subprocess
+        import tempfile
+        import time
+
+        import websocket
+
+        self._profile = tempfile.TemporaryDirectory(prefix="launchlab-chromium-")
+        self._proc = subprocess.Popen(
+            [self.executable, *CHROMIUM_FLAGS, "--remote-debugging-port=0", "--remote-allow-origins=*",
+             f"--user-data-dir={self._profile.name}", "about:blank"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        active = Path(self._profile.name) / "DevToolsActivePort"
+        deadline = time.monotonic() + self.timeout
+        while not (active.is_file() and len(active.read_text().split()) >= 2):
+            if self._proc.poll() is not None or time.monotonic() > deadline:
+                self.__exit__(None, None, None)
+                raise RuntimeError(f"chromium did not start: {self._proc.stderr.read().decode()[-2000:]}")
+            time.sleep(0.05)
+        port, path = active.read_text().split()[:2]
+        self._ws = websocket.create_connection(f"ws://127.0.0.1:{port}{path}", timeout=self.timeout,
+                                               suppress_origin=True)
+        self._id = 0
+        return self
+
+    def __exit__(self, *exc) -> None:
+        ws = getattr(self, "_ws", None)
+        if ws is not None:
+            try:
+                self._send("Browser.close")
+            except Exception:
+                pass
+            ws.close()
+        if self._proc.poll() is None:
+            self._proc.terminate()
+            try:
+                self._proc.wait(10)
+            except Exception:
+                self._proc.kill()
+        self._profile.cleanup()
+
+    def _send(self, method: str, params: dict | None = None, session: str | None = None, events: list | None = None):
+        """Send one command and return its result; events that arrive meanwhile go to `events`."""
+        import json
+        import time
+
+        self._id += 1
+        message = {"id": self._id, "method": method, "params": params or {}}
+        if session:
+            message["sessionId"] = session
+        self._ws.send(json.dumps(message))
+        deadline = time.monotonic() + self.timeout
+        while time.monotonic() < deadline:
+            reply = json.loads(self._ws.recv())
+            if reply.get("id") == self._id:
+                if "error" in reply:
+                    raise RuntimeError(f"{method}: {reply['error']}")
+                return reply.get("result", {})
+            if events is not None and "method" in reply:
+                events.append(reply)
+        raise TimeoutError(method)
+
+    def _wait_for(self, name: str, session: str, events: list) -> None:
+        import json
+        import time
+
+        if any(e["method"] == name and e.get("sessionId") == session for e in events):
+            return
+        deadline = time.monotonic() + self.timeout
+        while time.monotonic() < deadline:
+            event = json.loads(self._ws.recv())
+            if "method" in event:
+                events.append(event)
+                if event["method"] == name and event.get("sessionId") == session:
+                    return
+        raise TimeoutError(name)
+
+    def visit(self, page: Path | str, width: int = 1400, height: int = 900, mobile: bool | None = None) -> dict:
+        """Load a page in a fresh tab at width x height (a phone's viewport when mobile, default: width < 600) and
+        return {"errors": [console errors and uncaught exceptions], "layout": widths from _LAYOUT_JS}."""
+        url = page.resolve().as_uri() if isinstance(page, Path) else page
+        events: list = []
+        target = self._send("Target.createTarget", {"url": "about:blank"})["targetId"]
+        session = self._send("Target.attachToTarget", {"targetId": target, "flatten": True})["sessionId"]
+        try:
+            for domain in ("Page", "Runtime", "Log"):
+                self._send(f"{domain}.enable", session=session, events=events)
+            self._send("Emulation.setDeviceMetricsOverride",
+                       {"width": width, "height": height, "deviceScaleFactor": 1,
+                        "mobile": width < 600 if mobile is None else mobile}, session=session, events=events)
+            self._send("Page.navigate", {"url": url}, session=session, events=events)
+            self._wait_for("Page.loadEventFired", session, events)
+            layout = self._send("Runtime.evaluate", {"expression": _LAYOUT_JS, "awaitPromise": True,
+                                                     "returnByValue": True}, session=session, events=events)
+            value = layout.get("result", {}).get("value")
+        finally:
+            self._send("Target.closeTarget", {"targetId": target}, events=events)
+        return {"errors": _console_errors(e for e in events if e.get("sessionId") == session), "layout": value}
+
+
+def _console_errors(events) -> list[str]:
+    """The errors a reader's console would show: uncaught exceptions, console.error, and error log entries (a
+    failed load, a blocked request)."""
+    errors = []
+    for event in events:
+        method, params = event["method"], event.get("params", {})
+        if method == "Runtime.exceptionThrown":
+            details = params["exceptionDetails"]
+            text = (details.get("exception") or {}).get("description") or details.get("text", "")
+            errors.append(f"exception: {text.splitlines()[0] if text else details} ({details.get('url', '')}:"
+                          f"{details.get('lineNumber', '?')})")
+        elif method == "Runtime.consoleAPICalled" and params.get("type") in ("error", "assert"):
+            args = " ".join(str(a.get("value", a.get("description", ""))) for a in params.get("args", []))
+            errors.append(f"console.{params['type']}: {args}")
+        elif method == "Log.entryAdded" and params.get("entry", {}).get("level") == "error":
+            entry = params["entry"]
+            errors.append(f"log ({entry.get('source')}): {entry.get('text')} {entry.get('url', '')}".rstrip())
+    return errors
+
+
+def layout_problems(layout: dict, phone: bool) -> list[str]:
+    """What is wrong with a page's widths. On a desktop window every table fits the content column; on a phone
+    the page never scrolls sideways, and a table wider than the column scrolls inside its own box."""
+    problems = []
+    column = layout["column"]
+    if phone and layout["page"] > layout["viewport"] + 1:
+        problems.append(f"page is {layout['page']:.0f} px wide in a {layout['viewport']} px viewport")
+    for table in layout["tables"]:
+        if table["width"] <= column + 1:
+            continue
+        if not phone:
+            problems.append(f"table {table['index']} ({table['text']!r}) is {table['width']:.0f} px wide, "
+                            f"the column {column:.0f} px")
+        elif table["box"] is None or table["box"] > column + 1:
+            problems.append(f"table {table['index']} ({table['text']!r}) is {table['width']:.0f} px wide and "
+                            f"does not scroll inside a box of the column's width ({column:.0f} px)")
+    return problems

@@ -349,7 +349,7 @@ def html_table(data, **kwargs) -> str:
     return page_table(data, **kwargs).to_html()
 
 
-_SCI = re.compile(r"\d[eE][+-]?\d")
+_SCI = re.compile(r"(?<![\w.])[+-]?\d+(?:\.\d+)?[eE][+-]?\d+(?![\w.])")   # as site_check.SCIENTIFIC
 
 
 def looks_elided_or_scientific(cell: str) -> bool:

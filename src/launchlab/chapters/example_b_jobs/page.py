@@ -1,0 +1,221 @@
+"""Example B's tables, figures and glued values, all read from the run (its summaries, traces and record)."""
+from __future__ import annotations
+
+from launchlab.chapters.example_a_pointwise.page import article_table, sanitizer_table, warm_batch_samples
+from launchlab.chapters.example_b_jobs import (GRAPH_NODES, KERNELS, LABELS, SCHEDULES, STREAM_SUBMISSIONS,
+                                               SUBMISSIONS, label, parse_cases, variant)
+
+TIMING = {("warm_batch", "event_us"): "event interval per call, batch",
+          ("warm_single", "complete_us"): "host completion, 1 call",
+          ("warm_single", "enqueue_us"): "host enqueue, 1 call"}
+FIGURE_METRICS = (("warm_batch", "event_us"), ("warm_single", "complete_us"))
+TIMELINE_CASE, TIMELINE_SUBMISSION = "ragged", "graph"
+STAGE_COLOURS = {"A": 0, "B": 3}   # indices into figures.COLOURS
+# The article's figures as it reports them; its three ragged host medians are not tied to variants here.
+ARTICLE_ROWS_B = (
+    ("exact array checks", "272"),
+    ("trace checks", "24"),
+    ("timing samples", "588 (28 configurations × 21 rounds)"),
+    ("early B starts in graph traces (two kernels; fused kernel)", "0 against 596, of 597 jobs"),
+    ("host medians, ragged case", "three ragged host medians reported: 206.85, 212.52 and 205.79 µs"),
+)
+
+
+def cases(run) -> list[str]:
+    return parse_cases(run.record.parameters["cases"])
+
+
+def _timing(run, vid) -> dict:
+    return run.summaries["timing"][str(vid)]
+
+
+def _variants(case: str):
+    return [variant(schedule, case, submission) for schedule in SCHEDULES for submission in SUBMISSIONS]
+
+
+# --------------------------------------------------------------------------- tables
+def timing_table(run):
+    from launchlab.present import tables
+
+    rows = []
+    for case in cases(run):
+        for vid in _variants(case):
+            m = _timing(run, vid)
+            row = {"case": case, "variant": label(vid)}
+            row.update({f"{column} (µs)": m[measurement][metric] for (measurement, metric), column in TIMING.items()})
+            rows.append(row)
+    return tables.page_table(rows, index=["case", "variant"], rounds=run.record.protocol["rounds"],
+                             caption="Warm timing of every variant (one synchronised call, and batches of calls "
+                                     "between CUDA events).")
+
+
+def ratio_table(run):
+    from launchlab.present import tables
+
+    ratios, rows = run.summaries["ratios"], []
+    for case in cases(run):
+        row = {"case": case}
+        for schedule in SCHEDULES:
+            row[f"stream / graph, {LABELS[schedule]}"] = ratios[f"stream_over_graph.{schedule}.{case}"]
+        for schedule in ("separate", "queue"):
+            for submission in SUBMISSIONS:
+                row[f"{LABELS[schedule]} / fused, {submission}"] = ratios[f"{schedule}_over_fused.{submission}.{case}"]
+        rows.append(row)
+    return tables.page_table(rows, index="case", caption="Event interval per call, one variant over another "
+                                                         "within each round (>1: the second is faster).")
+
+
+def layout_table(run):
+    """What the device and the launch configuration give: jobs, workers, the shared reservation, occupancy."""
+    from launchlab.present import tables
+
+    layout = run.summaries["layout"]
+    shared = layout["shared_memory"]
+    rows = [("SMs", f"{layout['sm_count']}"),
+            ("jobs per invocation (4 S + floor(S / 2) + 3)", f"{layout['jobs']}"),
+            ("threads per job (one CTA)", "256"),
+            ("queue workers (one per SM)", f"{layout['workers']}"),
+            ("shared memory per SM (bytes)", f"{shared['shared_per_sm']:,}"),
+            ("dynamic shared memory reserved per CTA, never touched (bytes)", f"{shared['dynamic_shared_bytes']:,}"),
+            ("active CTAs per SM with the reservation (occupancy API, every kernel)",
+             ", ".join(map(str, layout["active_ctas_per_sm"]))),
+            ("active CTAs per SM without it", ", ".join(map(str, layout["active_without_reservation"])))]
+    for case, entry in run.summaries["work"].items():
+        rows.append((f"stage-A iterations summed over the jobs, {case}", f"{entry['a_iterations']:,} "
+                     f"({entry['heavy_jobs']} heavy jobs)"))
+    return tables.page_table([{"quantity": q, "value": v} for q, v in rows], index="quantity",
+                             formats={"value": "text"}, caption="The jobs and how they meet the SMs in this run.")
+
+
+def graph_table(run):
+    from launchlab.present import tables
+
+    rows = []
+    for schedule in SCHEDULES:
+        graphs = [run.summaries["graphs"][str(variant(schedule, case, "graph"))] for case in cases(run)]
+        rows.append({"schedule": LABELS[schedule], "kernels launched": " → ".join(KERNELS[schedule]),
+                     "host submissions per stream invocation": STREAM_SUBMISSIONS[schedule],
+                     "kernel nodes": ", ".join(sorted({str(g["kernel"]) for g in graphs})),
+                     "MEMSET nodes": ", ".join(sorted({str(g["memset"]) for g in graphs})),
+                     "other nodes": ", ".join(sorted({str(g["other"]) for g in graphs})),
+                     "expected (kernel, other)": f"{GRAPH_NODES[schedule][0]}, {GRAPH_NODES[schedule][1]}"})
+    return tables.page_table(rows, index="schedule", formats={c: "text" for c in ("kernel nodes", "MEMSET nodes",
+                                                                                   "other nodes")},
+                             caption="Nodes of each captured graph, from CUDA's DOT, in every case.")
+
+
+def _us(ns) -> float | None:
+    return None if ns is None else ns / 1e3
+
+
+def trace_table(run):
+    from launchlab.present import tables
+
+    rows = []
+    for case in cases(run):
+        for vid in _variants(case):
+            trace = run.summaries["traces"][str(vid)]
+            rows.append({"case": case, "variant": label(vid), "rules met": trace["passed"],
+                         "early B starts": trace.get("early_b"), "span (µs)": _us(trace.get("span_ns")),
+                         "median stage A (µs)": _us(trace.get("a_stage_ns", {}).get("median")),
+                         "median stage B (µs)": _us(trace.get("b_stage_ns", {}).get("median")),
+                         "SMs used": trace.get("sms_used"), "CTAs that ran jobs": trace.get("workers_used")})
+    return tables.page_table(rows, index=["case", "variant"], formats={"span (µs)": "sig", "median stage A (µs)": "sig",
+                                                                       "median stage B (µs)": "sig"},
+                             caption=f"One traced invocation of every variant (instrumented build) and the rules "
+                                     f"of its schedule; {run.summaries['layout']['jobs']} jobs each.")
+
+
+def comparison_table(run):
+    summaries, headline = run.summaries, run.headline
+    checks, jobs = summaries["checks"], headline["jobs"]
+    configurations, rounds = warm_batch_samples(run)
+    early = "; ".join(f"{case}: {headline.get(f'early_b.separate_graph.{case}', '—')} against "
+                      f"{headline.get(f'early_b.fused_graph.{case}', '—')}" for case in cases(run))
+    medians = ", ".join(f"{label(vid)} {_timing(run, vid)['warm_single']['complete_us']['median']:.2f}"
+                        for vid in _variants("ragged")) if "ragged" in cases(run) else "no ragged case in this run"
+    ours = (f"{checks['exact_outputs_passed']} passed of {checks['exact_outputs']} (bit for bit)",
+            f"{checks['traces_passed']} of {checks['traces']} traces met every rule of their schedule",
+            f"{configurations * rounds} ({configurations} configurations × {rounds} rounds), each round also "
+            "one single-call sample",
+            f"{early}, of {jobs} jobs",
+            f"host completion of one call (µs): {medians}")
+    return article_table(run, [(q, a, o) for (q, a), o in zip(ARTICLE_ROWS_B, ours)])
+
+
+# --------------------------------------------------------------------------- figures
+def latency_figure(run):
+    """One panel per case: event interval per call and host completion of one call, for the six variants."""
+    from launchlab.present import figures
+
+    fig, axes = figures.figure(len(cases(run)), 1, height=2.7, layout="constrained")
+    names = {f"{m}.{k}": TIMING[(m, k)] for m, k in FIGURE_METRICS}
+    for ax, case in zip(axes[:, 0], cases(run)):
+        groups = {label(vid).replace(", ", "\n"): {f"{m}.{k}": _timing(run, vid)[m][k] for m, k in FIGURE_METRICS}
+                  for vid in _variants(case)}
+        figures.quantile_dots(ax, groups, names, log=False, legend_where=None)
+        ax.set_title(f"{case} case")
+        ax.set_ylim(bottom=0)
+        ax.set_ylabel("µs per invocation")
+    return figures.finish(fig)
+
+
+def timeline_figure(run, case: str = TIMELINE_CASE, submission: str = TIMELINE_SUBMISSION):
+    """Every job's stage A and stage B as bars on the SM that ran them, one panel per schedule."""
+    from launchlab.chapters.example_b_jobs.summary import load_trace
+    from launchlab.present import figures
+
+    fig, axes = figures.figure(len(SCHEDULES), 1, height=2.5, layout="constrained", sharex=True)
+    for ax, schedule in zip(axes[:, 0], SCHEDULES):
+        vid = variant(schedule, case, submission)
+        trace, _ = load_trace(run.file(f"traces/{vid}.npz"))
+        for stage, colour in STAGE_COLOURS.items():
+            s = stage.lower()
+            ax.hlines(trace[f"sm_{s}"], trace[f"{s}_start_ns"] / 1e3, trace[f"{s}_end_ns"] / 1e3,
+                      colors=figures.COLOURS[colour], linewidth=1.4, label=f"stage {stage}")
+        ax.set_title(f"{label(vid)}, {case} case: early B starts {run.summaries['traces'][str(vid)].get('early_b', '—')}")
+        ax.set_ylabel("SM (%smid)")
+    axes[-1, 0].set_xlabel("time since the first stage A started (µs)")
+    return figures.finish(fig)
+
+
+# --------------------------------------------------------------------------- glued values
+def _fmt(value: float) -> str:
+    from launchlab.present.tables import fmt_sig
+
+    return fmt_sig(value)
+
+
+def page_values(run) -> dict:
+    from launchlab.chapters.example_a_pointwise.page import sanitizer_sentence
+
+    record, headline, summaries = run.record, run.headline, run.summaries
+    protocol, layout = record.protocol, summaries["layout"]
+    configurations, rounds = warm_batch_samples(run)
+    values = {"run_id": run.run_id, "device_name": record.device_name, "sm_count": str(layout["sm_count"]),
+              "rounds": str(protocol["rounds"]), "batch": str(protocol["batch"]), "warmups": str(protocol["warmups"]),
+              "fixture_seed": str(record.parameters["fixture_seed"]), "jobs": str(headline["jobs"]),
+              "workers": str(layout["workers"]), "active_ctas_per_sm": str(headline["active_ctas_per_sm"]),
+              "active_without_reservation": ", ".join(map(str, layout["active_without_reservation"])),
+              "reserved_bytes": f"{layout['shared_memory']['dynamic_shared_bytes']:,}",
+              "shared_per_sm": f"{layout['shared_memory']['shared_per_sm']:,}",
+              "exact_checks": str(headline["exact_checks"]), "exact_outputs": str(summaries["checks"]["exact_outputs"]),
+              "trace_checks": str(headline["trace_checks"]), "traces": str(summaries["checks"]["traces"]),
+              "configurations": str(configurations), "timing_samples": str(configurations * rounds),
+              "sanitizer_sentence": sanitizer_sentence(run, "jobs")}
+    for case in cases(run):
+        values[f"{case}_a_iterations"] = f"{summaries['work'][case]['a_iterations']:,}"
+        values[f"{case}_heavy_jobs"] = str(summaries["work"][case]["heavy_jobs"])
+        for vid in _variants(case):
+            key = f"{case}_{vid.target}_{vid.submission}"
+            values[f"{key}_event_us"] = _fmt(_timing(run, vid)["warm_batch"]["event_us"]["median"])
+            values[f"{key}_complete_us"] = _fmt(_timing(run, vid)["warm_single"]["complete_us"]["median"])
+            values[f"{key}_early_b"] = str(summaries["traces"][str(vid)].get("early_b", "not counted"))
+        for schedule in SCHEDULES:
+            values[f"{case}_{schedule}_stream_over_graph"] = \
+                f"{summaries['ratios'][f'stream_over_graph.{schedule}.{case}']['median']:.2f}"
+        for schedule in ("separate", "queue"):
+            for submission in SUBMISSIONS:
+                values[f"{case}_{schedule}_over_fused_{submission}"] = \
+                    f"{summaries['ratios'][f'{schedule}_over_fused.{submission}.{case}']['median']:.2f}"
+    return values

@@ -1,0 +1,210 @@
+"""Chapter 3 on the GPU: build, validate every contender, capture its graphs, time warm and cold through
+the protocol, validate again on the held-out fixture, then profile DRAM bytes in a separate process."""
+from __future__ import annotations
+
+import time
+
+from launchlab.chapters.fusion import (CALLS_PER_GRAPH, CONTENDERS, DEVICE, FUSED_KERNELS, ROW_KERNELS,
+                                       contenders, fused_config, fused_configs, large, requested_libraries)
+from launchlab.measure.protocol import Measured
+from launchlab.measure.variant import VariantId
+from launchlab.model import dot, oracles, workloads
+
+# The declared oracle of each contender (chapters/fusion/__init__.py) -> the reference and its tolerance;
+# "x itself (exact)" is checked bit for bit against the input.
+ORACLES = {"rms_softmax (float64)": (oracles.rms_softmax, oracles.RMS_SOFTMAX_TOLERANCE),
+           "softmax (float64)": (oracles.softmax, oracles.SOFTMAX_TOLERANCE)}
+
+
+class Repeated:
+    """`calls` back-to-back calls of a target as ONE invocation, on the target's buffers: what a graph of
+    many calls captures. Each call reads x and rewrites y whole, so the output is that of one call."""
+
+    def __init__(self, target, calls: int):
+        self.target, self.calls, self.name = target, int(calls), target.name
+
+    def invoke(self) -> None:
+        for _ in range(self.calls):
+            self.target.invoke()
+
+    def poison(self) -> None:
+        self.target.poison()
+
+    def load(self, x) -> None:
+        self.target.load(x)
+
+    def output(self):
+        return self.target.output()
+
+    def compute(self, x, invoke=None):
+        return self.target.compute(x, invoke or self.invoke)
+
+
+def graph_of_calls(target, stream, calls: int = CALLS_PER_GRAPH):
+    """A GraphReplay whose one replay is `calls` captured calls of `target` (the graph32 variants)."""
+    from launchlab.gpu.capture import GraphReplay
+
+    return GraphReplay(Repeated(target, calls), stream)
+
+
+def graph_nodes(replay) -> int | None:
+    """Nodes of a captured graph, from CUDA's DOT description (None where it does not parse)."""
+    try:
+        return len(dot.parse_dot(replay.dot)["nodes"])
+    except ValueError:
+        return None
+
+
+class Clock:
+    """Wall time of each phase of the run, printed as it goes and kept in run.json's details."""
+
+    def __init__(self):
+        self.last, self.phases = time.perf_counter(), {}
+
+    def __call__(self, phase: str) -> None:
+        now = time.perf_counter()
+        self.phases[phase] = round(now - self.last, 3)
+        self.last = now
+        print(f"fusion: {phase} took {self.phases[phase]:.1f} s", flush=True)
+
+
+def run(session) -> None:
+    from launchlab.gpu.instruments import KERNELS as INSTRUMENT_KERNELS, ColdL2
+
+    parameters, identity, clock = session.parameters, session.record.device, Clock()
+    configs = fused_configs(parameters.shapes, identity["shared_bytes_per_block_optin"])
+    session.note("fused_configs", configs)
+    session.note("calls_per_graph", CALLS_PER_GRAPH)
+    modules = {"row_softmax": session.build("row_softmax", "row_softmax", ROW_KERNELS)}
+    for config in configs.values():
+        if config["module"] not in modules:
+            modules[config["module"]] = session.build(config["module"], "fused_softmax", FUSED_KERNELS, config["defines"])
+    cold = ColdL2(session.build("instruments", "instruments", INSTRUMENT_KERNELS), identity["l2_bytes"],
+                  identity["sm_count"], session.protocol.cold_wait_ns)
+    session.note("cold_l2", cold.describe())
+    clock("build")
+
+    libraries = {name: {"requested": True, "unavailable": {}} for name in requested_libraries(parameters)}
+    by_shape, setup = {}, {}
+    for rows, cols in workloads.parse_shapes(parameters.shapes):
+        shape = workloads.shape_name(rows, cols)
+        targets = make_targets(session, modules, configs[shape], rows, cols, libraries)
+        screen_libraries(session, targets, rows, cols, libraries)
+        streamed = {VariantId(name, shape, "stream"): target for name, target in targets.items()}
+        for index in range(workloads.FIXTURES_BEFORE_TIMING):
+            validate(session, streamed, rows, cols, index, "before")
+        graphs = capture_graphs(session, targets, shape, setup)
+        validate(session, graphs, rows, cols, 0, "before")
+        by_shape[shape] = {**streamed, **graphs}
+    session.require_passed("before timing")
+    session.writer.write_json("graphs/setup.json", setup)
+    clock("setup and validation before timing")
+
+    for shape, variants in by_shape.items():
+        session.measure("warm", [measured(vid, target) for vid, target in variants.items()])
+        session.measure("cold", [measured(vid, target) for vid, target in variants.items()
+                                 if vid.submission in ("stream", "graph")], flush=cold.flush)
+    clock("timing")
+
+    for shape, variants in by_shape.items():
+        validate(session, variants, *workloads.parse_shapes(shape)[0], workloads.HELD_OUT_FIXTURE, "after")
+    session.require_passed("after timing")
+    clock("validation after timing")
+
+    session.note("baselines", libraries)
+    profile(session, configs)
+    clock("profile")
+    session.note("phase_seconds", clock.phases)
+
+
+def make_targets(session, modules, config, rows, cols, libraries) -> dict:
+    """{contender: Target} on one shared input matrix; a library that cannot be set up is noted, not made."""
+    from launchlab.gpu import baselines
+    from launchlab.gpu.targets import DeviceCopy, FusedRow, RowPath
+
+    row = RowPath(modules["row_softmax"], rows, cols)
+    fused = modules[config["module"]]
+    targets = {"copy": DeviceCopy(row.x), "row4": row,
+               "fused_rms": FusedRow(fused, rows, cols, "rms", config["shared_bytes"], x=row.x),
+               "fused_plain": FusedRow(fused, rows, cols, "plain", config["shared_bytes"], x=row.x)}
+    shape = workloads.shape_name(rows, cols)
+    for name in libraries:
+        target, reason = baselines.make_baseline(name, row.x, session.backend.stream)
+        if target is None:
+            libraries[name]["unavailable"][shape] = reason
+            continue
+        libraries[name]["setup"] = target.describe()
+        session.library(name, target.version())
+        targets[name] = target
+    declared = contenders(session.parameters)
+    return {name: targets[name] for name in declared if name in targets}
+
+
+def screen_libraries(session, targets: dict, rows: int, cols: int, libraries: dict) -> None:
+    """A library that fails the plain-softmax oracle on fixture 0 is recorded and dropped, never timed;
+    our own kernels are never screened (their failures fail the run)."""
+    x = workloads.rms_softmax_fixture(session.parameters.fixture_seed, 0, rows, cols)
+    reference = None
+    for name in [n for n in targets if CONTENDERS[n].library]:
+        reference = reference if reference is not None else oracles.by_row_blocks(oracles.softmax, x)
+        result = oracles.compare_by_row_blocks(targets[name].compute(x), reference, oracles.SOFTMAX_TOLERANCE)
+        if not result["passed"]:
+            libraries[name]["unavailable"][workloads.shape_name(rows, cols)] = (
+                f"failed the float64 softmax oracle before timing ({result['failing_elements']} of "
+                f"{result['elements']} elements outside the tolerance); not timed")
+            del targets[name]
+
+
+def capture_graphs(session, targets: dict, shape: str, setup: dict) -> dict:
+    """{VariantId: GraphReplay}: a graph of CALLS_PER_GRAPH calls for every contender, and of one call for
+    those declared with the `graph` submission. Capture costs and node counts go into `setup`."""
+    from launchlab.gpu.capture import GraphReplay
+
+    stream = session.backend.stream
+    graphs = {}
+    for name, target in targets.items():
+        for submission in CONTENDERS[name].submissions:
+            if submission == "stream":
+                continue
+            replay = graph_of_calls(target, stream) if submission == DEVICE else GraphReplay(target, stream)
+            vid = VariantId(name, shape, submission)
+            calls = CALLS_PER_GRAPH if submission == DEVICE else 1
+            setup[str(vid)] = {**replay.setup, "calls": calls, "nodes": graph_nodes(replay)}
+            graphs[vid] = replay
+    return graphs
+
+
+def validate(session, variants: dict, rows: int, cols: int, index: int, phase: str) -> None:
+    """Every variant's output on one fixture against its declared oracle (the copy: exactly x)."""
+    x = workloads.rms_softmax_fixture(session.parameters.fixture_seed, index, rows, cols)
+    references = {}
+    for vid, target in variants.items():
+        labels = {"variant": str(vid), "fixture": index, "phase": phase}
+        oracle = CONTENDERS[vid.target].oracle
+        output = target.compute(x)
+        if oracle not in ORACLES:
+            session.check(labels, output, x, inputs=x)
+            continue
+        function, tolerance = ORACLES[oracle]
+        if oracle not in references:
+            references[oracle] = oracles.by_row_blocks(function, x)
+        session.check(labels, output, references[oracle], tolerance, inputs=x)
+
+
+def measured(vid: VariantId, target) -> Measured:
+    return Measured(vid, target.invoke, launches=target.submissions, large=large(vid))
+
+
+def profile(session, configs: dict) -> None:
+    """Nsight Compute's DRAM bytes of the row path and both fused modes at the profile shape, after timing."""
+    from launchlab.gpu.ncu import ncu_dram_bytes
+
+    shape_text = session.parameters.profile_shape.strip()
+    if not shape_text:
+        return
+    rows, cols = workloads.parse_shapes(shape_text)[0]
+    shape = workloads.shape_name(rows, cols)
+    config = configs.get(shape) or fused_config(rows, cols, session.record.device["shared_bytes_per_block_optin"])
+    result = ncu_dram_bytes(rows, cols, config)
+    session.writer.write_text(f"profiles/ncu_{shape}.csv", result["csv"])
+    session.writer.write_json(f"profiles/ncu_{shape}.json", {k: v for k, v in result.items() if k != "csv"})

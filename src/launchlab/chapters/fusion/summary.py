@@ -1,0 +1,296 @@
+"""Chapter 3's summaries and headline, from the run's raw files alone (NumPy only).
+
+Time per CALL. A `graph32` sample's event interval per invocation covers CALLS_PER_GRAPH calls of its
+contender; `per_call` divides by `calls_per_invocation(variant)` (median and quantiles scale exactly), and
+`call_ratio` scales a paired ratio by the two sides' calls. Every other submission is one call.
+
+Device time, which every comparison uses:
+  * warm L2: the warm_batch event interval of the graph32 variant, per call;
+  * cold L2: the cold event interval of the stream variant (one call after the flush and the GPU wait).
+The stream variants' warm batches are the host-path view, shown beside them and never compared as device time.
+
+Headline keys (<l2> is warm or cold):
+  graph.<a>_over_<b>.<shape>.<l2>         device-time ratio a/b, paired per round (medians; intervals in summaries)
+  stream.<a>_over_<b>.<shape>.warm        the same ratio over warm stream-launch batches (host-path view)
+  device_us_per_call.<contender>.<shape>.<l2>
+  device_logical_gbs.<contender>.<shape>.<l2>   logical bytes per call over device time per call
+  graph32_device_paced.<shape>            every graph32 batch at the shape was enqueued faster than the GPU ran it
+  target_met.<target>.<shape>.<l2>        verdict on a declared performance target (True/False)
+  dram_over_logical.<contender>.<shape>   Nsight Compute's DRAM bytes over logical bytes at the profile shape
+"""
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from pathlib import Path
+
+from launchlab.chapters.fusion import (CONTENDERS, COPY_RATIO_SHAPES, COPY_RATIO_TARGET, CUDNN_SPEEDUP_SHAPE,
+                                       CUDNN_SPEEDUP_TARGET, DEVICE, L2_STATES, Parameters, calls_per_invocation, contenders, logical_bytes_per_call)
+from launchlab.measure import stats
+from launchlab.measure.variant import VariantId
+from launchlab.model import workloads
+from launchlab.runner import SAMPLES_FILE
+from launchlab.store.runs import read_jsonl
+
+QUANTILE_KEYS = ("median", "p10", "p90", "ci_low", "ci_high")
+HOST_BOUND_SHARE = 0.9      # a stream batch whose host enqueue took this share of its event time ran at the host's pace
+SUBMISSION_PATHS = ("row4", "fused_rms", "fused_plain")  # the contenders also captured as a graph of one call
+
+
+def variant(name: str, shape: str, submission: str) -> str:
+    return str(VariantId(name, shape, submission))
+
+
+def per_call(summary: dict, calls: int) -> dict:
+    """A per-invocation summary divided by the invocation's calls (quantiles of a scaled sample scale)."""
+    return {key: (value / calls if key in QUANTILE_KEYS else value) for key, value in summary.items()}
+
+
+def call_ratio(samples: list[dict], numerator: str, denominator: str, measurement: str) -> dict:
+    """numerator/denominator of the event time per CALL, paired per round, with its bootstrap interval."""
+    ratio = stats.paired_ratio(samples, numerator, denominator, measurement, "event_us")
+    scale = calls_per_invocation(denominator) / calls_per_invocation(numerator)
+    return {key: (value * scale if key in QUANTILE_KEYS else value) for key, value in ratio.items()}
+
+
+def ratio_pairs(names: list[str]) -> list[tuple[str, str]]:
+    """(numerator, denominator) contenders compared: everything over the copy, the row path and plain mode
+    over fused RMS, each library over fused plain."""
+    pairs = [(name, "copy") for name in names if name != "copy"]
+    pairs += [(a, b) for a, b in (("row4", "fused_rms"), ("fused_plain", "fused_rms")) if a in names and b in names]
+    pairs += [(name, "fused_plain") for name in names if CONTENDERS[name].library]
+    return pairs
+
+
+def summarize(run_dir: Path, record) -> dict:
+    run_dir = Path(run_dir)
+    samples = read_jsonl(run_dir / SAMPLES_FILE)
+    parameters = Parameters(**record.parameters)
+    shapes = [workloads.shape_name(*s) for s in workloads.parse_shapes(parameters.shapes)]
+    timing = stats.summarize(samples)
+    measured = [n for n in contenders(parameters) if any(variant(n, s, "stream") in timing for s in shapes)]
+    device = device_times(timing, measured, shapes)
+    paired = ratios(samples, timing, measured, shapes)
+    return {
+        "shapes": shapes,
+        "contenders": measured,
+        "timing": timing,
+        "device": device,
+        "graph_pacing": graph_pacing(samples),
+        "host_view": host_view(timing),
+        "cold_pacing": cold_pacing(samples, record.protocol["cold_wait_ns"]),
+        "bandwidth": bandwidth(device, shapes),
+        "ratios": paired,
+        "targets": evaluate_targets(paired["graph"], shapes),
+        "resources": summarize_resources(run_dir),
+        "dram": summarize_dram(run_dir),
+        "graph_setup": json.loads((run_dir / "graphs/setup.json").read_text()),
+        "configs": record.details["fused_configs"],
+        "baselines": record.details.get("baselines", {}),
+        "cold_l2": record.details.get("cold_l2", {}),
+    }
+
+
+def device_times(timing: dict, names: list[str], shapes: list[str]) -> dict:
+    """{contender: {shape: {"warm", "cold"}}}: device time per call (µs), median and p10/p90 over the samples."""
+    result = {}
+    for name in names:
+        for shape in shapes:
+            warm, cold = variant(name, shape, DEVICE), variant(name, shape, "stream")
+            entry = {}
+            if warm in timing:
+                entry["warm"] = per_call(timing[warm]["warm_batch"]["event_us"], calls_per_invocation(warm))
+            if "cold" in timing.get(cold, {}):
+                entry["cold"] = timing[cold]["cold"]["event_us"]
+            if entry:
+                result.setdefault(name, {})[shape] = entry
+    return result
+
+
+def graph_pacing(samples: list[dict]) -> dict:
+    """Per graph-of-many-calls variant: the host's enqueue time per replay against the event time per replay.
+    `device_paced` holds when, in every round, the host enqueued the batch in less time than the GPU ran it."""
+    shares, enqueue, event = defaultdict(list), defaultdict(list), defaultdict(list)
+    for sample in samples:
+        if sample["measurement"] == "warm_batch" and calls_per_invocation(sample["variant"]) > 1:
+            name = sample["variant"]
+            shares[name].append(sample["enqueue_ns"] / (sample["event_ms"] * 1e6))
+            enqueue[name].append(sample["enqueue_ns"] / 1e3 / sample["count"])
+            event[name].append(sample["event_ms"] * 1e3 / sample["count"])
+    return {name: {"host_enqueue_us_per_replay": stats.quantiles(enqueue[name]),
+                   "event_us_per_replay": stats.quantiles(event[name]),
+                   "host_share_max": float(max(shares[name])), "device_paced": bool(max(shares[name]) < 1.0)}
+            for name in sorted(shares)}
+
+
+def host_view(timing: dict) -> dict:
+    """Per one-call variant (stream launches, one-call graphs), warm batches: event time and host enqueue per
+    call, and whether the host set the pace (its enqueue took at least HOST_BOUND_SHARE of the event time)."""
+    result = {}
+    for name, measurements in timing.items():
+        if calls_per_invocation(name) != 1 or "warm_batch" not in measurements:
+            continue
+        batch = measurements["warm_batch"]
+        result[name] = {"event_us": batch["event_us"], "enqueue_us": batch["enqueue_us"],
+                        "host_bound": bool(batch["enqueue_us"]["median"] >= HOST_BOUND_SHARE * batch["event_us"]["median"])}
+    return result
+
+
+def cold_pacing(samples: list[dict], wait_ns: int) -> dict:
+    """Per cold variant: how many invocations took the host longer to enqueue than the GPU wait lasted
+    (those start events may have waited for the host)."""
+    late, total = defaultdict(int), defaultdict(int)
+    for sample in samples:
+        if sample["measurement"] == "cold":
+            total[sample["variant"]] += 1
+            late[sample["variant"]] += sample["enqueue_ns"] > wait_ns
+    return {name: {"samples": total[name], "host_enqueue_exceeded_wait": late[name]} for name in sorted(total)}
+
+
+def bandwidth(device: dict, shapes: list[str]) -> dict:
+    """{contender: {shape: logical bytes per call, GB/s warm and cold, and % of the same run's copy}}."""
+    result = {}
+    for name, by_shape in device.items():
+        for shape, times in by_shape.items():
+            nbytes = logical_bytes_per_call(name, *workloads.parse_shapes(shape)[0])
+            entry = {"logical_bytes_per_call": nbytes}
+            for l2, summary in times.items():
+                entry[f"{l2}_gbs"] = stats.gigabytes_per_second(nbytes, summary["median"])
+                copy = device.get("copy", {}).get(shape, {}).get(l2)
+                if copy:
+                    copy_bytes = logical_bytes_per_call("copy", *workloads.parse_shapes(shape)[0])
+                    entry[f"{l2}_pct_of_copy"] = 100 * entry[f"{l2}_gbs"] / stats.gigabytes_per_second(copy_bytes, copy["median"])
+            result.setdefault(name, {})[shape] = entry
+    return result
+
+
+def device_ratio_table(samples, timing, names, shapes) -> dict:
+    """{"<a>_over_<b>": {shape: {"warm": graph32 ratio, "cold": flushed stream ratio}}} where both sides ran."""
+    table = {}
+    for a, b in ratio_pairs(names):
+        for shape in shapes:
+            entry = {}
+            for l2, submission, measurement in (("warm", DEVICE, "warm_batch"), ("cold", "stream", "cold")):
+                top, bottom = variant(a, shape, submission), variant(b, shape, submission)
+                if measurement in timing.get(top, {}) and measurement in timing.get(bottom, {}):
+                    entry[l2] = call_ratio(samples, top, bottom, measurement)
+            if entry:
+                table.setdefault(f"{a}_over_{b}", {})[shape] = entry
+    return table
+
+
+def ratios(samples, timing, names, shapes) -> dict:
+    """Paired ratios: `graph` (device time, warm and cold), `stream` (warm stream launches: the host-path
+    view), `submission` (a path's stream launch over its one-call graph, warm and cold)."""
+    stream = {}
+    for a, b in ratio_pairs(names):
+        for shape in shapes:
+            top, bottom = variant(a, shape, "stream"), variant(b, shape, "stream")
+            if "warm_batch" in timing.get(top, {}) and "warm_batch" in timing.get(bottom, {}):
+                stream.setdefault(f"{a}_over_{b}", {})[shape] = {"warm": call_ratio(samples, top, bottom, "warm_batch")}
+    submission = {}
+    for name in (n for n in SUBMISSION_PATHS if n in names):
+        for shape in shapes:
+            top, bottom = variant(name, shape, "stream"), variant(name, shape, "graph")
+            entry = {l2: call_ratio(samples, top, bottom, measurement)
+                     for l2, measurement in (("warm", "warm_batch"), ("cold", "cold"))
+                     if measurement in timing.get(top, {}) and measurement in timing.get(bottom, {})}
+            if entry:
+                submission.setdefault(f"{name}_stream_over_graph", {})[shape] = entry
+    return {"graph": device_ratio_table(samples, timing, names, shapes), "stream": stream, "submission": submission}
+
+
+TARGET_NAMES = {"fused_rms_over_copy": "fused_rms_within_copy", "cudnn_over_fused_plain": "faster_than_cudnn",
+                "torch_over_fused_plain": "faster_than_torch"}
+
+
+def evaluate_targets(device_ratios: dict, shapes: list[str]) -> list[dict]:
+    """The declared performance targets against the paired device-time medians: met, missed, or not measured."""
+    wanted = [("fused_rms_over_copy", shape, COPY_RATIO_TARGET, "at most") for shape in COPY_RATIO_SHAPES if shape in shapes]
+    wanted += [(f"{lib}_over_fused_plain", shape, 1.0, "above") for lib in ("cudnn", "torch") for shape in shapes]
+    if CUDNN_SPEEDUP_SHAPE in shapes:
+        wanted.append(("cudnn_over_fused_plain", CUDNN_SPEEDUP_SHAPE, CUDNN_SPEEDUP_TARGET, "at least"))
+    found = []
+    for ratio_name, shape, threshold, sense in wanted:
+        for l2 in L2_STATES:
+            entry = {"ratio": ratio_name, "shape": shape, "l2": l2, "threshold": threshold, "sense": sense,
+                     "key": target_key(ratio_name, threshold, sense, shape, l2)}
+            ratio = device_ratios.get(ratio_name, {}).get(shape, {}).get(l2)
+            if ratio is None:
+                entry.update({"measured": None, "met": None})
+            else:
+                value = ratio["median"]
+                met = value <= threshold if sense == "at most" else value > threshold if sense == "above" else value >= threshold
+                entry.update({"measured": value, "ci_low": ratio["ci_low"], "ci_high": ratio["ci_high"], "met": bool(met)})
+            found.append(entry)
+    return found
+
+
+def target_key(ratio_name: str, threshold: float, sense: str, shape: str, l2: str) -> str:
+    """`<what is promised>.<shape>.<l2>`, e.g. fused_rms_within_copy_1.15x.4096x4096.warm."""
+    name = TARGET_NAMES[ratio_name]
+    if sense == "at least":
+        name = f"{ratio_name}_at_least_{threshold}"
+    elif sense == "at most":
+        name = f"{name}_{threshold}x"
+    return f"{name}.{shape}.{l2}"
+
+
+def summarize_resources(run_dir: Path) -> dict:
+    """Per build and kernel: registers, static shared bytes, local bytes, spills (nvcc's report where kept)."""
+    result = {}
+    for record_path in sorted((Path(run_dir) / "builds").glob("*/record.json")):
+        build = json.loads(record_path.read_text())
+        nvcc = (build.get("nvcc") or {}).get("resources", {})
+        for kernel, loaded in sorted(build["resources_loaded"].items()):
+            entry = {"registers": loaded["registers"], "shared_bytes": loaded["shared_bytes"],
+                     "local_bytes": loaded["local_bytes"]}
+            if kernel in nvcc:
+                entry.update({key: nvcc[kernel][key] for key in ("spill_stores", "spill_loads", "stack_bytes")})
+            result.setdefault(record_path.parent.name, {})[kernel] = entry
+    return result
+
+
+def summarize_dram(run_dir: Path) -> dict:
+    """Per profiled shape: ncu's DRAM bytes per contender beside its logical bytes per call, or the error."""
+    from launchlab.gpu.ncu import dram_by_variant, parse_ncu_csv
+
+    result = {}
+    for meta_path in sorted((Path(run_dir) / "profiles").glob("ncu_*.json")):
+        shape = meta_path.stem.removeprefix("ncu_")
+        meta = json.loads(meta_path.read_text())
+        measured = dram_by_variant(parse_ncu_csv((meta_path.parent / f"ncu_{shape}.csv").read_text()))
+        rows, cols = workloads.parse_shapes(shape)[0]
+        entry = {"error": meta.get("error"), "contenders": {}}
+        for name, values in sorted(measured.items()):
+            nbytes = logical_bytes_per_call(name, rows, cols)
+            entry["contenders"][name] = {**values, "logical_bytes": nbytes,
+                                         "measured_over_logical": (values["read_bytes"] + values["write_bytes"]) / nbytes}
+        result[shape] = entry
+    return result
+
+
+def headline(summaries: dict) -> dict:
+    figures = {}
+    for kind, by_ratio in (("graph", summaries["ratios"]["graph"]), ("stream", summaries["ratios"]["stream"])):
+        for ratio_name, by_shape in by_ratio.items():
+            for shape, by_l2 in by_shape.items():
+                for l2, ratio in by_l2.items():
+                    figures[f"{kind}.{ratio_name}.{shape}.{l2}"] = ratio["median"]
+    for name, by_shape in summaries["device"].items():
+        for shape, times in by_shape.items():
+            for l2, summary in times.items():
+                figures[f"device_us_per_call.{name}.{shape}.{l2}"] = summary["median"]
+                figures[f"device_logical_gbs.{name}.{shape}.{l2}"] = summaries["bandwidth"][name][shape][f"{l2}_gbs"]
+    for shape in summaries["shapes"]:
+        paced = [p["device_paced"] for v, p in summaries["graph_pacing"].items() if VariantId.parse(v).case == shape]
+        if paced:
+            figures[f"graph32_device_paced.{shape}"] = all(paced)
+    for target in summaries["targets"]:
+        if target["met"] is not None:
+            figures[f"target_met.{target['key']}"] = target["met"]
+    for shape, entry in summaries["dram"].items():
+        for name, values in entry["contenders"].items():
+            figures[f"dram_over_logical.{name}.{shape}"] = values["measured_over_logical"]
+    return figures
+

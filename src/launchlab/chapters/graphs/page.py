@@ -1,0 +1,292 @@
+"""Chapter 2's tables, figures and glued values, all read from the run."""
+from __future__ import annotations
+
+from launchlab.chapters.graphs import is_graph_length, stream_twin
+from launchlab.measure.variant import VariantId
+from launchlab.model import dot
+from launchlab.present import tables
+
+# (measurement, metric) -> column header; the measurement is named because the chapters' single-call and
+# batch figures differ (a single call pays for whatever ran just before it in the round)
+TIMING_COLUMNS = {
+    ("warm_single", "enqueue_us"): "host enqueue, 1 synchronised call (µs)",
+    ("warm_batch", "enqueue_us"): "host enqueue per call, batch (µs)",
+    ("warm_single", "complete_us"): "host completion, 1 synchronised call (µs)",
+    ("warm_batch", "event_us"): "event interval per call, batch (µs)",
+}
+SUBMISSIONS = {"stream": "stream (Python launches)", "graph": "graph replay", "native": "C++ loop (cuLaunchKernel)"}
+
+
+def label(vid: VariantId) -> str:
+    """A readable name of a workload (without its submission)."""
+    count = vid.case[1:]
+    return {"row4": f"row path {vid.case.replace('x', '×')}", "tiled3": f"tiled path, {vid.case}",
+            "empty": f"{count} empty kernel{'s' if count != '1' else ''}", "row4copies": f"row path ×{count}"
+            }.get(vid.target, str(vid))
+
+
+TARGET_ORDER = ("row4", "tiled3", "empty", "row4copies")
+
+
+def ordered(variants) -> list[str]:
+    """The two paths first, then the graph-length series by length; row shapes by size."""
+    def key(variant):
+        vid = VariantId.parse(variant)
+        if vid.target == "row4":
+            rows, cols = (int(v) for v in vid.case.split("x"))
+            size = rows * cols
+        else:
+            size = int(vid.case[1:]) if vid.target in ("empty", "row4copies") else 0
+        return TARGET_ORDER.index(vid.target), size, vid.case, vid.submission
+    return sorted(variants, key=key)
+
+
+def glue_key(vid: VariantId, with_submission: bool = False) -> str:
+    """row4.128x8192.graph -> row4_128x8192 (or row4_128x8192_graph): a name for the prose."""
+    parts = [vid.target, vid.case] + ([vid.submission] if with_submission else [])
+    return "_".join(parts).replace("-", "_")
+
+
+def _paths(run) -> list[VariantId]:
+    """The graph variants of the two paths (not the graph-length series), in the run's order."""
+    graphs = (VariantId.parse(g) for g in ordered(run.summaries["stream_over_graph"]))
+    return [g for g in graphs if not is_graph_length(g)]
+
+
+def _band(summary: dict) -> str:
+    return tables.median_with_band(summary, tables.BAND)
+
+
+# ---------------------------------------------------------------- what the graph holds
+def node_table(run):
+    rows = [{"graph": label(VariantId.parse(g)), "kernel nodes": n["kernel"], "other nodes": n["other"],
+             "edges": n["edges"], "launches of the stream version": n["stream_launches"]}
+            for g, n in ((g, run.summaries["nodes"][g]) for g in ordered(run.summaries["nodes"]))]
+    return tables.page_table(rows, index="graph", formats={"graph": "text"},
+                             note="Read from the DOT text CUDA printed for each captured graph (saved in the run).")
+
+
+def figure_graphs(run) -> list[str]:
+    """The smallest row-path graph and the first tiled graph: the two drawn node by node."""
+    paths = _paths(run)
+    event_us = {g: run.summaries["timing"][str(g)]["warm_batch"]["event_us"]["median"] for g in paths}
+    rows = sorted((g for g in paths if g.target == "row4"), key=event_us.get)
+    tiled = [g for g in paths if g.target == "tiled3"]
+    return [str(g) for g in (rows[:1] + tiled[:1])]
+
+
+def graph_figure(run):
+    """The captured graphs as CUDA printed them: one box per node, in dependency order."""
+    from launchlab.chapters.graphs.summary import read_dot
+    from launchlab.present import figures
+
+    index = run.json("graphs/index.json")
+    names = figure_graphs(run)
+    fig, axes = figures.figure(1, len(names), height=3.2)
+    for ax, name in zip(axes[0], names):
+        parsed = dot.parse_dot(read_dot(run.path, index[name]["dot"]))
+        title = f"{label(VariantId.parse(name))}: {len(parsed['nodes'])} nodes, {len(parsed['edges'])} edges"
+        figures.draw_chain(ax, [parsed["nodes"][n]["label"][-1] for n in dot.topological_order(parsed)], title)
+    fig.tight_layout()
+    return fig
+
+
+# ---------------------------------------------------------------- set-up
+def _replays(value) -> str:
+    return "never" if value is None else f"{value:.0f}"
+
+
+def _break_even_cell(entry: dict) -> str:
+    if entry["median"] is None:
+        return "never"
+    return f"{entry['median']:.0f} [{_replays(entry['low'])}–{_replays(entry['high'])}]"
+
+
+def instantiation_alone(steps: dict) -> dict | None:
+    """A separate instantiation step where CuPy made one, else the one more instantiation timed alone."""
+    return steps.get("instantiate_us") or steps.get("instantiate_again_us")
+
+
+def setup_table(run):
+    """Set-up steps per graph (median over the repeated captures [p10–p90]), the set-up charged to the graph
+    and the replays after which it is paid back."""
+    setups = {g: run.summaries["setup"][str(g)] for g in _paths(run)}
+    inside = all(s["instantiated_in_end_capture"] for s in setups.values())
+    end_capture = "end capture, with instantiation" if inside else "end capture"
+    rows = []
+    for g, s in setups.items():
+        steps = s["steps"]
+        alone = instantiation_alone(steps)
+        rows.append({
+            "graph": label(g), "capture": _band(steps["capture_us"]), end_capture: _band(steps["end_capture_us"]),
+            "instantiation alone": tables.MISSING if alone is None else _band(alone),
+            "upload": _band(steps["upload_us"]), "first replay": _band(steps["first_replay_us"]),
+            "warm replay, 1 call": _sig(s["warm_replay_us"]), "set-up charged": _band(s["setup_us"]),
+            "replays to pay back, event interval": _break_even_cell(s["break_even_replays"]["event"]),
+            "replays to pay back, 1 call": _break_even_cell(s["break_even_replays"]["complete"]),
+        })
+    repeats = sorted({s["repeats"] for s in setups.values()})
+    units = {column: "µs" for column in rows[0] if column != "graph" and not column.startswith("replays")}
+    return tables.page_table(
+        rows, index="graph", units=units, formats={column: "text" for column in rows[0]},
+        note=(f"Steps and set-up: median over {'/'.join(map(str, repeats))} captures [p10–p90]. Set-up charged = "
+              "capture + end capture + a separate instantiation where there was one + upload + what the first "
+              "replay took beyond a warm replay (one synchronised call). 'Instantiation alone' times one more "
+              "instantiation of the same graph where CuPy did it inside end capture; it is part of that column "
+              "and is not added again. Replays to pay back: set-up charged over the saving per invocation, stream "
+              "minus graph paired within rounds [over the ends of the saving's 95 % bootstrap interval]."))
+
+
+# ---------------------------------------------------------------- stream against graph
+def ratio_table(run):
+    ratios = run.summaries["stream_over_graph"]
+    rows = [{"workload": label(g), "event interval per call, batch": ratios[str(g)]["event"],
+             "host completion, 1 synchronised call": ratios[str(g)]["complete"]} for g in _paths(run)]
+    return tables.page_table(rows, index="workload", formats={"workload": "text"},
+                             note="Stream time over graph time within each round.")
+
+
+def timing_table(run):
+    rows = []
+    for g in _paths(run):
+        for vid in (stream_twin(g), g):
+            m = run.summaries["timing"][str(vid)]
+            rows.append({"workload": label(vid), "submission": SUBMISSIONS[vid.submission],
+                         **{header: m[kind][metric] for (kind, metric), header in TIMING_COLUMNS.items()}})
+    return tables.page_table(rows, index=["workload", "submission"], formats={"workload": "text", "submission": "text"},
+                             note="Each cell: the median over the rounds.")
+
+
+# ---------------------------------------------------------------- the cost of one node
+PER_NODE_SERIES = {  # (target, submission, per-node metric) -> legend
+    ("empty", "graph", "warm_batch.event_us"): "empty kernels, graph: event interval per node",
+    ("empty", "graph", "warm_single.enqueue_us"): "empty kernels, graph: host enqueue per node, 1 call",
+    ("empty", "stream", "warm_batch.event_us"): "empty kernels, Python: event interval per launch",
+    ("empty", "native", "warm_batch.event_us"): "empty kernels, C++ loop: event interval per launch",
+    ("row4copies", "graph", "warm_batch.event_us"): "k row paths, graph: event interval per node",
+    ("row4copies", "stream", "warm_batch.event_us"): "k row paths, Python: event interval per launch",
+}
+
+
+def _series(run, target: str, submission: str, metric: str) -> list[tuple[int, dict]]:
+    return sorted((entry["launches"], entry[metric]) for variant, entry in run.summaries["per_node"].items()
+                  if VariantId.parse(variant).target == target and VariantId.parse(variant).submission == submission)
+
+
+def per_node_figure(run):
+    from launchlab.present import figures
+
+    fig, axes = figures.figure(height=4.2, layout="constrained")
+    ax = axes[0, 0]
+    for index, ((target, submission, metric), legend) in enumerate(PER_NODE_SERIES.items()):
+        points = _series(run, target, submission, metric)
+        if not points:
+            continue  # the C++ loop did not build
+        xs = [x for x, _ in points]
+        medians = [s["median"] for _, s in points]
+        colour = figures.COLOURS[index % len(figures.COLOURS)]
+        ax.plot(xs, medians, marker=figures.MARKERS[index % len(figures.MARKERS)], color=colour, label=legend,
+                linestyle="--" if target == "row4copies" else "-")
+        ax.fill_between(xs, [s["p10"] for _, s in points], [s["p90"] for _, s in points], color=colour, alpha=0.18,
+                        linewidth=0)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("kernel launches per invocation (graph length)")
+    ax.set_ylabel("µs per launch or per node")
+    ax.grid(alpha=0.3, which="both")
+    return figures.finish(fig, legend_where="below")
+
+
+def per_node_table(run):
+    rows = []
+    for variant in ordered(run.summaries["per_node"]):
+        vid, entry = VariantId.parse(variant), run.summaries["per_node"][variant]
+        series = "empty kernels" if vid.target == "empty" else "row paths"
+        rows.append({"series": f"{series}, {SUBMISSIONS[vid.submission]}",
+                     "launches per invocation": entry["launches"],
+                     "event interval per launch or node, batch (µs)": entry["warm_batch.event_us"],
+                     "host enqueue per launch or node, 1 call (µs)": entry["warm_single.enqueue_us"],
+                     "host enqueue per launch or node, batch (µs)": entry["warm_batch.enqueue_us"]})
+    rows.sort(key=lambda r: r["series"])  # stable: each series keeps its lengths in order
+    return tables.page_table(rows, index=["series", "launches per invocation"], formats={"series": "text"},
+                             note="Per-invocation quantiles divided by the launches (kernel nodes) of one invocation.")
+
+
+# ---------------------------------------------------------------- glued values
+def _fixed(value: float, digits: int = 2) -> str:
+    return f"{value:.{digits}f}"
+
+
+def _sig(value: float) -> str:
+    return tables.fmt_sig(value)
+
+
+def instantiation_sentence(run) -> str:
+    setups = run.summaries["setup"].values()
+    inside = sum(1 for s in setups if s["instantiated_in_end_capture"])
+    if inside == len(setups):
+        return ("CuPy instantiated every graph inside `end_capture`: there is no separate instantiation step, so its "
+                "cost sits in the end-capture column")
+    return (f"CuPy instantiated {inside} of {len(setups)} graphs inside `end_capture` and the others in a step of "
+            "their own")
+
+
+def page_values(run) -> dict:
+    """Formatted numbers for the chapter's prose, all from the run's summaries and record."""
+    record = run.record
+    protocol = record.protocol
+    values = {"run_id": run.run_id, "device_name": record.device_name, "sm_count": str(record.device["sm_count"]),
+              "rounds": str(protocol["rounds"]), "batch": str(protocol["batch"]),
+              "large_batch": str(protocol["large_batch"]), "warmups": str(protocol["warmups"]),
+              "setup_repeats": str(record.parameters["setup_repeats"]),
+              "instantiation_sentence": instantiation_sentence(run)}
+    for g in _paths(run):
+        values.update(path_values(run.summaries, g))
+    values.update(node_values(run))
+    return values
+
+
+def path_values(s: dict, g: VariantId) -> dict:
+    """Ratios, savings, nodes, set-up and timings of one path's graph and its stream version."""
+    key, setup, values = glue_key(g), s["setup"][str(g)], {}
+    for name in ("event", "complete"):
+        ratio = s["stream_over_graph"][str(g)][name]
+        values[f"ratio_{key}_{name}"] = _fixed(ratio["median"])
+        values[f"ratio_{key}_{name}_ci"] = f"{_fixed(ratio['ci_low'])}–{_fixed(ratio['ci_high'])}"
+        values[f"saving_{key}_{name}_us"] = _sig(s["saving_us"][str(g)][name]["median"])
+        replays = setup["break_even_replays"][name]["median"]
+        values[f"breakeven_{key}_{name}"] = _replays(replays)
+        values[f"payback_{key}_{name}"] = (f"after {replays:.0f} replays" if replays is not None else
+                                           "never: replay saved nothing per invocation by this measure")
+    values[f"kernel_nodes_{key}"] = str(s["nodes"][str(g)]["kernel"])
+    values[f"setup_{key}_us"] = _sig(setup["setup_us"]["median"])
+    values[f"end_capture_{key}_us"] = _sig(setup["steps"]["end_capture_us"]["median"])
+    alone = instantiation_alone(setup["steps"])
+    values[f"instantiate_alone_{key}_us"] = "not timed" if alone is None else _sig(alone["median"])
+    values[f"first_replay_beyond_{key}_us"] = _sig(setup["first_replay_beyond_warm_us"]["median"])
+    for vid in (stream_twin(g), g):
+        m = s["timing"][str(vid)]
+        for (measurement, metric) in TIMING_COLUMNS:
+            values[f"{glue_key(vid, True)}_{measurement}_{metric}"] = _sig(m[measurement][metric]["median"])
+    return values
+
+
+def node_values(run) -> dict:
+    """Per launch or per node of the graph-length series; the C++ series says so where the loop did not build."""
+    values = {}
+    for variant, entry in run.summaries["per_node"].items():
+        key = glue_key(VariantId.parse(variant), True)
+        values[f"node_event_{key}"] = _sig(entry["warm_batch.event_us"]["median"])
+        values[f"node_single_enqueue_{key}"] = _sig(entry["warm_single.enqueue_us"]["median"])
+        values[f"node_batch_enqueue_{key}"] = _sig(entry["warm_batch.enqueue_us"]["median"])
+    native_built = bool(run.record.details.get("native_loop", {}).get("built"))
+    values["native_loop"] = ("built for this run" if native_built else
+                             "which could not be built on this host, so its series is missing")
+    if not native_built:  # the prose names the C++ series: say it was not measured rather than leave a blank
+        for variant in run.summaries["per_node"]:
+            vid = VariantId.parse(variant)
+            if vid.target == "empty" and vid.submission == "stream":
+                native = glue_key(vid.with_submission("native"), True)
+                for prefix in ("node_event", "node_single_enqueue", "node_batch_enqueue"):
+                    values[f"{prefix}_{native}"] = "(not measured)"
+    return values

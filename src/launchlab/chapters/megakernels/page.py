@@ -1,0 +1,373 @@
+"""Chapter 4's tables, figures and glued values, all read from the run."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from launchlab.chapters.megakernels import (DESIGN, DESIGNS, baseline, label, parse_cases, parse_sweep,
+                                            sweep_variant)
+from launchlab.measure.variant import VariantId
+from launchlab.model import schedules
+
+BAND_NOTE = "Each cell: median over the rounds [p10–p90]."
+INTERVAL_NOTE = "Each cell: median of the within-round ratios [95 % bootstrap interval of the median]."
+KIND_COLOURS = {"A": "#0072B2", "B": "#D55E00", "C": "#009E73"}
+OVERLAP_FORBIDDEN = ("three_kernel", "cooperative")  # schedules with a boundary between the phases
+
+
+def cases(run) -> list[str]:
+    return parse_cases(run.record.parameters["tiled_cases"])
+
+
+def sweep(run) -> list[int]:
+    return parse_sweep(run.record.parameters["sweep_workers_per_sm"])
+
+
+def main(case: str) -> list[VariantId]:
+    """The main variants of a case, in table order."""
+    return [VariantId(d.target, case, s) for d in DESIGNS for s in ("stream", "graph")]
+
+
+def _cell(summary: dict) -> str:
+    return f"{summary['median']:.3g} [{summary['p10']:.3g}–{summary['p90']:.3g}]"
+
+
+def _interval(ratio: dict) -> str:
+    return f"{ratio['median']:.2f} [{ratio['ci_low']:.2f}–{ratio['ci_high']:.2f}]"
+
+
+def _us(ns: float, digits: int = 2) -> str:
+    return f"{ns / 1e3:.{digits}f}"
+
+
+def _event(run, vid) -> dict:
+    return run.summaries["timing"][str(vid)]["warm_batch"]["event_us"]
+
+
+# --------------------------------------------------------------------------- tables
+def resources_table(run):
+    """Per kernel: registers and shared memory of the loaded binary, resident blocks per SM, blocks launched."""
+    import pandas as pd
+
+    details, rows = run.record.details, {}
+    grids = details["persistent_grids"]
+    first = cases(run)[0]
+    for family in dict.fromkeys(d.family for d in DESIGNS):
+        for kernel, resources in run.json(f"builds/{family}/record.json")["resources_loaded"].items():
+            if kernel in details["three_kernel_resident_blocks_per_sm"]:
+                per_sm = details["three_kernel_resident_blocks_per_sm"][kernel]
+                launched = "one per row" if kernel == "row_combiner" else "one per tile"
+            else:
+                design = next(d for d in DESIGNS if kernel in d.kernels)
+                grid = grids[str(VariantId(design.target, first, "stream"))]
+                per_sm, launched = grid["resident_blocks_per_sm"], f"{grid['workers']} ({grid['blocks_per_sm']} per SM)"
+            rows[kernel] = {"registers / thread": resources["registers"], "static shared (bytes)": resources["shared_bytes"],
+                            "local (bytes)": resources["local_bytes"], "resident blocks / SM": per_sm,
+                            "co-resident blocks": per_sm * details["sm_count"], "blocks launched": launched}
+    return pd.DataFrame.from_dict(rows, orient="index").rename_axis("kernel")
+
+
+def graph_table(run):
+    """Node records of each captured graph, from CUDA's DOT text."""
+    import pandas as pd
+
+    rows = {}
+    for case in cases(run):
+        for vid in main(case):
+            graph = run.summaries["graphs"].get(str(vid))
+            if graph:
+                rows[(case, DESIGN[vid.target].label)] = {
+                    "kernel nodes": graph["counts"]["kernel"], "other nodes": graph["counts"]["other"],
+                    "edges": graph["edges"], "host submissions from the stream": graph["stream_submissions"]}
+    return pd.DataFrame.from_dict(rows, orient="index").rename_axis(["case", "graph of"])
+
+
+def timing_table(run):
+    """Per case and variant: event interval per invocation in a batch, host enqueue and completion of one call."""
+    import pandas as pd
+
+    rows = {}
+    for case in cases(run):
+        for vid in main(case):
+            m = run.summaries["timing"][str(vid)]
+            rows[(case, label(vid))] = {"event interval per call, batch (µs)": _cell(m["warm_batch"]["event_us"]),
+                                        "host enqueue, 1 call (µs)": _cell(m["warm_single"]["enqueue_us"]),
+                                        "host completion, 1 call (µs)": _cell(m["warm_single"]["complete_us"])}
+    return pd.DataFrame.from_dict(rows, orient="index").rename_axis(["case", "variant"])
+
+
+def speedup_table(run):
+    """The three-kernel graph's event interval over each variant's, within each round (>1: the variant is faster)."""
+    import pandas as pd
+
+    rows = {}
+    for case in cases(run):
+        for vid in main(case):
+            if vid != baseline(case):
+                rows.setdefault(label(vid), {})[case] = _interval(run.summaries["speedup_vs_graph3"][str(vid)])
+    return pd.DataFrame.from_dict(rows, orient="index").rename_axis("speed-up over 3 kernels, graph (×)")
+
+
+def trace_table(run):
+    """Per traced main variant: checks, B tasks started before the last A ended, spans, handoffs and waits."""
+    import pandas as pd
+
+    rows = {}
+    for case in cases(run):
+        for vid in main(case):
+            t = run.summaries["traces"][str(vid)]
+            rows[(case, label(vid))] = {
+                "checks": "passed" if t["passed"] else "FAILED: " + ", ".join(k for k, v in t["checks"].items() if not v),
+                "B before last A": f"{t['b_before_last_a']} of {t['b_tasks']}",
+                "model: B before last A": t["model"]["b_before_last_a"],
+                "span (µs)": _us(t["makespan_ns"], 1), "model span (µs)": _us(t["model"]["makespan_ns"], 1),
+                "A→B handoff, median (µs)": _us(t["handoff_ns.B"]["median"]),
+                "B→C handoff, median (µs)": _us(t["handoff_ns.C"]["median"]),
+                "B waiting, median (µs)": _us(t["wait_ns.B"]["median"]),
+                "workers": t["workers"], "SMs used": t["sms_used"]}
+    return pd.DataFrame.from_dict(rows, orient="index").rename_axis(["case", "variant (traced build)"])
+
+
+def sweep_rows(run) -> list[dict]:
+    """One row per case, swept design and blocks per SM: time, speed-ups, overlap (trace and model), waits."""
+    rows = []
+    for case in cases(run):
+        for design in (d for d in DESIGNS if d.swept):
+            for per_sm in sweep(run):
+                vid = sweep_variant(design.target, case, per_sm)
+                trace = run.summaries["traces"][str(vid)]
+                rows.append({"case": case, "design": design.target, "blocks_per_sm": per_sm, "variant": vid,
+                             "workers": trace["workers"], "event_us": _event(run, vid),
+                             "speedup_vs_graph3": run.summaries["speedup_vs_graph3"][str(vid)],
+                             "speedup_vs_coop": run.summaries["speedup_vs_coop"].get(str(vid)),
+                             "b_before_last_a": trace["b_before_last_a"], "b_tasks": trace["b_tasks"],
+                             "model_b_before_last_a": trace["model"]["b_before_last_a"],
+                             "b_wait_total_ns": trace["wait_ns.B"]["total"], "makespan_ns": trace["makespan_ns"],
+                             "passed": trace["passed"]})
+    return rows
+
+
+def sweep_table(run):
+    """The persistent kernels over worker blocks per SM, replayed as graphs."""
+    import pandas as pd
+
+    rows = {}
+    for r in sweep_rows(run):
+        rows[(r["case"], DESIGN[r["design"]].label, r["workers"])] = {
+            "blocks / SM": r["blocks_per_sm"], "event interval per call (µs)": _cell(r["event_us"]),
+            "speed-up over 3 kernels, graph (×)": _interval(r["speedup_vs_graph3"]),
+            "queue speed-up over cooperative (×)": _interval(r["speedup_vs_coop"]) if r["speedup_vs_coop"] else "—",
+            "B before last A: trace": f"{r['b_before_last_a']} of {r['b_tasks']}",
+            "B before last A: model": r["model_b_before_last_a"],
+            "B tasks waiting, total (µs)": _us(r["b_wait_total_ns"], 1),
+            "trace checks": "passed" if r["passed"] else "FAILED"}
+    return pd.DataFrame.from_dict(rows, orient="index").rename_axis(["case", "design", "workers"])
+
+
+# --------------------------------------------------------------------------- figures
+def timing_figure(run):
+    """Event interval per invocation (median, p10–p90) for every main variant, the cases side by side."""
+    from launchlab.present import figures
+
+    fig, axes = figures.figure(height=3.6)
+    groups = {label(vid): {case: _event(run, VariantId(vid.target, case, vid.submission)) for case in cases(run)}
+              for vid in main(cases(run)[0])}
+    figures.quantile_dots(axes[0, 0], groups, {case: case for case in cases(run)}, log=False)
+    axes[0, 0].set_ylabel("event interval per invocation (µs)")
+    axes[0, 0].set_ylim(bottom=0)
+    axes[0, 0].tick_params(axis="x", labelsize="small", labelrotation=20)
+    fig.tight_layout()
+    return fig
+
+
+def sweep_figure(run):
+    """Per case: time per invocation (top) and B tasks started before the last A ended (bottom) against the
+    swept designs' worker count, replayed as graphs; the three-kernel graph as a dashed reference. A design whose
+    schedule allows overlap also shows its model's count (dotted, the design's colour)."""
+    from launchlab.present import figures
+
+    rows, swept = sweep_rows(run), [d for d in DESIGNS if d.swept]
+    fig, axes = figures.figure(2, len(cases(run)), height=2.8, sharex=True, layout="constrained")
+    for column, case in enumerate(cases(run)):
+        mine = {d.target: [r for r in rows if r["case"] == case and r["design"] == d.target] for d in swept}
+        workers = [r["workers"] for r in mine[swept[0].target]]
+        figures.sweep(axes[0, column], workers, {d.label: [r["event_us"] for r in mine[d.target]] for d in swept},
+                      ceiling=_event(run, baseline(case))["median"], ceiling_label="3 kernels, graph",
+                      ylabel="µs per invocation" if column == 0 else None)
+        axes[0, column].set_title(case)
+        axes[0, column].set_ylim(bottom=0)
+        overlap, models = {}, []
+        for index, design in enumerate(swept):
+            overlap[f"{design.label}, trace"] = [r["b_before_last_a"] for r in mine[design.target]]
+            if design.schedule not in OVERLAP_FORBIDDEN:
+                models.append((len(overlap), index))
+                overlap[f"{design.label}, model"] = [r["model_b_before_last_a"] for r in mine[design.target]]
+        figures.sweep(axes[1, column], workers, overlap, xlabel="worker blocks",
+                      ylabel="B before last A" if column == 0 else None)
+        for line, colour in models:  # the model of the line above it: its colour, dotted
+            axes[1, column].get_lines()[line].set(color=figures.COLOURS[colour], linestyle=":", markerfacecolor="white")
+        axes[1, column].set_ylim(-4, rows[0]["b_tasks"] + 4)
+        for ax in axes[:, column]:
+            ax.set_xscale("log", base=2)
+            ax.set_xticks(workers, [str(w) for w in workers])
+            ax.minorticks_off()
+    for row in axes:
+        figures.legend(row[-1], "right")
+    return fig
+
+
+def gantt_figure(run, case: str, targets=("tiled3", "coop", "queue")):
+    """Per-SM timelines of one case's graph variants: a line per SM (its resident blocks stacked inside the
+    line), every task a bar from start to end coloured by kind; in grey, a queue worker holding a task whose
+    inputs are not ready. The dashed line marks the end of the last A task."""
+    from launchlab.present import figures
+
+    fig, axes = figures.figure(len(targets), 1, height=3.0, sharex=True)
+    for ax, target in zip(axes[:, 0], targets):
+        vid = VariantId(target, case, "graph")
+        trace, graph = schedules.load_trace(run.file(f"traces/{vid}.npz"))
+        kind = graph.kinds()[trace.task]
+        y = _stacked_sm_rows(trace.sm, trace.worker)
+        waiting = trace.start_ns > trace.taken_ns
+        if waiting.any():
+            ax.hlines(y[waiting], trace.taken_ns[waiting] / 1e3, trace.start_ns[waiting] / 1e3, colors="#bbbbbb",
+                      linewidth=0.6, label="waiting")
+        for index, name in enumerate(schedules.KINDS):
+            mine = kind == index
+            ax.hlines(y[mine], trace.start_ns[mine] / 1e3, trace.end_ns[mine] / 1e3, colors=KIND_COLOURS[name],
+                      linewidth=0.8, label=name)
+        ax.axvline(trace.end_ns[kind == 0].max() / 1e3, color="black", linewidth=0.6, linestyle="--")
+        summary = run.summaries["traces"][str(vid)]
+        ax.set_title(f"{label(vid)}: {summary['b_before_last_a']} of {graph.rows} B tasks start before the last A ends",
+                     fontsize="medium")
+        ax.set_ylabel("SM (%smid)")
+        figures.legend(ax, "right")
+    axes[-1, 0].set_xlabel("time since the first task was taken (µs)")
+    fig.tight_layout()
+    return fig
+
+
+def _stacked_sm_rows(sm: np.ndarray, worker: np.ndarray) -> np.ndarray:
+    """y = SM + (rank of the worker among the workers seen on that SM) / (their count + 1)."""
+    y = sm.astype(np.float64).copy()
+    for value in np.unique(sm):
+        on_sm = sm == value
+        workers = np.unique(worker[on_sm])
+        y[on_sm] += np.searchsorted(workers, worker[on_sm]) / (workers.size + 1)
+    return y
+
+
+# --------------------------------------------------------------------------- words
+def verdict(ratio: dict) -> str:
+    """How a variant compares with the baseline, from the bootstrap interval of baseline / variant."""
+    if ratio["ci_low"] > 1:
+        return "faster than"
+    if ratio["ci_high"] < 1:
+        return "slower than"
+    return "not distinguishable from"
+
+
+def compare(value: float, other: float, tolerance: float = 0.05) -> str:
+    """'longer than', 'shorter than' or 'about as long as' (within `tolerance` relative)."""
+    if abs(value - other) <= tolerance * max(abs(value), abs(other)):
+        return "about as long as"
+    return "longer than" if value > other else "shorter than"
+
+
+def pays_sentence(summaries: dict, case_names) -> str:
+    """Which persistent main variants beat the three-kernel graph (bootstrap interval above 1), in words."""
+    faster = [f"the {label(vid)} variant on the {case} case" for case in case_names for vid in main(case)
+              if DESIGN[vid.target].persistent and verdict(summaries["speedup_vs_graph3"][str(vid)]) == "faster than"]
+    if not faster:
+        where = "in either case" if len(case_names) == 2 else "in any case measured"
+        return (f"In this run no persistent kernel, launched from the stream or replayed as a graph, is faster than the "
+                f"three kernels replayed as a graph, {where}.")
+    return "In this run " + ", ".join(faster) + " beat the three kernels replayed as a graph."
+
+
+def _key(vid) -> str:
+    return str(vid).replace(".", "_").replace("-", "_")
+
+
+def variant_values(run) -> dict:
+    """Per variant: times, speed-ups and verdicts, trace figures, graph node counts."""
+    s, values = run.summaries, {}
+    for name, m in s["timing"].items():
+        values[f"event_{_key(name)}"] = f"{m['warm_batch']['event_us']['median']:.1f}"
+        values[f"complete_{_key(name)}"] = f"{m['warm_single']['complete_us']['median']:.1f}"
+    for quantity, prefix in (("speedup_vs_graph3", "speedup"), ("speedup_vs_coop", "queue_vs_coop")):
+        for name, ratio in s[quantity].items():
+            values[f"{prefix}_{_key(name)}"] = f"{ratio['median']:.2f}"
+            values[f"{prefix}_{_key(name)}_ci"] = f"{ratio['ci_low']:.2f}–{ratio['ci_high']:.2f}"
+            values[f"{prefix}_verdict_{_key(name)}"] = verdict(ratio)
+    for name, t in s["traces"].items():
+        key = _key(name)
+        values.update({f"bla_{key}": str(t["b_before_last_a"]), f"model_bla_{key}": str(t["model"]["b_before_last_a"]),
+                       f"span_{key}": _us(t["makespan_ns"], 1), f"model_span_{key}": _us(t["model"]["makespan_ns"], 1),
+                       f"wait_b_{key}": _us(t["wait_ns.B"]["median"]), f"wait_b_total_{key}": _us(t["wait_ns.B"]["total"], 1),
+                       f"handoff_b_{key}": _us(t["handoff_ns.B"]["median"]),
+                       f"handoff_c_{key}": _us(t["handoff_ns.C"]["median"]),
+                       f"gap_ab_{key}": _us(t["phase_gaps_ns"][0]), f"a_end_spread_{key}": _us(t["a_end_spread_ns"]),
+                       f"workers_{key}": str(t["workers"]), f"checks_{key}": "passed" if t["passed"] else "failed"})
+    for name, graph in s["graphs"].items():
+        values[f"nodes_{_key(name)}_kernel"] = str(graph["counts"]["kernel"])
+        values[f"nodes_{_key(name)}_other"] = str(graph["counts"]["other"])
+    return values
+
+
+def sweep_values(run, per_variant: dict) -> dict:
+    """The sweep's ends (fewest and most blocks per SM), named by end rather than by count, so that the prose
+    holds for any swept counts. `per_variant`: variant_values(run)."""
+    points = sweep(run)
+    if not points:
+        return {}
+    values = {}
+    for end, per_sm in (("min", points[0]), ("max", points[-1])):
+        values[f"sweep_{end}_per_sm"] = str(per_sm)
+        for case in cases(run):
+            for design in (d for d in DESIGNS if d.swept):
+                key = _key(sweep_variant(design.target, case, per_sm))
+                for name in ("bla", "model_bla", "event", "speedup", "wait_b_total", "workers", "span"):
+                    values[f"{name}_{design.target}_{end}_{case}"] = per_variant[f"{name}_{key}"]
+            key = _key(sweep_variant("queue", case, per_sm))
+            values[f"queue_vs_coop_{end}_{case}"] = per_variant[f"queue_vs_coop_{key}"]
+            values[f"queue_vs_coop_verdict_{end}_{case}"] = per_variant[f"queue_vs_coop_verdict_{key}"]
+        trace = run.summaries["traces"][str(sweep_variant("queue", cases(run)[0], per_sm))]
+        a_tasks = (trace["tasks"] - trace["b_tasks"]) // 2  # as many A tasks as C tasks
+        values[f"a_waves_{end}"] = str(math.ceil(a_tasks / trace["workers"]))
+    return values
+
+
+def page_values(run) -> dict:
+    """Formatted numbers and verdicts for the chapter's prose, all from the run's summaries and record."""
+    s, record = run.summaries, run.record
+    values = {"run_id": run.run_id, "device_name": record.device_name, "sm_count": str(record.details["sm_count"]),
+              "rounds": str(record.protocol["rounds"]), "batch": str(record.protocol["batch"]),
+              "warmups": str(record.protocol["warmups"]), "wait_limit_s": f"{record.details['wait_limit_ns'] / 1e9:g}"}
+    first = cases(run)[0]
+    for target in ("coop", "queue"):
+        grid = record.details["persistent_grids"][str(VariantId(target, first, "stream"))]
+        values[f"{target}_workers"] = str(grid["workers"])
+        values[f"{target}_blocks_per_sm"] = str(grid["blocks_per_sm"])
+    per_variant = variant_values(run)
+    values.update(per_variant)
+    values.update(sweep_values(run, per_variant))
+    for case in cases(run):
+        event = {vid.target + "_" + vid.submission: _event(run, vid)["median"] for vid in main(case)}
+        saved_by_graph = event["tiled3_stream"] - event["tiled3_graph"]
+        for target in ("coop", "queue"):  # the share of the graph's saving that one launch from the stream recovers
+            share = (event["tiled3_stream"] - event[f"{target}_stream"]) / saved_by_graph if saved_by_graph > 0 else float("nan")
+            values[f"recovered_{target}_{case}"] = f"{100 * share:.0f} %"
+        coop, graph3 = s["traces"][str(VariantId("coop", case, "graph"))], s["traces"][str(baseline(case))]
+        values[f"barrier_vs_boundary_{case}"] = compare(coop["phase_gaps_ns"][0], graph3["phase_gaps_ns"][0])
+    queue_trace = s["traces"][str(VariantId("queue", first, "graph"))]
+    a_tasks = (queue_trace["tasks"] - queue_trace["b_tasks"]) // 2  # as many A tasks as C tasks
+    values["a_tasks"] = str(a_tasks)
+    values["a_wave_phrase"] = ("fit in a single wave of" if a_tasks <= queue_trace["workers"]
+                               else "need more than one wave of")
+    values["pays_sentence"] = pays_sentence(s, cases(run))
+    values["traces_passed"] = str(sum(t["passed"] for t in s["traces"].values()))
+    values["traces_total"] = str(len(s["traces"]))
+    values["validation_checks"] = str(record.validation["checks"])
+    return values
