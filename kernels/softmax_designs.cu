@@ -9,7 +9,7 @@
 //   narrow   (narrow_*):  LANES lanes of a warp per row (1-32), 32 / LANES rows per warp, BLOCK / LANES
 //            rows per block; the grid is sized to the GPU (SMs x resident blocks at most) and each warp
 //            strides over groups of 32 / LANES rows. A row lives in registers: ROW_CHUNKS 16-byte
-//            chunks per lane, so rows of up to 4 * LANES * ROW_CHUNKS - 6 floats (any alignment).
+//            chunks per lane, so rows of up to 4 * LANES * ROW_CHUNKS - 3 floats at the worst alignment.
 //   cluster  (cluster_*): a thread-block cluster of CLUSTER blocks per row (grid = rows x CLUSTER).
 //            Block k of the cluster keeps chunks [k S, (k + 1) S) of the row (S = ceil(chunks / CLUSTER))
 //            in its dynamic shared memory, reduces its own (max m_k, sum s_k = sum exp(x - m_k),
@@ -44,6 +44,12 @@ namespace cg = cooperative_groups;
 #ifndef UNROLL
 #define UNROLL 4       // cluster and split: chunks per thread in flight while a slice is read
 #endif
+// DESIGN selects the kernels a module holds: 1 narrow, 2 cluster, 3 split, 0 (default) all three.
+// A target needs only its own pair, and a module of one pair compiles in a third of the time.
+#ifndef DESIGN
+#define DESIGN 0
+#endif
+#define EMITS(design) (DESIGN == 0 || DESIGN == (design))
 
 static_assert(LANES >= 1 && LANES <= 32 && (LANES & (LANES - 1)) == 0, "LANES is a power of two up to 32");
 static_assert(CLUSTER >= 1 && CLUSTER <= 16, "a cluster holds at most 16 blocks");
@@ -199,6 +205,7 @@ __device__ __forceinline__ void narrow_rows(const float* __restrict__ x, float* 
     }
 }
 
+#if EMITS(1)
 extern "C" __global__ void __launch_bounds__(BLOCK)
 narrow_rms_softmax(const float* __restrict__ x, float* __restrict__ y, int rows, int cols) {
     narrow_rows<true>(x, y, rows, cols);
@@ -208,6 +215,7 @@ extern "C" __global__ void __launch_bounds__(BLOCK)
 narrow_softmax(const float* __restrict__ x, float* __restrict__ y, int rows, int cols) {
     narrow_rows<false>(x, y, rows, cols);
 }
+#endif
 
 // ---------------------------------------------------------------- slices kept in shared memory
 // Chunks [begin, end) of a row into `slice`, then exp(x - m_k) in place: the block's Stats (every
@@ -286,6 +294,7 @@ __device__ __forceinline__ void cluster_row(const float* __restrict__ x, float* 
     cluster.barrier_wait();    // no block leaves while another may still read its triple
 }
 
+#if EMITS(2)
 extern "C" __global__ void __cluster_dims__(CLUSTER, 1, 1) __launch_bounds__(BLOCK)
 cluster_rms_softmax(const float* __restrict__ x, float* __restrict__ y, int cols) {
     cluster_row<true>(x, y, cols);
@@ -295,6 +304,7 @@ extern "C" __global__ void __cluster_dims__(CLUSTER, 1, 1) __launch_bounds__(BLO
 cluster_softmax(const float* __restrict__ x, float* __restrict__ y, int cols) {
     cluster_row<false>(x, y, cols);
 }
+#endif
 
 // ---------------------------------------------------------------- split: pieces of a row over the grid
 // Streamed piece: a running max and sum per thread, rescaled when the max grows, combined over the block.
@@ -438,6 +448,7 @@ __device__ __forceinline__ void split_rows(const float* __restrict__ x, float* _
     }
 }
 
+#if EMITS(3)
 extern "C" __global__ void __launch_bounds__(BLOCK)
 split_rms_softmax(const float* __restrict__ x, float* __restrict__ y, int rows, int cols, int pieces,
                   float* __restrict__ partials, float* __restrict__ totals, unsigned int* arrivals,
@@ -451,3 +462,4 @@ split_softmax(const float* __restrict__ x, float* __restrict__ y, int rows, int 
               unsigned int* generations) {
     split_rows<false>(x, y, rows, cols, pieces, partials, totals, arrivals, generations);
 }
+#endif

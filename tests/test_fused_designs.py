@@ -18,7 +18,8 @@ import sweep_fused_designs  # noqa: E402
 
 H200 = {"sm_count": 132, "shared_bytes_per_block_optin": 232448, "shared_bytes_per_sm": 233472}
 NVCC = shutil.which("nvcc")
-KERNEL_NAMES = sorted(name for modes in designs.KERNELS.values() for name in modes.values())
+KERNELS_OF_DESIGN = {number: sorted(designs.KERNELS[design].values()) for design, number in designs.DESIGN_DEFINE.items()}
+KERNELS_OF_DESIGN[0] = sorted(name for names in KERNELS_OF_DESIGN.values() for name in names)
 # The shapes of the fusion chapter, the GPU tests' irregular ones and the sweep's grid.
 SHAPES = sorted(set(workloads.FUSION_SHAPES) | {(1823, 781), (1, 1), (5, 1), (1, 3), (64, 1021), (8, 65536),
                                                  (2, 1_000_003), (300, 5001)} | set(sweep_fused_designs.SHAPES))
@@ -38,6 +39,7 @@ def every_configuration() -> list[dict]:
     for width in (1, 2, 4, 8, 16):
         d = designs.design_defines("cluster", 3, 4099, 132, cluster=width)
         found[tuple(sorted(d.items()))] = d
+    found[()] = {}  # the default build: all three designs
     return list(found.values())
 
 
@@ -57,11 +59,11 @@ def test_every_configuration_compiles_without_spills_or_local_memory(tmp_path):
     with ThreadPoolExecutor(4) as pool:
         reports = list(pool.map(lambda d: ptxas(d, tmp_path), configurations))
     for defines, report in zip(configurations, reports):
-        assert sorted(report) == KERNEL_NAMES, defines
+        assert sorted(report) == KERNELS_OF_DESIGN[defines.get("DESIGN", 0)], defines
         for kernel, resources in report.items():
             assert resources["spill_stores"] == resources["spill_loads"] == 0, (defines, kernel, resources)
             assert resources["stack_bytes"] == resources["local_bytes"] == 0, (defines, kernel, resources)
-            assert resources["registers"] <= 65536 // defines["BLOCK"], (defines, kernel, resources)
+            assert resources["registers"] <= 65536 // defines.get("BLOCK", 256), (defines, kernel, resources)
 
 
 @pytest.mark.skipif(not NVCC, reason="nvcc is not on PATH")
@@ -70,7 +72,7 @@ def test_cluster_kernels_carry_their_cluster_dims(tmp_path, width):
     source = tmp_path / "designs.cu"
     source.write_text(build.expand_source(build.KERNEL_DIR / f"{designs.FAMILY}.cu"))
     ptx = tmp_path / "designs.ptx"
-    subprocess.run([NVCC, *build.compile_options({"CLUSTER": width}), "-ptx", "-o", str(ptx), str(source)],
+    subprocess.run([NVCC, *build.compile_options({"CLUSTER": width, "DESIGN": 2}), "-ptx", "-o", str(ptx), str(source)],
                    check=True, capture_output=True)
     text = ptx.read_text()
     assert text.count(f".reqnctapercluster {width}, 1, 1") == 2  # the two cluster kernels, no others
@@ -95,11 +97,12 @@ def test_narrow_ends_where_a_row_outgrows_a_warps_registers():
 
 
 def test_narrow_lanes_hold_about_four_chunks_each():
-    assert designs.launch_policy(4096, 128, H200)[1]["defines"] == {"BLOCK": 64, "LANES": 8, "ROW_CHUNKS": 4}
-    assert designs.launch_policy(4096, 512, H200)[1]["defines"] == {"BLOCK": 256, "LANES": 32, "ROW_CHUNKS": 4}
-    assert designs.launch_policy(4096, 1024, H200)[1]["defines"] == {"BLOCK": 256, "LANES": 32, "ROW_CHUNKS": 8}
+    narrow = {"DESIGN": designs.DESIGN_DEFINE["narrow"]}
+    assert designs.launch_policy(4096, 128, H200)[1]["defines"] == narrow | {"BLOCK": 64, "LANES": 8, "ROW_CHUNKS": 4}
+    assert designs.launch_policy(4096, 512, H200)[1]["defines"] == narrow | {"BLOCK": 256, "LANES": 32, "ROW_CHUNKS": 4}
+    assert designs.launch_policy(4096, 1024, H200)[1]["defines"] == narrow | {"BLOCK": 256, "LANES": 32, "ROW_CHUNKS": 8}
     assert designs.launch_policy(1823, 781, H200)[1]["defines"]["LANES"] == 32
-    assert designs.launch_policy(7, 1, H200)[1]["defines"] == {"BLOCK": 32, "LANES": 1, "ROW_CHUNKS": 1}
+    assert designs.launch_policy(7, 1, H200)[1]["defines"] == narrow | {"BLOCK": 32, "LANES": 1, "ROW_CHUNKS": 1}
     for rows, cols in SHAPES:
         design, config = designs.launch_policy(rows, cols, H200)
         if design == "narrow":
@@ -154,11 +157,12 @@ def test_split_pieces_keep_every_piece_of_a_step_resident():
 
 def test_module_labels_name_every_define():
     design, config = designs.launch_policy(128, 65536, H200)
-    assert config["module"] == "softmax_designs_cluster_block256_cluster8_unroll4"
+    assert config["module"] == "softmax_designs_cluster_block256_cluster8_design2_unroll4"
 
 
 def test_design_defines_take_overrides():
-    assert designs.design_defines("narrow", 77, 61, 132, lanes=4) == {"BLOCK": 32, "LANES": 4, "ROW_CHUNKS": 4}
+    assert designs.design_defines("narrow", 77, 61, 132, lanes=4) == {"BLOCK": 32, "DESIGN": 1, "LANES": 4,
+                                                                      "ROW_CHUNKS": 4}
     assert designs.design_defines("cluster", 3, 4099, 132, cluster=2)["CLUSTER"] == 2
     with pytest.raises(ValueError):
         designs.design_defines("nowhere", 1, 1, 132)

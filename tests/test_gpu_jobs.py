@@ -1,6 +1,11 @@
 """GPU: Example B's six variants against the affine-composition oracle on fresh seeds, one active CTA per
 SM, the graphs' nodes (a memset node for the queue reset), the queue's progress with any worker count,
-poisoned outputs failing, and the traced build's traces passing their checks."""
+poisoned outputs failing, the traced build's traces passing their checks, and the chapter run end to end
+through the runner (the ragged case, into a temporary evidence root)."""
+import os
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 
@@ -33,12 +38,13 @@ def sms():
 
 @pytest.fixture(scope="module")
 def setups(modules, backend, sms):
+    """{case: (problem, {variant name: Target or GraphReplay})} on the timed build."""
     from launchlab.gpu import jobs
 
     built = {}
     for case in model.CASES:
         problem = jobs.JobProblem(model.a_iterations(case, model.job_count(sms)))
-        built[case] = (problem, *jobs.variants(modules["timed"], problem, backend.stream))
+        built[case] = (problem, jobs.variants(modules["timed"], problem, backend.stream))
     return built
 
 
@@ -55,46 +61,54 @@ def test_shared_reservation_is_just_over_half_the_sm(sms):
 def test_one_active_cta_per_sm(setups):
     from launchlab.gpu import jobs
 
-    _, targets, _, _ = setups["ragged"]
-    for schedule, target in targets.items():
-        assert target.active_ctas_per_sm() == {name: 1 for name in target.KERNELS}, schedule
-        for name, kernel in target.kernels.items():  # the reservation, not the code, is what limits it
-            assert jobs.active_ctas_per_sm(kernel, 0) > 1, (schedule, name)
+    _, variants = setups["ragged"]
+    for name in ("separate_stream", "fused_stream", "queue_stream"):
+        target = variants[name]
+        assert target.active_ctas_per_sm() == {kernel: 1 for kernel in target.KERNELS}, name
+        for kernel_name, kernel in target.kernels.items():  # the reservation, not the code, is what limits it
+            assert jobs.active_ctas_per_sm(kernel, 0) > 1, (name, kernel_name)
 
 
 @pytest.mark.parametrize("case", model.CASES)
 def test_every_variant_matches_the_oracle_on_fresh_seeds(setups, case, sms):
-    problem, targets, invokes, _ = setups[case]
-    assert problem.jobs == model.job_count(sms)
+    from launchlab.gpu import jobs
+
+    problem, variants = setups[case]
+    assert problem.jobs == model.job_count(sms) and list(variants) == list(model.VARIANTS)
     for index in (0, model.HELD_OUT_FIXTURE):
         x = model.inputs(FRESH_SEED, index, problem.jobs)
         ref = problem.reference(x)
-        for variant, invoke in invokes.items():
-            target = targets[model.schedule_of(variant)]
-            result = model.compare_exact(target.compute(x, invoke), ref)
-            assert result["passed"], f"seed {FRESH_SEED}, {case}, {variant}, fixture {index}: {result}"
+        for name, variant in variants.items():
+            result = model.compare_exact(variant.compute(x), ref)
+            assert result["passed"], f"seed {FRESH_SEED}, {case}, {name}, fixture {index}: {result}"
+            target = jobs.underlying(variant)
             if target.schedule == "queue":
                 assert target.head_after() == problem.jobs + target.workers
 
 
 def test_graph_nodes(setups):
-    _, _, _, graphs = setups["ragged"]
-    counts = {name: g["counts"] for name, g in graphs.items()}
-    assert counts == {"separate_graph": {"kernel": 2, "other": 0}, "fused_graph": {"kernel": 1, "other": 0},
-                      "queue_graph": {"kernel": 1, "other": 1}}
     from launchlab.model import dot
 
-    nodes = dot.parse_dot(graphs["queue_graph"]["dot"])["nodes"]
+    _, variants = setups["ragged"]
+    counts = {}
+    for name in ("separate_graph", "fused_graph", "queue_graph"):
+        graph = variants[name]
+        counts[name] = dot.node_counts(dot.parse_dot(graph.dot), graph.target.KERNELS)
+    assert counts == {"separate_graph": {"kernel": 2, "other": 0}, "fused_graph": {"kernel": 1, "other": 0},
+                      "queue_graph": {"kernel": 1, "other": 1}}
+    nodes = dot.parse_dot(variants["queue_graph"].dot)["nodes"]
     others = [n for n in nodes.values() if "jobs_queue" not in n["label"]]
     assert any("MEMSET" in line.upper() for line in others[0]["label"]), others  # the counter reset
+    assert variants["queue_stream"].submissions == 2 and variants["queue_graph"].submissions == 1
 
 
 def test_poisoned_outputs_and_a_skipped_reset_fail(setups):
     from launchlab.gpu.jobs import _JobTarget
 
-    problem, targets, _, _ = setups["balanced"]
+    problem, variants = setups["balanced"]
     x = model.inputs(FRESH_SEED, 5, problem.jobs)
     ref = problem.reference(x)
+    targets = {name.split("_")[0]: variants[name] for name in ("separate_stream", "fused_stream", "queue_stream")}
     for target in targets.values():
         assert not model.compare_exact(target.compute(x, invoke=lambda: None), ref)["passed"]
     queue = targets["queue"]
@@ -125,17 +139,36 @@ def test_traced_build_validates_and_its_traces_pass_the_checks(modules, backend,
     from launchlab.gpu import jobs
 
     problem = jobs.JobProblem(model.a_iterations(case, model.job_count(sms)))
-    targets, invokes, _ = jobs.variants(modules["traced"], problem, backend.stream)
-    records = jobs.attach_trace(modules["traced"], problem.jobs)
+    records = jobs.attach_trace(modules["traced"], problem.jobs)  # before the captures replay traced kernels
+    variants = jobs.variants(modules["traced"], problem, backend.stream)
     x = model.inputs(FRESH_SEED, 7, problem.jobs)
     ref = problem.reference(x)
-    for variant, invoke in invokes.items():
-        schedule = model.schedule_of(variant)
-        assert model.compare_exact(targets[schedule].compute(x, invoke), ref)["passed"], variant
-        trace = jobs.collect_trace(records, invoke)
-        result = model.check_trace(trace, problem.jobs, schedule, getattr(targets[schedule], "workers", None))
-        assert result["passed"], (variant, result)
-        if schedule == "separate":
+    for name, variant in variants.items():
+        target = jobs.underlying(variant)
+        assert model.compare_exact(variant.compute(x), ref)["passed"], name
+        trace = jobs.collect_trace(records, variant.invoke)
+        result = model.check_trace(trace, problem.jobs, target.schedule, getattr(target, "workers", None))
+        assert result["passed"], (name, result)
+        if target.schedule == "separate":
             assert result["early_b"] == 0
-        if schedule == "queue":
+        if target.schedule == "queue":
             assert result["workers_used"] <= sms and result["sms_used"] <= sms
+
+
+def test_the_chapter_runs_through_the_runner(tmp_path, sms):
+    """execute() in a child process (the evidence root is read at import), ragged case only."""
+    from launchlab.store.runs import Run
+
+    code = ("from launchlab.chapters import chapter; from launchlab.runner import execute; "
+            "c = chapter('example_b_jobs'); "
+            "print(execute(c, '20990101T000000Z-exb-test', c.parse_parameters({'cases': 'ragged'})))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env={**os.environ, "LAUNCHLAB_EVIDENCE_ROOT": str(tmp_path)})
+    assert done.returncode == 0, done.stderr[-3000:]
+    run = Run.open(tmp_path / "runs/20990101T000000Z-exb-test", require_sealed=False)
+    headline = run.headline
+    assert run.record.verdict == "passed" and headline["jobs"] == model.job_count(sms)
+    assert headline["active_ctas_per_sm"] == 1 and headline["trace_checks"] == 6 and headline["exact_checks"] == 30
+    assert headline["early_b.separate_graph.ragged"] == 0 and headline["early_b.fused_graph.ragged"] > 0
+    assert run.summaries["graphs"]["queue.ragged.graph"] == {"kernel": 1, "other": 1, "memset": 1}
+    assert set(run.summaries["sanitizer"]) == {"memcheck", "racecheck"}

@@ -1,5 +1,10 @@
 """GPU: Example A's four variants bit for bit against the oracle on fresh seeds at every size, the
-captured graphs' kernel node counts (3 and 1), and poisoned or partial outputs failing the check."""
+captured graphs' kernel node counts (3 and 1), poisoned or partial outputs failing the check, and the
+chapter run end to end through the runner (small sizes, into a temporary evidence root)."""
+import os
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 
@@ -40,18 +45,17 @@ def test_build_has_contraction_off_and_no_local_memory(built):
 
 @pytest.mark.parametrize("n", model.SIZES + (1000,))  # 1000: a last block only partly used
 def test_every_variant_is_exact_on_fresh_seeds(setups, n):
-    targets, invokes, _ = setups[n]
+    assert list(setups[n]) == list(model.VARIANTS)
     for index in range(2):
         x = model.fixture(FRESH_SEED, index, n)
         ref = model.reference(x)
-        for variant, invoke in invokes.items():
-            result = model.compare_exact(targets[model.path_of(variant)].compute(x, invoke), ref)
-            assert result["passed"], f"seed {FRESH_SEED}, n {n}, {variant}, fixture {index}: {result}"
+        for name, variant in setups[n].items():
+            result = model.compare_exact(variant.compute(x), ref)
+            assert result["passed"], f"seed {FRESH_SEED}, n {n}, {name}, fixture {index}: {result}"
 
 
 def test_intermediates_of_the_three_kernel_path(setups):
-    targets, _, _ = setups[32_768]
-    three = targets["three"]
+    three = setups[32_768]["three_stream"]
     x = model.fixture(FRESH_SEED, 2, three.n)
     three.compute(x)
     a = np.add(x, np.float32(1), dtype=np.float32)
@@ -61,17 +65,22 @@ def test_intermediates_of_the_three_kernel_path(setups):
 
 @pytest.mark.parametrize("n", model.SIZES)
 def test_graphs_hold_three_and_one_kernel_nodes(setups, n):
-    _, _, graphs = setups[n]
-    assert graphs["three_graph"]["counts"] == {"kernel": 3, "other": 0}
-    assert graphs["fused_graph"]["counts"] == {"kernel": 1, "other": 0}
-    assert {name: g["stream_launches"] for name, g in graphs.items()} == {"three_graph": 3, "fused_graph": 1}
+    from launchlab.gpu import pointwise
+    from launchlab.model import dot
+
+    variants = setups[n]
+    kernels = {"three": pointwise.THREE_KERNELS, "fused": pointwise.FUSED_KERNELS}
+    for path, expected in model.KERNEL_NODES.items():
+        graph = variants[f"{path}_graph"]
+        assert dot.node_counts(dot.parse_dot(graph.dot), kernels[path]) == {"kernel": expected, "other": 0}
+        assert graph.target is variants[f"{path}_stream"] and graph.submissions == 1
+        assert variants[f"{path}_stream"].submissions == expected
 
 
 def test_poisoned_and_partial_outputs_fail(setups):
     import cupy
 
-    targets, _, _ = setups[32_768]
-    three = targets["three"]
+    three = setups[32_768]["three_stream"]
     x = model.fixture(FRESH_SEED, model.HELD_OUT_FIXTURE, three.n)
     ref = model.reference(x)
     assert not model.compare_exact(three.compute(x, invoke=lambda: None), ref)["passed"]  # nothing ran
@@ -85,3 +94,24 @@ def test_poisoned_and_partial_outputs_fail(setups):
     three.compute(x)
     three.y[-1] = cupy.float32(np.nan)  # one element lost
     assert model.compare_exact(three.y.get(), ref)["mismatches"] == 1
+
+
+def test_the_chapter_runs_through_the_runner(tmp_path):
+    """execute() in a child process (the evidence root is read at import) on two small sizes, ncu at one."""
+    from launchlab.store.runs import Run
+
+    code = ("from launchlab.chapters import chapter; from launchlab.runner import execute; "
+            "c = chapter('example_a_pointwise'); "
+            "print(execute(c, '20990101T000000Z-exa-test', c.parse_parameters({'sizes': '256,1000', 'profile_size': 1000})))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env={**os.environ, "LAUNCHLAB_EVIDENCE_ROOT": str(tmp_path)})
+    assert done.returncode == 0, done.stderr[-3000:]
+    run = Run.open(tmp_path / "runs/20990101T000000Z-exa-test", require_sealed=False)
+    assert run.record.verdict == "passed" and run.headline["exact_checks"] == 32
+    assert run.headline["kernel_nodes.three"] == 3 and run.headline["kernel_nodes.fused"] == 1
+    assert {f"event_us.{v}.{n}" for v in model.VARIANTS for n in (256, 1000)} <= set(run.headline)
+    dram = run.summaries["dram"]
+    assert dram["size"] == 1000 and (dram["error"] is not None or set(dram["paths"]) == {"three", "fused"})
+    assert ("dram_over_logical.three.1000" in run.headline) == ("three" in dram["paths"])
+    assert set(run.summaries["sanitizer"]) == {"memcheck", "racecheck"}
+    assert "--fmad=false" in run.json("builds/pointwise/record.json")["options"]

@@ -68,7 +68,7 @@ def candidates(rows: int, cols: int, device: dict) -> list[tuple[str, dict, dict
 def tag(design: str, defines: dict, options: dict) -> str:
     """A VariantId-safe label of a configuration: e.g. narrow-b64-l8-r4, cluster-c8-b256-u4, split-b512-u4-s1."""
     short = {"BLOCK": "b", "LANES": "l", "ROW_CHUNKS": "r", "CLUSTER": "c", "UNROLL": "u"}
-    parts = [f"{short[k]}{v}" for k, v in sorted(defines.items(), key=lambda kv: "BLCRU".index(kv[0][0]))]
+    parts = [f"{short[k]}{defines[k]}" for k in short if k in defines]
     parts += [f"s{v}" for k, v in options.items() if k == "blocks_per_sm"]
     return "-".join([design] + parts)
 

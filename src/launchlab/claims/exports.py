@@ -122,7 +122,8 @@ def _item_reviewed(claim: dict) -> dict:
 
 def _cited_source(key: str, source: dict) -> dict:
     return {"@type": "CreativeWork", "identifier": key, "name": source["title"], "url": source["url"],
-            "isPartOf": source["document"], "dateAccessed": source["accessed"]}
+            "isPartOf": {"@type": "CreativeWork", "identifier": source["document"]},
+            "description": f"Consulted on {source['accessed']}."}
 
 
 def _based_on(claim: dict, base: str) -> list[dict]:

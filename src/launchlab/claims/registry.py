@@ -187,6 +187,11 @@ def _check_our_value(ours) -> None:
              f"our_value run_id {ours['run_id']!r} is not a run id")
 
 
+def claim_anchor(claim_id: str) -> str:
+    """The HTML anchor of a claim: C42 -> 'c42', so that claim-audit.html#c42 lands on it."""
+    return claim_id.lower()
+
+
 def verdict_counts(claims: list[dict], id_prefix: str = "C") -> dict[str, int]:
     """How many claims whose id starts with `id_prefix` carry each verdict (the audit's C-claims by default)."""
     counts = dict.fromkeys(VERDICTS, 0)

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import yaml
 
-from launchlab.claims.registry import run_file_parts
+from launchlab.claims.registry import claim_anchor, run_file_parts
 from launchlab.store.evidence import MANIFEST, REPO_ROOT
 
 CONFIG_FILE = Path("_config.yml")
@@ -32,11 +32,6 @@ def base_url(repo_root: Path = REPO_ROOT) -> str:
     if not (url.startswith("https://") and url.endswith("/")):
         raise ValueError(f"html.baseurl in {CONFIG_FILE} must be an https address ending in '/', not {url!r}")
     return url
-
-
-def claim_anchor(claim_id: str) -> str:
-    """The HTML anchor of a claim: C42 -> 'c42', so that claim-audit.html#c42 lands on it."""
-    return claim_id.lower()
 
 
 def claim_url(base: str, claim_id: str) -> str:

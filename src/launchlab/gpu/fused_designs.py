@@ -27,6 +27,7 @@ from launchlab.gpu.targets import Target, allow_dynamic_shared, module_define
 FAMILY = "softmax_designs"
 KERNELS = {design: {"rms": f"{design}_rms_softmax", "plain": f"{design}_softmax"}
            for design in ("narrow", "cluster", "split")}
+DESIGN_DEFINE = {"narrow": 1, "cluster": 2, "split": 3}  # -DDESIGN=n: a module holds that design's two kernels
 MODES = ("rms", "plain")
 
 # ---------------------------------------------------------------- policy constants (why each value)
@@ -88,7 +89,8 @@ def narrow_config(rows: int, cols: int, sm_count: int) -> dict:
         raise ValueError(f"a row of {cols} floats ({chunks} chunks) exceeds the narrow design's {NARROW_MAX_CHUNKS}")
     lanes = min(32, next_power_of_two(-(-chunks // NARROW_CHUNKS_PER_LANE)))
     row_chunks = next_power_of_two(-(-chunks // lanes))
-    return {"defines": {"BLOCK": narrow_block(rows, lanes, sm_count), "LANES": lanes, "ROW_CHUNKS": row_chunks}}
+    return {"defines": {"BLOCK": narrow_block(rows, lanes, sm_count), "DESIGN": DESIGN_DEFINE["narrow"],
+                        "LANES": lanes, "ROW_CHUNKS": row_chunks}}
 
 
 def narrow_block(rows: int, lanes: int, sm_count: int) -> int:
@@ -117,11 +119,12 @@ def cluster_config(rows: int, cols: int, sm_count: int, max_cluster: int = MAX_C
     width = cluster_width(rows, cols, sm_count, max_cluster)
     if width is None:
         raise ValueError(f"a row of {cols} floats does not fit a cluster of {max_cluster} x {CLUSTER_SLICE_BYTES} bytes")
-    return {"defines": {"BLOCK": CLUSTER_BLOCK, "CLUSTER": width, "UNROLL": CLUSTER_UNROLL}}
+    return {"defines": {"BLOCK": CLUSTER_BLOCK, "CLUSTER": width, "DESIGN": DESIGN_DEFINE["cluster"],
+                        "UNROLL": CLUSTER_UNROLL}}
 
 
 def split_config(rows: int, cols: int, sm_count: int) -> dict:
-    return {"defines": {"BLOCK": SPLIT_BLOCK, "UNROLL": SPLIT_UNROLL}}
+    return {"defines": {"BLOCK": SPLIT_BLOCK, "DESIGN": DESIGN_DEFINE["split"], "UNROLL": SPLIT_UNROLL}}
 
 
 def launch_policy(rows: int, cols: int, device: dict) -> tuple[str, dict]:
@@ -151,10 +154,10 @@ def design_defines(design: str, rows: int, cols: int, sm_count: int, **choices) 
     choices = {key.upper(): int(value) for key, value in choices.items()}
     if design == "narrow":
         lanes = choices.get("LANES") or narrow_config(rows, cols, sm_count)["defines"]["LANES"]
-        defines = {"BLOCK": narrow_block(rows, lanes, sm_count), "LANES": lanes,
+        defines = {"BLOCK": narrow_block(rows, lanes, sm_count), "DESIGN": DESIGN_DEFINE["narrow"], "LANES": lanes,
                    "ROW_CHUNKS": next_power_of_two(-(-worst_chunks(rows, cols) // lanes))}
     elif design == "cluster":
-        defines = {"BLOCK": CLUSTER_BLOCK, "UNROLL": CLUSTER_UNROLL,
+        defines = {"BLOCK": CLUSTER_BLOCK, "DESIGN": DESIGN_DEFINE["cluster"], "UNROLL": CLUSTER_UNROLL,
                    "CLUSTER": choices.get("CLUSTER") or cluster_config(rows, cols, sm_count)["defines"]["CLUSTER"]}
     elif design == "split":
         defines = split_config(rows, cols, sm_count)["defines"]

@@ -6,7 +6,6 @@ own entry, `python -m launchlab.gpu.pointwise profile N`. Imports CuPy; only GPU
 """
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 import tempfile

@@ -132,10 +132,10 @@ def sanitizer_table(run, example: str):
 
     rows = []
     for tool, outcome in run.summaries["sanitizer"].items():
+        passed = "all" if outcome["child_passed"] else "not all"
         rows.append({"tool": tool, "ran": outcome["ran"], "errors reported": outcome["errors"],
                      "exit status": outcome["exit_code"],
-                     "child checks (passed)": f"{outcome['child_checks']} ({'all' if outcome['child_passed'] else 'not all'})"
-                     if outcome["child_checks"] else "none",
+                     "child checks (passed)": f"{outcome['child_checks']} ({passed})" if outcome["child_checks"] else "none",
                      "clean": outcome["clean"], "why not run": outcome["error"] or ""})
     from launchlab.gpu.sanitizer import PROBLEMS
 
@@ -214,7 +214,9 @@ def bytes_figure(run):
         if path not in dram["paths"]:
             ax.text(x + width, 0, "no ncu\ncounters", ha="center", va="bottom", fontsize=figures.SMALL_PT)
     ax.set_xticks(xs, [LABELS[p] for p in PATHS])
-    ax.set_ylabel(f"MB per invocation, N = {size:,}")
+    ax.set_xlim(-0.5, len(PATHS) - 0.5)
+    ax.set_ylabel("MB per invocation")
+    ax.set_title(f"N = {size:,} elements")
     ax.grid(axis="y", alpha=0.3)
     return figures.finish(fig)
 
@@ -237,6 +239,7 @@ def page_values(run) -> dict:
               "warmups": str(protocol["warmups"]), "fixture_seed": str(record.parameters["fixture_seed"]),
               "sizes": ", ".join(f"{n:,}" for n in all_sizes), "size_count": str(len(all_sizes)),
               "largest": f"{all_sizes[-1]:,}", "smallest": f"{all_sizes[0]:,}",
+              "smallest_array_bytes": f"{4 * all_sizes[0]:,}", "largest_array_mib": f"{4 * all_sizes[-1] / 2**20:,.0f}",
               "exact_checks": str(headline["exact_checks"]), "exact_outputs": str(summaries["checks"]["exact_outputs"]),
               "configurations": str(configurations), "timing_samples": str(configurations * rounds),
               "kernel_nodes_three": str(headline["kernel_nodes.three"]),
@@ -249,7 +252,8 @@ def page_values(run) -> dict:
                 values[f"{tag}_{path}_{submission}_event_us"] = _us(m["warm_batch"]["event_us"])
                 values[f"{tag}_{path}_{submission}_complete_us"] = _us(m["warm_single"]["complete_us"])
                 values[f"{tag}_{path}_{submission}_enqueue_us"] = _us(m["warm_single"]["enqueue_us"])
-            values[f"{tag}_{path}_stream_over_graph"] = f"{summaries['ratios'][f'stream_over_graph.{path}.{n}']['median']:.2f}"
+            ratio = summaries["ratios"][f"stream_over_graph.{path}.{n}"]
+            values[f"{tag}_{path}_stream_over_graph"] = f"{ratio['median']:.2f}"
         for submission in SUBMISSIONS:
             values[f"{tag}_three_over_fused_{submission}"] = \
                 f"{summaries['ratios'][f'three_over_fused.{submission}.{n}']['median']:.2f}"

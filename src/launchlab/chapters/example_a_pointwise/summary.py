@@ -47,7 +47,8 @@ def summarize(run_dir: Path, record) -> dict:
     samples = read_jsonl(run_dir / SAMPLES_FILE)
     return {"timing": stats.summarize(samples),
             "ratios": paired_ratios(samples, CHAPTER.parse_parameters(record.parameters)),
-            "graphs": {path.name[:-len(".dot")]: graph_summary(path) for path in sorted((run_dir / "graphs").glob("*.dot"))},
+            "graphs": {path.name[:-len(".dot")]: graph_summary(path)
+                       for path in sorted((run_dir / "graphs").glob("*.dot"))},
             "dram": dram_summary(run_dir),
             "checks": check_counts(json.loads((run_dir / "validation.json").read_text())),
             "sanitizer": read_results(run_dir),

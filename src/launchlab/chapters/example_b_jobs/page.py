@@ -1,7 +1,8 @@
 """Example B's tables, figures and glued values, all read from the run (its summaries, traces and record)."""
 from __future__ import annotations
 
-from launchlab.chapters.example_a_pointwise.page import article_table, sanitizer_table, warm_batch_samples
+from launchlab.chapters.example_a_pointwise.page import (article_table, sanitizer_table,  # noqa: F401 (the notebook calls it)
+                                                       warm_batch_samples)
 from launchlab.chapters.example_b_jobs import (GRAPH_NODES, KERNELS, LABELS, SCHEDULES, STREAM_SUBMISSIONS,
                                                SUBMISSIONS, label, parse_cases, variant)
 
@@ -120,8 +121,8 @@ def trace_table(run):
                          "median stage A (µs)": _us(trace.get("a_stage_ns", {}).get("median")),
                          "median stage B (µs)": _us(trace.get("b_stage_ns", {}).get("median")),
                          "SMs used": trace.get("sms_used"), "CTAs that ran jobs": trace.get("workers_used")})
-    return tables.page_table(rows, index=["case", "variant"], formats={"span (µs)": "sig", "median stage A (µs)": "sig",
-                                                                       "median stage B (µs)": "sig"},
+    return tables.page_table(rows, index=["case", "variant"],
+                             formats={c: "sig" for c in ("span (µs)", "median stage A (µs)", "median stage B (µs)")},
                              caption=f"One traced invocation of every variant (instrumented build) and the rules "
                                      f"of its schedule; {run.summaries['layout']['jobs']} jobs each.")
 
@@ -173,7 +174,8 @@ def timeline_figure(run, case: str = TIMELINE_CASE, submission: str = TIMELINE_S
             s = stage.lower()
             ax.hlines(trace[f"sm_{s}"], trace[f"{s}_start_ns"] / 1e3, trace[f"{s}_end_ns"] / 1e3,
                       colors=figures.COLOURS[colour], linewidth=1.4, label=f"stage {stage}")
-        ax.set_title(f"{label(vid)}, {case} case: early B starts {run.summaries['traces'][str(vid)].get('early_b', '—')}")
+        early = run.summaries["traces"][str(vid)].get("early_b", "—")
+        ax.set_title(f"{label(vid)}, {case} case: early B starts {early}")
         ax.set_ylabel("SM (%smid)")
     axes[-1, 0].set_xlabel("time since the first stage A started (µs)")
     return figures.finish(fig)

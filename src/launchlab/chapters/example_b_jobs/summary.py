@@ -48,8 +48,10 @@ def summarize(run_dir: Path, record) -> dict:
     jobs = int(record.details["jobs"])
     return {"timing": stats.summarize(samples),
             "ratios": paired_ratios(samples, cases),
-            "graphs": {path.name[:-len(".dot")]: graph_summary(path) for path in sorted((run_dir / "graphs").glob("*.dot"))},
-            "traces": {path.name[:-len(".npz")]: trace_summary(path, jobs) for path in sorted((run_dir / "traces").glob("*.npz"))},
+            "graphs": {path.name[:-len(".dot")]: graph_summary(path)
+                       for path in sorted((run_dir / "graphs").glob("*.dot"))},
+            "traces": {path.name[:-len(".npz")]: trace_summary(path, jobs)
+                       for path in sorted((run_dir / "traces").glob("*.npz"))},
             "layout": layout(record.details),
             "work": {case: work(case, jobs) for case in cases},
             "checks": check_counts(json.loads((run_dir / "validation.json").read_text())),

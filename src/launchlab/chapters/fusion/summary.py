@@ -10,7 +10,8 @@ Device time, which every comparison uses:
 The stream variants' warm batches are the host-path view, shown beside them and never compared as device time.
 
 Headline keys (<l2> is warm or cold):
-  graph.<a>_over_<b>.<shape>.<l2>         device-time ratio a/b, paired per round (medians; intervals in summaries)
+  graph.<a>_over_<b>.<shape>.<l2>         device-time ratio a/b per call, paired per round (medians; intervals
+                                          in summaries): warm from graph32 replays, cold from flushed stream calls
   stream.<a>_over_<b>.<shape>.warm        the same ratio over warm stream-launch batches (host-path view)
   device_us_per_call.<contender>.<shape>.<l2>
   device_logical_gbs.<contender>.<shape>.<l2>   logical bytes per call over device time per call
