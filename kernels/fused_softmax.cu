@@ -132,6 +132,7 @@ __device__ __forceinline__ float row_rho(float squares, int cols, float* scratch
 // Registers: every chunk of the thread is loaded before the first is used (REG_CHUNKS x 16 bytes
 // in flight per thread), then max, exp and sum in place, then one store per chunk.
 template <bool RMS>
+// docs:begin fused-row-in-registers
 __device__ __forceinline__ void row_in_registers(const Row& r, float* scratch) {
     float4 v[REG_CHUNKS];
 #pragma unroll
@@ -160,6 +161,7 @@ __device__ __forceinline__ void row_in_registers(const Row& r, float* scratch) {
         if (c < r.chunks) store_chunk(r, c, scale4(v[i], factor));
     }
 }
+// docs:end fused-row-in-registers
 
 // Shared memory: x is read from global memory once, kept in `cache`, exp(x - m) overwrites it,
 // and y is written from it. Thread t only ever touches chunks t, t + BLOCK, ...
@@ -234,6 +236,7 @@ __device__ __forceinline__ void row_streamed(const Row& r, float* scratch) {
 }
 
 template <bool RMS>
+// docs:begin fused-row-dispatch
 __device__ __forceinline__ void fused_row(const float* __restrict__ x, float* __restrict__ y, int cols) {
     __shared__ float scratch[32];
     extern __shared__ float4 row_cache[];
@@ -246,6 +249,7 @@ __device__ __forceinline__ void fused_row(const float* __restrict__ x, float* __
         row_streamed<RMS>(r, scratch);
     }
 }
+// docs:end fused-row-dispatch
 
 extern "C" __global__ void __launch_bounds__(BLOCK, MIN_BLOCKS)
 fused_rms_softmax(const float* __restrict__ x, float* __restrict__ y, int cols) {

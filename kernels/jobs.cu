@@ -97,6 +97,7 @@ __device__ __forceinline__ void stage_b(volatile unsigned int* mid, unsigned int
 }
 
 // One job, both stages, in one CTA; `slot` places its trace record.
+// docs:begin job-run
 __device__ __forceinline__ void run_job(JOB_PARAMS, int job, int slot) {
     STAGE_BEGIN(a)
     stage_a(x, mid, a_iters, job);
@@ -106,6 +107,7 @@ __device__ __forceinline__ void run_job(JOB_PARAMS, int job, int slot) {
     stage_b(mid, y, b_iters, job);
     STAGE_END_B(slot)
 }
+// docs:end job-run
 
 // ------------------------------------------------------------------ separate: two kernels
 extern "C" __global__ void __launch_bounds__(BLOCK, 1) jobs_stage_a(JOB_PARAMS) {
@@ -133,6 +135,7 @@ extern "C" __global__ void __launch_bounds__(BLOCK, 1) jobs_fused(JOB_PARAMS) {
 
 // ------------------------------------------------------------------ queue: persistent workers
 // head: the queue counter, zeroed by the host before every invocation.
+// docs:begin job-queue
 extern "C" __global__ void __launch_bounds__(BLOCK, 1) jobs_queue(JOB_PARAMS, unsigned int* head) {
     __shared__ unsigned int taken;
     for (;;) {
@@ -144,3 +147,4 @@ extern "C" __global__ void __launch_bounds__(BLOCK, 1) jobs_queue(JOB_PARAMS, un
         run_job(x, mid, y, a_iters, b_iters, jobs, (int)job, (int)job);
     }
 }
+// docs:end job-queue

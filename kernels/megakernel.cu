@@ -74,6 +74,7 @@ __device__ __forceinline__ unsigned long long deadline_clock_ns() {
 #endif
 
 // ------------------------------------------------------------------ cooperative phases
+// docs:begin coop-phases
 extern "C" __global__ void __launch_bounds__(BLOCK, RESIDENT_BLOCKS) coop_phases(TILED_PROBLEM_PARAMS, int rows, int tiles) {
     __shared__ float scratch[32];
     const TiledProblem p = TILED_PROBLEM;
@@ -99,6 +100,7 @@ extern "C" __global__ void __launch_bounds__(BLOCK, RESIDENT_BLOCKS) coop_phases
         TASK_END(tiles + rows + t, tiles + rows + t)
     }
 }
+// docs:end coop-phases
 
 // ------------------------------------------------------------------ atomic task queue
 #define ERROR_WORDS 4  // {flag, task, counter seen, counter needed}
@@ -141,6 +143,7 @@ __device__ __forceinline__ bool wait_at_least(const unsigned int* counter, unsig
 // counters: [0] queue head, [1, 1 + rows) a_done, [1 + rows, 1 + 2 rows) b_done; zeroed before
 // every invocation. task_order: slot -> task (nullptr: slot == task); only tests pass another
 // order, to provoke the bounded-wait error.
+// docs:begin queue-persistent
 extern "C" __global__ void __launch_bounds__(BLOCK, RESIDENT_BLOCKS) queue_persistent(TILED_PROBLEM_PARAMS, int rows, int tiles,
                                                                      unsigned int* counters, int* error,
                                                                      const int* task_order,
@@ -189,3 +192,4 @@ extern "C" __global__ void __launch_bounds__(BLOCK, RESIDENT_BLOCKS) queue_persi
         }
     }
 }
+// docs:end queue-persistent

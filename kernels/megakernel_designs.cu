@@ -146,6 +146,7 @@ __device__ __forceinline__ void store_tile(float* out, int n, const float (&valu
 // ------------------------------------------------------------------ 1 and 2: programmatic dependent launch
 // A: statistics from x (read by nobody's writes), wait, then write. The wait comes before the
 // write because the previous invocation's B (three kernels) or C (two kernels) reads tile_stats.
+// docs:begin pdl-producer
 extern "C" __global__ void __launch_bounds__(BLOCK) pdl_tile_producer(TILED_PROBLEM_PARAMS) {
     __shared__ float scratch[32];
     TRACE_NOW(taken_ns)
@@ -162,6 +163,7 @@ extern "C" __global__ void __launch_bounds__(BLOCK) pdl_tile_producer(TILED_PROB
         TRACE_WRITE(t, taken_ns, taken_ns, end_ns)
     }
 }
+// docs:end pdl-producer
 
 extern "C" __global__ void __launch_bounds__(BLOCK) pdl_row_combiner(TILED_PROBLEM_PARAMS, int tiles) {
     __shared__ float scratch[32];
@@ -287,6 +289,7 @@ __device__ __forceinline__ bool wait_for_round(const unsigned* row_round, unsign
 // invocation, so the round an A arrival reports is this invocation's number for every row, and a C
 // task waits for row_round[r] to reach it. The grid must be co-resident (a cooperative launch), and
 // every worker's A tasks must precede its C tasks as far as the host's check requires.
+// docs:begin dependency-persistent
 extern "C" __global__ void __launch_bounds__(BLOCK, RESIDENT_BLOCKS)
     dependency_persistent(TILED_PROBLEM_PARAMS, int rows, int tiles, const int* __restrict__ worker_first,
                           const int* __restrict__ worker_tasks, const int* __restrict__ task_slot,
@@ -356,6 +359,7 @@ extern "C" __global__ void __launch_bounds__(BLOCK, RESIDENT_BLOCKS)
         }
     }
 }
+// docs:end dependency-persistent
 
 // ------------------------------------------------------------------ 4: one thread-block cluster per row
 __device__ __forceinline__ void cluster_arrive_release() {

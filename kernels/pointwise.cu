@@ -26,6 +26,7 @@ __device__ __forceinline__ unsigned long long element_index() {
     return (unsigned long long)blockIdx.x * BLOCK + threadIdx.x;
 }
 
+// docs:begin pointwise-three
 extern "C" __global__ void __launch_bounds__(BLOCK) pw_add_one(const float* __restrict__ x, float* __restrict__ a,
                                                                unsigned long long n) {
     const unsigned long long i = element_index();
@@ -43,9 +44,12 @@ extern "C" __global__ void __launch_bounds__(BLOCK) pw_halve(const float* __rest
     const unsigned long long i = element_index();
     if (i < n) y[i] = halve(b[i]);
 }
+// docs:end pointwise-three
 
+// docs:begin pointwise-fused
 extern "C" __global__ void __launch_bounds__(BLOCK) pw_fused(const float* __restrict__ x, float* __restrict__ y,
                                                              unsigned long long n) {
     const unsigned long long i = element_index();
     if (i < n) y[i] = halve(square(add_one(x[i])));
 }
+// docs:end pointwise-fused

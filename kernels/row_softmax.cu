@@ -30,6 +30,7 @@ row_max(const float* __restrict__ x, float* __restrict__ m, int cols) {
     TRACE_END(1)
 }
 
+// docs:begin row-exp-sum
 extern "C" __global__ void __launch_bounds__(BLOCK)
 row_exp_sum(const float* __restrict__ x, const float* __restrict__ m, float* __restrict__ e,
             float* __restrict__ z, int cols) {
@@ -47,6 +48,7 @@ row_exp_sum(const float* __restrict__ x, const float* __restrict__ m, float* __r
     if (threadIdx.x == 0) z[blockIdx.x] = acc;
     TRACE_END(2)
 }
+// docs:end row-exp-sum
 
 extern "C" __global__ void __launch_bounds__(BLOCK)
 row_scale(const float* __restrict__ e, const float* __restrict__ rho, const float* __restrict__ z,

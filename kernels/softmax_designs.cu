@@ -166,6 +166,7 @@ __device__ __forceinline__ float group_sum(float v) {
 // The warp strides over groups of 32 / LANES consecutive rows, so every lane runs the same number
 // of iterations; a group past the last row loads nothing and stores nothing. Lane `part` of a group
 // holds chunks part, part + LANES, ...: a group's loads of one step are contiguous.
+// docs:begin narrow-rows
 template <bool RMS>
 __device__ __forceinline__ void narrow_rows(const float* __restrict__ x, float* __restrict__ y, int rows, int cols) {
     constexpr int ROWS_PER_WARP = 32 / LANES;
@@ -204,6 +205,7 @@ __device__ __forceinline__ void narrow_rows(const float* __restrict__ x, float* 
         }
     }
 }
+// docs:end narrow-rows
 
 #if EMITS(1)
 extern "C" __global__ void __launch_bounds__(BLOCK)

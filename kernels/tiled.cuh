@@ -31,6 +31,7 @@ struct TiledProblem {
     float* row_stats;   // 3 floats per row
 };
 
+// docs:begin tile-produce
 __device__ __forceinline__ void tile_produce(const TiledProblem& p, int t, float* scratch) {
     const float* v = p.x + p.tile_start[t];
     const int n = p.tile_len[t];
@@ -50,7 +51,9 @@ __device__ __forceinline__ void tile_produce(const TiledProblem& p, int t, float
         p.tile_stats[3 * t + 2] = z;
     }
 }
+// docs:end tile-produce
 
+// docs:begin row-combine
 __device__ __forceinline__ void row_combine(const TiledProblem& p, int r, float* scratch) {
     const int first = p.row_first_tile[r], last = p.row_first_tile[r + 1];
     float q = 0.0f, m = NEG_INF;
@@ -71,7 +74,9 @@ __device__ __forceinline__ void row_combine(const TiledProblem& p, int r, float*
         p.row_stats[3 * r + 2] = z;
     }
 }
+// docs:end row-combine
 
+// docs:begin tile-consume
 __device__ __forceinline__ void tile_consume(const TiledProblem& p, int t) {
     const int r = p.tile_row[t], start = p.tile_start[t], n = p.tile_len[t];
     const float rho = __ldcg(p.row_stats + 3 * r + 0);
@@ -79,6 +84,7 @@ __device__ __forceinline__ void tile_consume(const TiledProblem& p, int t) {
     const float factor = rho / __ldcg(p.row_stats + 3 * r + 2);
     for (int j = threadIdx.x; j < n; j += BLOCK) p.y[start + j] = factor * expf(p.x[start + j] - m);
 }
+// docs:end tile-consume
 
 #define TILED_PROBLEM_PARAMS                                                                   \
     const float *__restrict__ x, float *__restrict__ y, const int *__restrict__ row_offsets,  \

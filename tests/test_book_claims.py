@@ -2,6 +2,9 @@
 from pathlib import Path
 
 import pytest
+from types import SimpleNamespace
+
+from launchlab.store.runs import Run
 import yaml
 
 from launchlab.claims import book, declared, registry
@@ -36,9 +39,9 @@ def test_every_comparison_names_a_claim_of_the_registry(by_id):
 
 # --- the interval guard ------------------------------------------------------------------------------------------
 
-def fake_view(tmp_path: Path, median: float, low: float, high: float) -> book.RunView:
+def fake_view(tmp_path: Path, median: float, low: float, high: float) -> Run:
     record = {"median": median, "ci_low": low, "ci_high": high}
-    return book.RunView(tmp_path, {"device": {"name": "GPU"}}, {"ratios": {"x_over_y": record}}, {})
+    return Run(tmp_path, SimpleNamespace(device_name="GPU", device={"name": "GPU"}), {"ratios": {"x_over_y": record}}, {})
 
 
 def ratio_claim(side="above") -> BookClaim:

@@ -241,8 +241,10 @@ def write_synthetic_run(root: Path, run_id: str = "20990101T000000Z-ch03", param
     writer = evidence.RunWriter(run_id, root)
     configs = fusion.fused_configs(parameters.shapes, H200_SHARED_OPTIN)
     shapes = list(configs)
-    libraries = {name: {"requested": True, "unavailable": {}} for name in fusion.requested_libraries(parameters)}
-    libraries["cudnn"]["setup"] = {"cudnn_version": 91002}
+    libraries = {name: {"requested": True, "unavailable": {}, "setup": {}} for name in fusion.requested_libraries(parameters)}
+    libraries["cudnn"]["setup"] = {shape: {"cudnn_version": 91002, "call": "cudnnSoftmaxForward"} for shape in shapes}
+    libraries["triton"]["setup"] = {shape: {"kernel": "softmax_row_resident" if shape != "128x65536" else
+                                            "softmax_row_looped"} for shape in shapes}
     libraries[ABSENT]["unavailable"] = {shape: "PyTorch cannot be imported" for shape in shapes}
     record = RunRecord(chapter="fusion", run_id=run_id, parameters=dataclasses.asdict(parameters),
                        protocol=FROZEN.record(), host_path=fusion.CHAPTER.host_path,
@@ -547,6 +549,7 @@ def test_run_py_end_to_end_on_fake_gpu_modules(tmp_path, monkeypatch):
     assert "PyTorch cannot be imported" in details["baselines"]["torch"]["unavailable"]["64x128"]
     assert "failed the float64 softmax oracle" in details["baselines"]["triton"]["unavailable"]["16x1001"]
     assert session.record.environment["libraries"] == {"cudnn": "1.0", "triton": "1.0"}
+    assert details["baselines"]["cudnn"]["setup"]["16x1001"] == {"call": "cudnn (fake)"}
     phases = {c["phase"] for c in session.checks}
     assert phases == {"before", "after"} and all(c["passed"] for c in session.checks)
     setup = json.loads((writer.path / "graphs/setup.json").read_text())

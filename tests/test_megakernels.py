@@ -550,6 +550,26 @@ def test_a_sweep_of_other_counts_and_one_case_runs_too(simulated_gpu, tmp_path):
     assert values["sweep_min_per_sm"] == "2" and values["workers_queue_min_ragged"] == str(2 * SM_COUNT)
 
 
+def test_a_trace_with_an_unwritten_task_record_fails_the_run_instead_of_crashing_it(simulated_gpu, tmp_path,
+                                                                                     monkeypatch):
+    from launchlab.gpu import persistent
+    from launchlab.runner import ValidationFailed
+
+    def lost_record(variant, task_records, stage_records):
+        if persistent.underlying(variant).name == "queue":
+            raise ValueError("1 task records were never written (first slot 7)")
+        return fake_trace(variant, task_records, stage_records)
+
+    monkeypatch.setattr(persistent, "trace", lost_record)
+    with pytest.raises(ValidationFailed, match="traces"):
+        execute_simulated(tmp_path, simulated_gpu, Parameters(tiled_cases="balanced", sweep_workers_per_sm=""))
+    run_dir = next((tmp_path / "runs").iterdir())
+    assert RunRecord.read(run_dir).verdict == "failed"
+    failing = [c for c in json.loads((run_dir / "validation.json").read_text()) if not c["passed"]]
+    assert [(c["variant"], c["what"]) for c in failing] == [("queue.balanced.stream", "every task record written"),
+                                                            ("queue.balanced.graph", "every task record written")]
+
+
 def test_pays_sentence_and_verdicts():
     from launchlab.chapters.megakernels import page
 
@@ -592,6 +612,8 @@ def test_page_renders_from_the_simulated_run_and_every_glued_value_exists(synthe
     assert values["a_tasks"] == "1024" and values["a_wave_phrase"] == "fit in a single wave of"
     assert values["a_waves_min"] == "8" and values["a_waves_max"] == "1"
     assert values["sweep_min_per_sm"] == "1" and values["sweep_max_per_sm"] == "8"
+    assert (values["sweep_min_blocks"], values["sweep_max_blocks"]) == ("1 block", "8 blocks")
+    assert (values["a_waves_min_phrase"], values["a_waves_max_phrase"]) == ("8 waves", "a single wave")
     assert values["barrier_vs_boundary_balanced"] in ("about as long as", "shorter than", "longer than")
     for table in (page.resources_table, page.graph_table, page.timing_table, page.speedup_table, page.trace_table,
                   page.sweep_table):

@@ -2,9 +2,10 @@
 internal links resolve, and a real headless browser renders the pages, math included, from the vendored MathJax.
 
 A reader trusts it at a glance: every page of the built book, opened in headless Chromium (driven over the DevTools
-protocol, `site_check.Browser`), logs no console error; at a 1400 px window every table fits the content column,
-and at 390 px (a phone) the page never scrolls sideways, tables scrolling inside their own box. Every figure is a
-numbered `<figure>` with a caption, and no table cell shows a number in scientific notation or a truncation mark.
+protocol, `site_check.Browser`), logs no console error; at a 1400 px window every table fits the content column and
+no figure is shrunk so far that its text falls below 9 px; at 390 px (a phone) the page never scrolls sideways,
+tables scrolling inside their own box. Every figure is a numbered `<figure>` with a caption, and no table cell
+shows a number in scientific notation or a truncation mark.
 
 The book is built once per test session into a temporary folder, or not at all when LAUNCHLAB_BUILT_HTML names an
 HTML tree built already (so CI, which builds the book anyway, need not build it twice).
@@ -183,7 +184,7 @@ def test_every_page_logs_no_console_error(visits):
     assert not errors, "\n".join(f"{where}: {e}" for where, errs in errors.items() for e in errs)
 
 
-def test_tables_fit_the_content_column_at_1400_px(visits):
+def test_tables_and_figures_fit_the_content_column_at_1400_px(visits):
     problems = {page: site_check.layout_problems(r["layout"], phone=False)
                 for (page, name), r in visits.items() if name == "desktop"}
     problems = {page: p for page, p in problems.items() if p}
@@ -204,16 +205,21 @@ def test_the_browser_check_sees_what_it_should(tmp_path):
     page = tmp_path / "bad.html"
     wide = "<table><tr>" + "".join(f"<td>cell_{i:03d}_wide_content</td>" for i in range(40)) + "</tr></table>"
     boxed = '<div style="overflow-x:auto">' + wide + "</div>"
+    # A figure drawn 2000 px wide, shown at the column's width: its text would shrink below 9 px.
+    shrunk = ('<img style="max-width:100%" src="data:image/svg+xml,%3Csvg xmlns=%27http://www.w3.org/2000/svg%27 '
+              'width=%272000%27 height=%2720%27%3E%3C/svg%3E">')
     page.write_text('<!doctype html><html><head><meta name="viewport" content="width=device-width">'
                     "<script>const X = 1;</script><script>const X = 2;</script>"
                     "<script>console.error('broken')</script></head><body>"
-                    f'<article class="bd-article">{boxed}{wide}</article></body></html>')
+                    f'<article class="bd-article">{boxed}{wide}{shrunk}</article></body></html>')
     with site_check.Browser(CHROMIUM) as browser:
         desktop = browser.visit(page, 1400, 900)
         phone = browser.visit(page, 390, 844)
     assert any("Identifier 'X' has already been declared" in e for e in desktop["errors"])
     assert any("broken" in e for e in desktop["errors"])
-    assert len(site_check.layout_problems(desktop["layout"], phone=False)) == 2
+    problems = site_check.layout_problems(desktop["layout"], phone=False)
+    assert sum(p.startswith("table") for p in problems) == 2
+    assert sum("below 9 px" in p for p in problems) == 1
     problems = site_check.layout_problems(phone["layout"], phone=True)
     assert any("viewport" in p for p in problems)                       # the unboxed table widens the page
     assert sum("does not scroll inside a box" in p for p in problems) == 1

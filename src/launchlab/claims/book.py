@@ -9,7 +9,6 @@ A claim its run no longer supports stops the refresh, naming it.
 """
 from __future__ import annotations
 
-import dataclasses
 import json
 from pathlib import Path
 
@@ -18,29 +17,19 @@ import yaml
 from launchlab.claims import declared, page, registry
 from launchlab.claims.spec import Beside, BookClaim, Value
 from launchlab.store import evidence
+from launchlab.store.runs import Run
 
 
-@dataclasses.dataclass(frozen=True)
-class RunView:
-    """What a declaration may read from a chapter's accepted run."""
-    path: Path
-    record: dict
-    summaries: dict
-    headline: dict
+def run_view(chapter: str, root: Path = evidence.EVIDENCE_ROOT) -> Run:
+    """The accepted run of `chapter` (manifest checked, summaries recomputed): the one place claims open a run."""
+    return Run.open(evidence.accepted_run(chapter, root))
 
 
-def run_view(chapter: str, root: Path = evidence.EVIDENCE_ROOT) -> RunView:
-    """The accepted run of `chapter`: the one place that opens a run for the claims."""
-    path = evidence.accepted_run(chapter, root)
-    read = lambda name: json.loads((path / name).read_text())  # noqa: E731
-    return RunView(path, read("run.json"), read("summaries.json"), read("headline.json"))
+def _device(view: Run) -> str:
+    return view.device
 
 
-def _device(view: RunView) -> str:
-    return view.record["device"]["name"]
-
-
-def _evidence(view: RunView, files) -> list[dict]:
+def _evidence(view: Run, files) -> list[dict]:
     manifest = json.loads((view.path / evidence.MANIFEST).read_text())["files"]
     return [{"path": f"evidence/runs/{view.path.name}/{name}", "sha256": manifest[name]["sha256"]}
             for name in files]
@@ -54,7 +43,7 @@ def _rounded(value):
     return round(float(value), 4)
 
 
-def our_value(view: RunView, value: Value) -> dict:
+def our_value(view: Run, value: Value) -> dict:
     """Our value in the registry's form, read from the run as `value` declares."""
     interval = None
     if value.ratio is not None:
@@ -69,7 +58,7 @@ def our_value(view: RunView, value: Value) -> dict:
             "run_id": view.path.name}
 
 
-def check_guard(claim: BookClaim, view: RunView) -> None:
+def check_guard(claim: BookClaim, view: Run) -> None:
     """Raise ValueError naming the claim unless its run still supports it."""
     failed = [ratio.describe(view.summaries) for ratio in claim.ratios if not ratio.holds(view.summaries)]
     if claim.holds is not None and not claim.holds(view):
@@ -79,14 +68,14 @@ def check_guard(claim: BookClaim, view: RunView) -> None:
                          f"({'; '.join(failed)})")
 
 
-def book_record(claim: BookClaim, view: RunView) -> dict:
+def book_record(claim: BookClaim, view: Run) -> dict:
     check_guard(claim, view)
     return {"id": claim.id, "section": claim.section, "excerpt": claim.statement, "verdict": "retain",
             "finding": claim.finding, "sources": [], "evidence": _evidence(view, claim.files),
             "our_value": our_value(view, claim.value) if claim.value else None}
 
 
-def beside_record(record: dict, spec: Beside, views: dict[str, RunView]) -> dict:
+def beside_record(record: dict, spec: Beside, views: dict[str, Run]) -> dict:
     """`record` with our value, its evidence, or what it awaits, as `spec` declares."""
     keys = list(spec.value.keys) if spec.value else []
     view = views.get(spec.chapter)

@@ -195,7 +195,7 @@ AUDIT_VALUES = (
         ("headline.json", "samples/timing.jsonl.gz")),
     Beside("C26", "ordinary_launches", Value(
         "SMs idle in the last wave of 512 one-per-SM blocks, at this GPU's SM count", ARITHMETIC, basis="computed",
-        formula=lambda v, r: idle_in_last_wave(512, v.record["device"]["sm_count"]),
+        formula=lambda v, r: idle_in_last_wave(512, v.record.device["sm_count"]),
         note="The claim's own arithmetic applied to the SM count our run recorded, under the same one-block-per-SM "
              "wave model; no kernel ran for it."),
         ("run.json",)),
@@ -253,7 +253,7 @@ RECHECK_VALUES = (
                                                keys=("kernel_nodes.three", "kernel_nodes.fused"))),
     Beside("R40", "ordinary_launches", Value(
         "device properties (SMs, L2 MiB)", DEVICE_QUERY,
-        formula=lambda v, r: {"SMs": v.record["device"]["sm_count"], "L2 MiB": v.record["device"]["l2_bytes"] / 2**20}),
+        formula=lambda v, r: {"SMs": v.record.device["sm_count"], "L2 MiB": v.record.device["l2_bytes"] / 2**20}),
         ("run.json",)),
     Beside("R44", "example_b_jobs", Value("jobs (4S + floor(S/2) + 3 at our SM count S)", ARITHMETIC, keys=("jobs",),
                                           basis="computed", note="The protocol's job-count rule evaluated at our "

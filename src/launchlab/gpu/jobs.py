@@ -61,6 +61,9 @@ def active_ctas_per_sm(kernel, shared_bytes: int, block: int = BLOCK) -> int:
     return int(cupy.cuda.driver.occupancyMaxActiveBlocksPerMultiprocessor(kernel.kernel.ptr, block, int(shared_bytes)))
 
 
+HEAD_EXHAUSTED = 0x7FFFFFFF  # a poisoned queue head: every worker finds the queue already empty
+
+
 class JobProblem:
     """Device buffers of one case: x and y (jobs x 256 uint32), the volatile stage-A array `mid`, and
     stage A's iteration count per job."""
@@ -177,7 +180,7 @@ class QueueJobs(_JobTarget):
     def poison(self) -> None:
         """Also the counter: only the invocation's own memset may make the queue start at job 0."""
         super().poison()
-        self.head.fill(POISON)
+        self.head.fill(HEAD_EXHAUSTED)  # far past the last job, and far from wrapping to 0 under atomicAdd
 
     def head_after(self) -> int:
         """The counter after a complete invocation: jobs + workers (every worker's last fetch overshoots)."""

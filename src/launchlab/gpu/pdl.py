@@ -182,7 +182,7 @@ class ExtendedLaunch:
             else:
                 attr.value.programmaticStreamSerializationAllowed = value
             attrs.append(attr)
-        config.attrs = ctypes.cast(attrs, ctypes.POINTER(_LaunchAttribute))
+        config.attrs = attrs
         config.numAttrs = len(attrs)
         function = driver.CUfunction(init_value=self.function_ptr)
         params = ctypes.addressof(self.params)

@@ -49,20 +49,43 @@ def environment_rows(run) -> list[tuple[str, str]]:
 
 
 def environment_table(run):
-    """The run behind a page, as a two-column table."""
-    import pandas as pd
+    """The run behind a page: GPU, software, host, clocks and code, as a two-column table."""
+    from launchlab.present import tables
 
-    return pd.DataFrame(environment_rows(run), columns=["", "value"]).set_index("")
+    return tables.page_table([{"what": what, "value": value} for what, value in environment_rows(run)],
+                             index="what", formats={"value": "text"}, headers={"what": "", "value": ""})
+
+
+SUPERSCRIPT = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
+
+
+def power_of_ten(value: float) -> str:
+    """A small or large number as `1.6 × 10⁻⁶` (never the `1.6e-06` of scientific notation)."""
+    if value == 0:
+        return "0"
+    mantissa, exponent = f"{value:.1e}".split("e")
+    return f"{mantissa} × 10{str(int(exponent)).translate(SUPERSCRIPT)}"
 
 
 def validation_summary(run):
-    """Checks per phase: how many, how many passed, the largest error seen."""
-    import pandas as pd
+    """Checks per phase: how many, how many passed, and the largest error of the tolerance checks."""
+    from launchlab.present import tables
 
-    frame = pd.DataFrame(run.json("validation.json"))
-    error = frame["max_abs_error"] if "max_abs_error" in frame else None
-    grouped = frame.groupby("phase", sort=False)
-    table = pd.DataFrame({"checks": grouped.size(), "passed": grouped["passed"].sum().astype(int)})
-    if error is not None:
-        table["largest |error|"] = grouped["max_abs_error"].max().map(lambda v: f"{v:.2g}")
-    return table.rename_axis("phase")
+    rows = {}
+    for check in run.json("validation.json"):
+        row = rows.setdefault(check["phase"], {"phase": check["phase"], "checks": 0, "passed": 0, "exact": 0,
+                                                "largest": None})
+        row["checks"] += 1
+        row["passed"] += int(bool(check["passed"]))
+        row["exact"] += int(bool(check.get("exact")))
+        error = check.get("max_abs_error")
+        if error is not None:
+            row["largest"] = error if row["largest"] is None else max(row["largest"], error)
+    table = [{"phase": r["phase"], "checks": r["checks"], "passed": r["passed"], "bit-exact checks": r["exact"],
+              "largest |error| against the oracle": "exact comparison only" if r["largest"] is None
+              else power_of_ten(r["largest"])}
+             for r in rows.values()]
+    return tables.page_table(table, index="phase", formats={"largest |error| against the oracle": "text"},
+                             headers={"largest |error| against the oracle": "Largest |error| against the oracle"},
+                             note="Each check compares one output with the float64 (or bit-exact) oracle; "
+                                  "outputs are poisoned before every checked invocation.")

@@ -302,7 +302,9 @@ _LAYOUT_JS = r"""
             text: (t.querySelector('caption, th, td') || t).textContent.trim().slice(0, 60),
             box: box ? box.getBoundingClientRect().width : null};
   });
-  return {column, tables, viewport: window.innerWidth,
+  const images = [...article.querySelectorAll('img')].filter(im => im.naturalWidth > 0).map(im => ({
+    src: im.getAttribute('src').slice(-40), natural: im.naturalWidth, shown: im.getBoundingClientRect().width}));
+  return {column, tables, images, viewport: window.innerWidth,
           page: Math.max(document.documentElement.scrollWidth, document.body.scrollWidth)};
 })()
 """
@@ -441,10 +443,21 @@ def _console_errors(events) -> list[str]:
     return errors
 
 
+# Figures are drawn 780 px wide with 9 pt (12.5 px) as their smallest text (present/figures.py): shown at less than
+# this fraction of their drawn width, that text falls below 9 px.
+MIN_FIGURE_SCALE = 9 / 12.5
+
+
 def layout_problems(layout: dict, phone: bool) -> list[str]:
-    """What is wrong with a page's widths. On a desktop window every table fits the content column; on a phone
-    the page never scrolls sideways, and a table wider than the column scrolls inside its own box."""
+    """What is wrong with a page's widths. On a desktop window every table fits the content column and no figure
+    is shrunk so far that its text falls below 9 px; on a phone the page never scrolls sideways, and a table wider
+    than the column scrolls inside its own box."""
     problems = []
+    if not phone:
+        for image in layout.get("images", []):
+            if image["shown"] < MIN_FIGURE_SCALE * image["natural"]:
+                problems.append(f"figure ...{image['src']} is drawn {image['natural']} px wide but shown at "
+                                f"{image['shown']:.0f} px: its text is below 9 px (figures.figure() draws 780 px)")
     column = layout["column"]
     if phone and layout["page"] > layout["viewport"] + 1:
         problems.append(f"page is {layout['page']:.0f} px wide in a {layout['viewport']} px viewport")

@@ -197,19 +197,20 @@ def baseline_table(run):
     for name, entry in s["baselines"].items():
         timed = [shape for shape in s["shapes"] if shape in s["device"].get(name, {})]
         rows.append({"library": label(name), "timed at": ", ".join(timed) or "—",
-                     "how": "; ".join(f"{k}: {v}" for k, v in sorted(entry.get("setup", {}).items())) or "—",
+                     "how": _reasons({shape: ", ".join(f"{k} {v}" for k, v in sorted(how.items()))
+                                      for shape, how in entry.get("setup", {}).items()}, s["shapes"]),
                      "not timed": _reasons(entry["unavailable"], s["shapes"])})
     if not rows:
         rows = [{"library": "—", "timed at": "—", "how": "no library was requested", "not timed": "—"}]
     return _table(rows, "library")
 
 
-def _reasons(unavailable: dict, shapes: list[str]) -> str:
-    """Why a library was not timed, one line per distinct reason with the shapes it applies to."""
+def _reasons(by_shape: dict, shapes: list[str]) -> str:
+    """{shape: text} as one entry per distinct text with the shapes it applies to ("all shapes" where all)."""
     by_reason = {}
     for shape in shapes:
-        if shape in unavailable:
-            by_reason.setdefault(unavailable[shape], []).append(shape)
+        if shape in by_shape:
+            by_reason.setdefault(by_shape[shape], []).append(shape)
     return "; ".join(f"{'all shapes' if len(where) == len(shapes) else ', '.join(where)}: {why}"
                      for why, where in by_reason.items()) or "—"
 

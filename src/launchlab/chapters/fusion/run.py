@@ -84,7 +84,8 @@ def run(session) -> None:
     session.note("cold_l2", cold.describe())
     clock("build")
 
-    libraries = {name: {"requested": True, "unavailable": {}} for name in requested_libraries(parameters)}
+    libraries = {name: {"requested": True, "unavailable": {}, "setup": {}} for name in requested_libraries(parameters)}
+    session.note("baselines", libraries)  # filled in below; noted first so that a failed run keeps it too
     by_shape, setup = {}, {}
     for rows, cols in workloads.parse_shapes(parameters.shapes):
         shape = workloads.shape_name(rows, cols)
@@ -111,7 +112,6 @@ def run(session) -> None:
     session.require_passed("after timing")
     clock("validation after timing")
 
-    session.note("baselines", libraries)
     profile(session, configs)
     clock("profile")
     session.note("phase_seconds", clock.phases)
@@ -133,7 +133,7 @@ def make_targets(session, modules, config, rows, cols, libraries) -> dict:
         if target is None:
             libraries[name]["unavailable"][shape] = reason
             continue
-        libraries[name]["setup"] = target.describe()
+        libraries[name]["setup"][shape] = target.describe()
         session.library(name, target.version())
         targets[name] = target
     declared = contenders(session.parameters)

@@ -14,10 +14,11 @@ from __future__ import annotations
 
 import dataclasses
 import re
+import typing
 
 from launchlab.chapters.declaration import Chapter, VariantSpec
 from launchlab.measure.variant import VariantId
-from launchlab.model import workloads
+from launchlab.model import schedules, workloads
 
 STAGE_KERNELS = ("tile_producer", "row_combiner", "tile_consumer")  # gpu/targets.py's, without importing CuPy
 SUBMISSIONS = ("stream", "graph")
@@ -37,13 +38,13 @@ class Parameters:
 @dataclasses.dataclass(frozen=True)
 class Design:
     """One way of running the task graph. A new design (another persistent kernel, PDL, clusters) is a
-    row here, a Target factory in run.TARGET_FACTORIES and, for its traces, a schedule in model/schedules."""
+    row here, a Target factory in run._target_factories and, where its schedule is new, a TRACE_MODELS entry."""
     target: str                 # VariantId target
     label: str                  # readable name in tables and figures
     builder: str                # the Target class that runs it (gpu/targets.py, gpu/persistent.py)
     family: str                 # kernels/<family>.cu
     kernels: tuple[str, ...]    # the kernels its graph nodes name
-    schedule: str               # model/schedules.py schedule whose rules its traces must meet
+    schedule: str               # the TRACE_MODELS entry whose rules its traces must meet
     stream_submissions: int     # host submissions of one stream invocation (launches, memsets)
     swept: bool = False         # run over sweep_workers_per_sm too
     persistent: bool = False    # worker blocks loop over tasks (a worker count of its own)
@@ -57,7 +58,24 @@ DESIGNS = (
            swept=True, persistent=True),
 )
 DESIGN = {d.target: d for d in DESIGNS}
-SWEEP_TARGET = re.compile(r"^(?P<design>[a-z0-9]+)_wps(?P<per_sm>[0-9]+)$")
+
+
+@dataclasses.dataclass(frozen=True)
+class TraceModel:
+    """What a schedule's traces are held to (`check`: {"passed", "checks"}) and summarised by (`summary`:
+    checks, overlap counts, waits, the model's replay), both called as f(trace, graph, workers)."""
+    check: typing.Callable
+    summary: typing.Callable
+
+
+def _schedules_model(schedule: str) -> TraceModel:
+    return TraceModel(lambda trace, graph, workers: schedules.check_trace(trace, graph, schedule, workers),
+                      lambda trace, graph, workers: schedules.trace_summary(trace, graph, schedule, workers))
+
+
+# schedule -> its model; a design with a schedule of its own adds an entry (model/schedules.py has these three)
+TRACE_MODELS = {schedule: _schedules_model(schedule) for schedule in schedules.SCHEDULES}
+SWEEP_TARGET = re.compile(r"^(?P<design>[A-Za-z0-9_-]+?)_wps(?P<per_sm>[0-9]+)$")
 
 # Logical bytes of one invocation, the same in every design (they differ in how work reaches the SMs,
 # not in what it must move): A reads x, C reads x and writes y (12 B per element); A writes 12 B of

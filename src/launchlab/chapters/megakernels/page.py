@@ -5,13 +5,11 @@ import math
 
 import numpy as np
 
-from launchlab.chapters.megakernels import (DESIGN, DESIGNS, baseline, label, parse_cases, parse_sweep,
-                                            sweep_variant)
+from launchlab.chapters.megakernels import (DESIGN, DESIGNS, SUBMISSIONS, baseline, label, parse_cases,
+                                            parse_sweep, sweep_variant)
 from launchlab.measure.variant import VariantId
 from launchlab.model import schedules
 
-BAND_NOTE = "Each cell: median over the rounds [p10–p90]."
-INTERVAL_NOTE = "Each cell: median of the within-round ratios [95 % bootstrap interval of the median]."
 KIND_COLOURS = {"A": "#0072B2", "B": "#D55E00", "C": "#009E73"}
 OVERLAP_FORBIDDEN = ("three_kernel", "cooperative")  # schedules with a boundary between the phases
 
@@ -24,17 +22,23 @@ def sweep(run) -> list[int]:
     return parse_sweep(run.record.parameters["sweep_workers_per_sm"])
 
 
-def main(case: str) -> list[VariantId]:
+def main_variants_of(case: str) -> list[VariantId]:
     """The main variants of a case, in table order."""
-    return [VariantId(d.target, case, s) for d in DESIGNS for s in ("stream", "graph")]
+    return [VariantId(d.target, case, s) for d in DESIGNS for s in SUBMISSIONS]
 
 
 def _cell(summary: dict) -> str:
-    return f"{summary['median']:.3g} [{summary['p10']:.3g}–{summary['p90']:.3g}]"
+    """A time: median [p10–p90] over the rounds, three significant figures."""
+    from launchlab.present import tables
+
+    return tables.median_with_band(summary)
 
 
 def _interval(ratio: dict) -> str:
-    return f"{ratio['median']:.2f} [{ratio['ci_low']:.2f}–{ratio['ci_high']:.2f}]"
+    """A paired ratio: median [95 % bootstrap interval of the median], two decimals."""
+    from launchlab.present import tables
+
+    return tables.median_with_band(ratio, tables.CI)
 
 
 def _us(ns: float, digits: int = 2) -> str:
@@ -74,7 +78,7 @@ def graph_table(run):
 
     rows = {}
     for case in cases(run):
-        for vid in main(case):
+        for vid in main_variants_of(case):
             graph = run.summaries["graphs"].get(str(vid))
             if graph:
                 rows[(case, DESIGN[vid.target].label)] = {
@@ -89,7 +93,7 @@ def timing_table(run):
 
     rows = {}
     for case in cases(run):
-        for vid in main(case):
+        for vid in main_variants_of(case):
             m = run.summaries["timing"][str(vid)]
             rows[(case, label(vid))] = {"event interval per call, batch (µs)": _cell(m["warm_batch"]["event_us"]),
                                         "host enqueue, 1 call (µs)": _cell(m["warm_single"]["enqueue_us"]),
@@ -103,30 +107,28 @@ def speedup_table(run):
 
     rows = {}
     for case in cases(run):
-        for vid in main(case):
+        for vid in main_variants_of(case):
             if vid != baseline(case):
                 rows.setdefault(label(vid), {})[case] = _interval(run.summaries["speedup_vs_graph3"][str(vid)])
     return pd.DataFrame.from_dict(rows, orient="index").rename_axis("speed-up over 3 kernels, graph (×)")
 
 
 def trace_table(run):
-    """Per traced main variant: checks, B tasks started before the last A ended, spans, handoffs and waits."""
+    """Per traced main variant: checks, B tasks started before the last A ended (trace and model), spans (trace and
+    model), median handoffs A→B and B→C, the median wait of a B task for its inputs, workers."""
     import pandas as pd
 
     rows = {}
     for case in cases(run):
-        for vid in main(case):
+        for vid in main_variants_of(case):
             t = run.summaries["traces"][str(vid)]
             rows[(case, label(vid))] = {
                 "checks": "passed" if t["passed"] else "FAILED: " + ", ".join(k for k, v in t["checks"].items() if not v),
-                "B before last A": f"{t['b_before_last_a']} of {t['b_tasks']}",
-                "model: B before last A": t["model"]["b_before_last_a"],
+                "B before last A": f"{t['b_before_last_a']} of {t['b_tasks']}", "model": t["model"]["b_before_last_a"],
                 "span (µs)": _us(t["makespan_ns"], 1), "model span (µs)": _us(t["model"]["makespan_ns"], 1),
-                "A→B handoff, median (µs)": _us(t["handoff_ns.B"]["median"]),
-                "B→C handoff, median (µs)": _us(t["handoff_ns.C"]["median"]),
-                "B waiting, median (µs)": _us(t["wait_ns.B"]["median"]),
-                "workers": t["workers"], "SMs used": t["sms_used"]}
-    return pd.DataFrame.from_dict(rows, orient="index").rename_axis(["case", "variant (traced build)"])
+                "A→B (µs)": _us(t["handoff_ns.B"]["median"]), "B→C (µs)": _us(t["handoff_ns.C"]["median"]),
+                "B wait (µs)": _us(t["wait_ns.B"]["median"]), "workers": t["workers"]}
+    return pd.DataFrame.from_dict(rows, orient="index").rename_axis(["case", "variant"])
 
 
 def sweep_rows(run) -> list[dict]:
@@ -149,20 +151,20 @@ def sweep_rows(run) -> list[dict]:
 
 
 def sweep_table(run):
-    """The persistent kernels over worker blocks per SM, replayed as graphs."""
+    """The persistent kernels over worker blocks per SM, replayed as graphs: time, speed-up over the three-kernel
+    graph, the queue's speed-up over the cooperative kernel, B tasks before the last A (trace, model), the total
+    time B tasks waited for their inputs, the trace checks."""
     import pandas as pd
 
     rows = {}
     for r in sweep_rows(run):
-        rows[(r["case"], DESIGN[r["design"]].label, r["workers"])] = {
-            "blocks / SM": r["blocks_per_sm"], "event interval per call (µs)": _cell(r["event_us"]),
-            "speed-up over 3 kernels, graph (×)": _interval(r["speedup_vs_graph3"]),
-            "queue speed-up over cooperative (×)": _interval(r["speedup_vs_coop"]) if r["speedup_vs_coop"] else "—",
-            "B before last A: trace": f"{r['b_before_last_a']} of {r['b_tasks']}",
-            "B before last A: model": r["model_b_before_last_a"],
-            "B tasks waiting, total (µs)": _us(r["b_wait_total_ns"], 1),
-            "trace checks": "passed" if r["passed"] else "FAILED"}
-    return pd.DataFrame.from_dict(rows, orient="index").rename_axis(["case", "design", "workers"])
+        rows[(r["case"], DESIGN[r["design"]].label, r["blocks_per_sm"])] = {
+            "workers": r["workers"], "time (µs)": _cell(r["event_us"]),
+            "speed-up (×)": _interval(r["speedup_vs_graph3"]),
+            "over coop (×)": _interval(r["speedup_vs_coop"]) if r["speedup_vs_coop"] else "—",
+            "B before last A": f"{r['b_before_last_a']} of {r['b_tasks']}", "model": r["model_b_before_last_a"],
+            "B wait, all (µs)": _us(r["b_wait_total_ns"], 1), "checks": "passed" if r["passed"] else "FAILED"}
+    return pd.DataFrame.from_dict(rows, orient="index").rename_axis(["case", "design", "blocks / SM"])
 
 
 # --------------------------------------------------------------------------- figures
@@ -172,7 +174,7 @@ def timing_figure(run):
 
     fig, axes = figures.figure(height=3.6)
     groups = {label(vid): {case: _event(run, VariantId(vid.target, case, vid.submission)) for case in cases(run)}
-              for vid in main(cases(run)[0])}
+              for vid in main_variants_of(cases(run)[0])}
     figures.quantile_dots(axes[0, 0], groups, {case: case for case in cases(run)}, log=False)
     axes[0, 0].set_ylabel("event interval per invocation (µs)")
     axes[0, 0].set_ylim(bottom=0)
@@ -277,7 +279,7 @@ def compare(value: float, other: float, tolerance: float = 0.05) -> str:
 
 def pays_sentence(summaries: dict, case_names) -> str:
     """Which persistent main variants beat the three-kernel graph (bootstrap interval above 1), in words."""
-    faster = [f"the {label(vid)} variant on the {case} case" for case in case_names for vid in main(case)
+    faster = [f"the {label(vid)} variant on the {case} case" for case in case_names for vid in main_variants_of(case)
               if DESIGN[vid.target].persistent and verdict(summaries["speedup_vs_graph3"][str(vid)]) == "faster than"]
     if not faster:
         where = "in either case" if len(case_names) == 2 else "in any case measured"
@@ -325,6 +327,7 @@ def sweep_values(run, per_variant: dict) -> dict:
     values = {}
     for end, per_sm in (("min", points[0]), ("max", points[-1])):
         values[f"sweep_{end}_per_sm"] = str(per_sm)
+        values[f"sweep_{end}_blocks"] = f"{per_sm} block{'s' if per_sm != 1 else ''}"
         for case in cases(run):
             for design in (d for d in DESIGNS if d.swept):
                 key = _key(sweep_variant(design.target, case, per_sm))
@@ -335,7 +338,9 @@ def sweep_values(run, per_variant: dict) -> dict:
             values[f"queue_vs_coop_verdict_{end}_{case}"] = per_variant[f"queue_vs_coop_verdict_{key}"]
         trace = run.summaries["traces"][str(sweep_variant("queue", cases(run)[0], per_sm))]
         a_tasks = (trace["tasks"] - trace["b_tasks"]) // 2  # as many A tasks as C tasks
-        values[f"a_waves_{end}"] = str(math.ceil(a_tasks / trace["workers"]))
+        waves = math.ceil(a_tasks / trace["workers"])
+        values[f"a_waves_{end}"] = str(waves)
+        values[f"a_waves_{end}_phrase"] = "a single wave" if waves == 1 else f"{waves} waves"
     return values
 
 
@@ -354,7 +359,7 @@ def page_values(run) -> dict:
     values.update(per_variant)
     values.update(sweep_values(run, per_variant))
     for case in cases(run):
-        event = {vid.target + "_" + vid.submission: _event(run, vid)["median"] for vid in main(case)}
+        event = {vid.target + "_" + vid.submission: _event(run, vid)["median"] for vid in main_variants_of(case)}
         saved_by_graph = event["tiled3_stream"] - event["tiled3_graph"]
         for target in ("coop", "queue"):  # the share of the graph's saving that one launch from the stream recovers
             share = (event["tiled3_stream"] - event[f"{target}_stream"]) / saved_by_graph if saved_by_graph > 0 else float("nan")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from launchlab.chapters.megakernels import (DESIGN, DESIGNS, design_of, parse_cases, parse_sweep,
+from launchlab.chapters.megakernels import (DESIGN, DESIGNS, TRACE_MODELS, design_of, parse_cases, parse_sweep,
                                             sweep_variant)
 from launchlab.measure.protocol import Measured
 from launchlab.measure.variant import VariantId
@@ -78,8 +78,8 @@ def case_variants(modules, case: str, workers_per_sm: int, sweep, stream, length
         variants[VariantId(design.target, case, "graph")] = GraphReplay(target, stream)
     for design in (d for d in DESIGNS if d.swept):
         for per_sm in sweep:
-            variants[sweep_variant(design.target, case, per_sm)] = GraphReplay(make[design.target](modules, path, per_sm),
-                                                                                stream)
+            target = make[design.target](modules, path, per_sm)
+            variants[sweep_variant(design.target, case, per_sm)] = GraphReplay(target, stream)
     return variants
 
 
@@ -187,15 +187,23 @@ def trace_variant(session, vid, variant, timed_variant, fixtures, graph, records
         raise RuntimeError(f"the traced {vid} runs {workers} workers, the timed one a different number: "
                            "its trace would not show the timed schedule")
     validate(session, vid, variant, fixtures, 0, "traced build")
-    if isinstance(target, persistent.TaskQueue):
+    is_queue = isinstance(target, persistent.TaskQueue)
+    if is_queue:
         target.clear_error()
-    arrays = persistent.trace(variant, *records)
     labels = {"variant": str(vid), "fixture": 0, "phase": "trace"}
-    if isinstance(target, persistent.TaskQueue):
+    try:
+        arrays, problem = persistent.trace(variant, *records), None
+    except ValueError as error:  # a record never written: a task never ran (a queue's error words say why)
+        arrays, problem = None, str(error)
+    if is_queue:
         check_queue_words(session, labels, target)
+    if arrays is None:
+        session.check({**labels, "what": "every task record written", "problem": problem},
+                      np.array([False]), np.array([True]))
+        return
     session.writer.write_arrays(f"traces/{vid}.npz", tile_row=graph.tile_row, workers=np.int64(workers), **arrays)
     design, _ = design_of(vid)
-    result = schedules.check_trace(schedules.Trace.from_arrays(arrays), graph, design.schedule, int(workers))
+    result = TRACE_MODELS[design.schedule].check(schedules.Trace.from_arrays(arrays), graph, int(workers))
     session.check({**labels, "what": f"trace against the {design.schedule} schedule's rules",
                    "checks": result["checks"]},
                   np.array(list(result["checks"].values()), dtype=bool), np.ones(len(result["checks"]), dtype=bool))

@@ -7,7 +7,7 @@ Summaries:
                      the baseline `tiled3.<case>.graph` itself
   speedup_vs_coop    {queue VariantId: paired ratio} the cooperative kernel's event interval over the
                      queue's with the same case, submission and blocks-per-SM setting (>1: the queue is faster)
-  traces             {VariantId: schedules.trace_summary + workers} of every traced variant
+  traces             {VariantId: its schedule's trace summary (TRACE_MODELS) + workers} of every traced variant
   graphs             {VariantId: node counts, edges, stream submissions} from each graph's DOT text
   graph_setup        capture costs of every graph (graphs/setup.json)
 
@@ -25,7 +25,8 @@ from pathlib import Path
 
 import numpy as np
 
-from launchlab.chapters.megakernels import CHAPTER, baseline, design_of, main_variants, sweep_variants
+from launchlab.chapters.megakernels import (CHAPTER, TRACE_MODELS, baseline, design_of, main_variants,
+                                            sweep_variants)
 from launchlab.measure import stats
 from launchlab.measure.variant import VariantId
 from launchlab.model import dot, schedules
@@ -60,7 +61,7 @@ def trace_summary(path: Path) -> dict:
         graph = schedules.TaskGraph.from_tile_row(arrays["tile_row"])
         workers = int(arrays["workers"])
     design, _ = design_of(path.name[:-len(".npz")])
-    return {**schedules.trace_summary(trace, graph, design.schedule, workers), "workers": workers}
+    return {**TRACE_MODELS[design.schedule].summary(trace, graph, workers), "workers": workers}
 
 
 def graph_summary(path: Path) -> dict:

@@ -5,20 +5,17 @@ import numpy as np
 
 from launchlab.chapters.ordinary_launches import ROW_KERNELS
 from launchlab.measure.variant import VariantId
+from launchlab.present import figures, tables
 
-# (measurement, metric) -> column header
+# (measurement, metric) -> what the column holds; units are µs per invocation
 TIMING_COLUMNS = {
-    ("warm_single", "enqueue_us"): "host enqueue, 1 call (µs)",
-    ("warm_single", "complete_us"): "host completion, 1 call (µs)",
-    ("warm_batch", "enqueue_us"): "host enqueue per call, batch (µs)",
-    ("warm_batch", "complete_us"): "host completion per call, batch (µs)",
-    ("warm_batch", "event_us"): "event interval per call, batch (µs)",
+    ("warm_single", "enqueue_us"): "host enqueue, 1 synchronised call",
+    ("warm_single", "complete_us"): "host completion, 1 synchronised call",
+    ("warm_batch", "enqueue_us"): "host enqueue per call, batch",
+    ("warm_batch", "complete_us"): "host completion per call, batch",
+    ("warm_batch", "event_us"): "event interval per call, batch",
 }
-BAND_NOTE = "Each cell: median over the rounds [p10–p90]."
-
-
-def _cell(summary: dict) -> str:
-    return f"{summary['median']:.3g} [{summary['p10']:.3g}–{summary['p90']:.3g}]"
+FROM_WHERE = {"stream": "CuPy from Python", "native": "C++ loop (cuLaunchKernel)"}
 
 
 def _row_variants(run) -> dict[str, dict]:
@@ -27,92 +24,87 @@ def _row_variants(run) -> dict[str, dict]:
             if v.startswith("row4.") and "warm_batch" in m}
 
 
-def timing_table(run):
-    import pandas as pd
-
-    rows = {shape: {label: _cell(m[measurement][metric]) for (measurement, metric), label in TIMING_COLUMNS.items()}
-            for shape, m in _row_variants(run).items()}
-    return pd.DataFrame.from_dict(rows, orient="index").rename_axis("shape (rows×cols)")
-
-
-LAUNCH_LABELS = {"stream": "CuPy from Python", "native": "C++ loop (cuLaunchKernel)"}
-
-
-def launch_table(run):
-    import pandas as pd
-
-    rows = {}
-    for variant, m in run.summaries["timing"].items():
-        if "enqueue" not in m:
-            continue
-        vid = VariantId.parse(variant)
-        label = f"{'empty kernel' if vid.target == 'empty' else 'row path ' + vid.case}, {LAUNCH_LABELS[vid.submission]}"
-        rows[label] = {"host enqueue per launch (µs)": _cell(m["enqueue"]["enqueue_us_per_launch"]),
-                       "host completion per launch (µs)": _cell(_per_launch(m["enqueue"]["complete_us"], vid))}
-    return pd.DataFrame.from_dict(rows, orient="index").rename_axis("what is launched, from where")
-
-
 def _launches(vid: VariantId) -> int:
     return 1 if vid.target == "empty" else len(ROW_KERNELS)
 
 
 def _per_launch(summary: dict, vid: VariantId) -> dict:
     """A per-invocation summary divided by the invocation's launches (quantiles scale exactly)."""
-    return {key: summary[key] / _launches(vid) for key in ("median", "p10", "p90")}
+    return {**summary, **{key: summary[key] / _launches(vid) for key in ("median", "p10", "p90")}}
+
+
+def timing_table(run):
+    rows = [{"shape": shape, **{label: m[measurement][metric] for (measurement, metric), label in TIMING_COLUMNS.items()}}
+            for shape, m in _row_variants(run).items()]
+    return tables.page_table(rows, index="shape", units={label: "µs" for label in TIMING_COLUMNS.values()},
+                             headers={"shape": "Shape (rows×columns)"},
+                             caption="The row path in one stream: five per-invocation clocks, side by side.")
+
+
+def _launch_label(vid: VariantId) -> str:
+    what = "empty kernel" if vid.target == "empty" else f"row path {vid.case} (4 launches)"
+    return f"{what}, {FROM_WHERE[vid.submission]}"
+
+
+def launch_table(run):
+    rows = []
+    for variant, m in run.summaries["timing"].items():
+        if "enqueue" in m:
+            vid = VariantId.parse(variant)
+            rows.append({"what is launched, from where": _launch_label(vid),
+                         "host enqueue per launch": m["enqueue"]["enqueue_us_per_launch"],
+                         "host completion per launch": _per_launch(m["enqueue"]["complete_us"], vid)})
+    return tables.page_table(rows, index="what is launched, from where",
+                             units={"host enqueue per launch": "µs", "host completion per launch": "µs"},
+                             caption="Host cost of one launch: batches enqueued back to back, no events.")
 
 
 def gap_table(run):
     """Per traced shape and kernel: span of its blocks and the idle gap before it (µs)."""
-    import pandas as pd
-
     rows = []
     for shape, timeline in run.summaries["timelines"].items():
         for span in timeline["kernels"]:
             gap = span["gap_before_ns"]
-            rows.append({"shape": shape, "kernel": span["kernel"], "span of its blocks (µs)": f"{span['span_ns'] / 1e3:.3g}",
-                         "idle gap before it (µs)": "first kernel" if gap is None else f"{gap / 1e3:.3g}"})
-    return pd.DataFrame(rows).set_index(["shape", "kernel"])
+            rows.append({"shape": shape, "kernel": span["kernel"], "span of its blocks": span["span_ns"] / 1e3,
+                         "idle gap before it": "first kernel" if gap is None else f"{gap / 1e3:.3g}"})
+    return tables.page_table(rows, index=["shape", "kernel"], formats={"idle gap before it": "text"},
+                             units={"span of its blocks": "µs", "idle gap before it": "µs"},
+                             caption="One traced invocation per shape (instrumented build, never timed).")
 
 
 def timing_figure(run):
-    from launchlab.present import figures
-
-    fig, axes = figures.figure()
+    fig, axes = figures.figure(height=3.4)
     groups = {shape: {label: m[measurement][metric] for (measurement, metric), label in TIMING_COLUMNS.items()}
               for shape, m in _row_variants(run).items()}
-    figures.quantile_dots(axes[0, 0], groups, {label: label for label in TIMING_COLUMNS.values()})
+    figures.quantile_dots(axes[0, 0], groups, {label: label for label in TIMING_COLUMNS.values()}, legend_where=None)
     axes[0, 0].set_ylabel("µs per invocation")
-    fig.tight_layout()
-    return fig
+    axes[0, 0].set_xlabel("shape (rows×columns)")
+    return figures.finish(fig)
 
 
 def launch_figure(run):
-    from launchlab.present import figures
-
-    fig, axes = figures.figure()
+    fig, axes = figures.figure(height=3.0)
     groups = {}
     for variant, m in run.summaries["timing"].items():
         if "enqueue" in m:
             vid = VariantId.parse(variant)
-            groups[f"{'empty' if vid.target == 'empty' else 'row path'}, {vid.submission}"] = {
-                "host enqueue per launch": m["enqueue"]["enqueue_us_per_launch"]}
-    figures.quantile_dots(axes[0, 0], groups, {"host enqueue per launch": "host enqueue per launch"})
+            groups[f"{'empty' if vid.target == 'empty' else 'row path'}\n{FROM_WHERE[vid.submission]}"] = {
+                "enqueue": m["enqueue"]["enqueue_us_per_launch"], "completion": _per_launch(m["enqueue"]["complete_us"], vid)}
+    figures.quantile_dots(axes[0, 0], groups, {"enqueue": "host enqueue per launch",
+                                               "completion": "host completion per launch"}, log=False, legend_where=None)
     axes[0, 0].set_ylabel("µs per launch")
-    fig.tight_layout()
-    return fig
+    axes[0, 0].set_ylim(bottom=0)
+    return figures.finish(fig)
 
 
 def timeline_figure(run):
-    from launchlab.present import figures
-
     shapes = list(run.summaries["timelines"])
-    fig, axes = figures.figure(len(shapes), 1, height=3.0)
+    fig, axes = figures.figure(len(shapes), 1, height=2.4 * len(shapes))
     for ax, shape in zip(axes[:, 0], shapes):
         with np.load(run.file(f"traces/{shape}.npz")) as arrays:
             figures.block_timeline(ax, arrays["start_ns"], arrays["end_ns"], arrays["sm"], ROW_KERNELS,
-                                   f"{shape}: every block of K1–K4 on its SM")
-    fig.tight_layout()
-    return fig
+                                   f"{shape}: every block of K1–K4 on its SM", legend_where=None)
+    return figures.finish(fig)
 
 
 def page_values(run) -> dict:
