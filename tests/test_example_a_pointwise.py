@@ -115,7 +115,7 @@ def test_page_tables_figures_and_values(run):
 def test_validation_summary_counts_phases(run):
     from launchlab.present.glue import validation_summary
 
-    table = validation_summary(run)
+    table = validation_summary(run).raw.set_index("phase")
     assert table.loc["before", "checks"] == 48 and table.loc["after", "passed"] == 16
     assert table.loc["graph nodes", "checks"] == 8
 

@@ -268,9 +268,9 @@ def test_tables_and_figures_render(synthetic_run):
 def test_the_environment_and_validation_summaries_read_the_synthetic_run(synthetic_run):
     from launchlab.present.glue import environment_table, validation_summary
 
-    assert "Synthetic GPU" in environment_table(synthetic_run).to_string()
+    assert "Synthetic GPU" in environment_table(synthetic_run).to_html()
     table = validation_summary(synthetic_run)
-    assert list(table.index) == ["before", "after"] and (table["checks"] == table["passed"]).all()
+    assert [row[0] for row in table.rows] == ["before", "after"] and all(row[1] == row[2] for row in table.rows)
 
 
 # ---------------------------------------------------------------- the accepted run, once it has the new schema

@@ -91,6 +91,11 @@ def test_html_scrolls_in_its_own_box_and_never_elides():
     assert "20261228" in cells[-2]
 
 
+def test_a_band_may_break_before_its_bracket_only():
+    html = tables.html_table([{"event_us": TIME}])
+    assert '<span class="ll-nb">12.3</span> <span class="ll-nb">[11.9–12.8]</span>' in html
+
+
 def test_table_displays_as_html_in_a_notebook():
     table = tables.page_table([{"a": 1}])
     assert table._repr_html_().startswith('<div class="ll-table-block"><div class="table-wrapper">')

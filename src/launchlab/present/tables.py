@@ -195,7 +195,7 @@ class Table:
                 cls = ' class="num"' if self.numeric[i] else ""
                 tag = "th" if i < self.n_index else "td"
                 scope = ' scope="row"' if tag == "th" else ""
-                out.append(f"<{tag}{scope}{cls}>{html.escape(cell)}</{tag}>")
+                out.append(f"<{tag}{scope}{cls}>{_cell_html(cell)}</{tag}>")
             out.append("</tr>")
         out.append("</tbody></table>")
         return "".join(out)
@@ -216,6 +216,18 @@ class Table:
 
     def __len__(self) -> int:
         return len(self.rows)
+
+
+_BANDED = re.compile(r"^(\S+) (\[[^\]]*\])$")
+
+
+def _cell_html(cell: str) -> str:
+    """A cell's HTML: `12.3 [11.9–12.8]` may break before its bracket when the column is narrow (a phone), never
+    inside a number or inside the bracket."""
+    match = _BANDED.match(cell)
+    if not match:
+        return html.escape(cell)
+    return f'<span class="ll-nb">{html.escape(match.group(1))}</span> <span class="ll-nb">{html.escape(match.group(2))}</span>'
 
 
 def _infer(values: list) -> str:
