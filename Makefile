@@ -14,13 +14,10 @@ book:
 test:
 	$(PYTHON) -m pytest -q
 
-# CPU unit tests only (under 30 s): no book build or browser (tests/test_site.py), no GPU, and neither notebook
-# executions (papermill) nor nvcc/ptxas compilations, which are left out by name until those tests carry the
-# `slow` marker.
-FAST_DESELECT ?= not compile and not spills and not local_memory and not ptx and not cluster_dims \
-	and not papermill and not executes and not glues_its_headline
+# CPU unit tests only (under 30 s): no GPU, and none of the tests marked `slow` (pyproject.toml): nvcc/ptxas
+# compilations, notebook executions (papermill), the simulated megakernel run, the book build and the browser.
 test-fast:
-	$(PYTHON) -m pytest -q -m "not slow and not gpu" --ignore=tests/test_site.py -k "$(FAST_DESELECT)"
+	$(PYTHON) -m pytest -q -m "not slow and not gpu"
 
 # Re-execute one chapter on a GPU into a new sealed run: make execute CH=ordinary_launches
 execute:

@@ -260,3 +260,35 @@ extern "C" __global__ void __launch_bounds__(BLOCK, MIN_BLOCKS)
 fused_softmax(const float* __restrict__ x, float* __restrict__ y, int cols) {
     fused_row<false>(x, y, cols);
 }
+
+// Packed rows (chapter 4's tiled cases, rows of different lengths end to end): block r reduces row r,
+// elements row_offsets[r] .. row_offsets[r + 1] of x, with the tiers of fused_row. fused_row finds its
+// row at blockIdx.x * cols; here the row's start comes from the offsets, so the dispatch is repeated
+// on a Row built from them (the same tier conditions, the same dynamic shared memory rule).
+// Compiled only with -DFUSED_PACKED (chapter 4's build), so chapter 3's builds stay as they were.
+#ifdef FUSED_PACKED
+__device__ __forceinline__ Row packed_row_of(const float* x, float* y, int start, int cols) {
+    Row r;
+    r.lead = (int)((reinterpret_cast<unsigned long long>(x + start) >> 2) & 3ull);
+    r.x = x + start - r.lead;
+    r.y = y + start - r.lead;
+    r.cols = cols;
+    r.chunks = (r.lead + cols + 3) >> 2;
+    return r;
+}
+
+extern "C" __global__ void __launch_bounds__(BLOCK, MIN_BLOCKS)
+fused_rms_softmax_packed(const float* __restrict__ x, float* __restrict__ y, const int* __restrict__ row_offsets) {
+    __shared__ float scratch[32];
+    extern __shared__ float4 row_cache[];
+    const int start = row_offsets[blockIdx.x];
+    const Row r = packed_row_of(x, y, start, row_offsets[blockIdx.x + 1] - start);
+    if (r.chunks <= REG_CHUNKS * BLOCK) {
+        row_in_registers<true>(r, scratch);
+    } else if (16u * (unsigned int)r.chunks <= dynamic_shared_bytes()) {
+        row_in_shared<true>(r, row_cache, scratch);
+    } else {
+        row_streamed<true>(r, scratch);
+    }
+}
+#endif  // FUSED_PACKED

@@ -148,18 +148,21 @@ def execute_in_evidence_mode(stem: str, tmp_path: Path) -> dict:
     return json.loads(out.read_text())
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("stem", sorted(set(PACKAGES) & set(ACCEPTED)))
 def test_chapter_executes_with_papermill_in_evidence_mode(stem, tmp_path):
     values = glued_markdown(execute_in_evidence_mode(stem, tmp_path))
     assert values["run_id"] == ACCEPTED[stem]
 
 
+@pytest.mark.slow
 def test_chapter_1_glues_its_headline_figures(tmp_path):
     values = glued_markdown(execute_in_evidence_mode("ordinary_launches", tmp_path))
     headline = runs.accepted_run("ordinary_launches").headline
     assert values["row4_4096x4096_warm_batch_event_us"] == f"{headline['event_us.row4.4096x4096.stream']:.3g}"
 
 
+@pytest.mark.slow
 def test_claim_audit_executes_with_papermill(tmp_path):
     from launchlab.claims import registry as claims
 

@@ -178,8 +178,33 @@ def recheck_claim(**changes):
     return {**claim, **changes}
 
 
+def pending_book_claim(**changes):
+    """A B-claim declared for a chapter whose run awaits re-execution, as the refresh writes it."""
+    claim = {**book_claim(), "verdict": "pending", "evidence": [], "our_value": None,
+             "awaits": {"chapter": "fusion", "keys": ["ratios/graph/x_over_y/4096x4096/warm"]}}
+    return {**claim, **changes}
+
+
 def test_book_and_recheck_claims_are_accepted_in_normal_form(sources):
-    assert registry.validate_claims([book_claim(), recheck_claim()], sources) == [book_claim(), recheck_claim()]
+    claims = [book_claim(), recheck_claim(), pending_book_claim(id="B02")]
+    assert registry.validate_claims(claims, sources) == claims
+
+
+def test_pending_is_a_status_of_b_claims_awaiting_their_run_only(sources):
+    with pytest.raises(ValueError, match="^B01: verdict 'pending'"):
+        registry.validate_claims([pending_book_claim(awaits=None)], sources)
+    with pytest.raises(ValueError, match="^B01: a B-claim awaiting its run is pending"):
+        registry.validate_claims([pending_book_claim(verdict="retain")], sources)
+    with pytest.raises(ValueError, match="^R01: verdict 'pending'"):
+        registry.validate_claims([recheck_claim(verdict="pending")], sources)
+
+
+def test_labelled_values_carry_an_interval_per_label(sources):
+    labelled = our_value(value={"warm": 1.2, "cold": 0.9}, interval={"warm": [1.1, 1.3], "cold": [0.8, 1.0]})
+    assert registry.validate_claims([book_claim() | {"our_value": labelled}], sources)
+    for interval in ({"hot": [1.0, 2.0]}, {"warm": [1.0]}, [1.1, 1.3]):
+        with pytest.raises(ValueError, match="interval"):
+            registry.validate_claims([book_claim() | {"our_value": {**labelled, "interval": interval}}], sources)
 
 
 @pytest.mark.parametrize("record, problem", [
@@ -276,7 +301,9 @@ def citation():
 def test_csv_and_json_round_trip_equal_the_registry(tmp_path, claims, sources, citation):
     labelled = book_claim() | {"id": "B02", "our_value": our_value(value={"warm": 1.0, "cold": 2.0}, interval=None,
                                                                         basis="related", note="A neighbour.")}
-    everything = claims + [book_claim(), labelled, recheck_claim()]
+    with_intervals = book_claim() | {"id": "B03", "our_value": our_value(value={"warm": 1.0, "cold": 2.0},
+                                                                        interval={"cold": [1.5, 2.5]})}
+    everything = claims + [book_claim(), labelled, with_intervals, recheck_claim(), pending_book_claim(id="B04")]
     exports.write_claims_csv(everything, tmp_path / "claims.csv", BASE)
     assert exports.read_claims_csv(tmp_path / "claims.csv") == everything
     exports.write_claims_json(everything, sources, tmp_path / "claims.json", citation)
@@ -397,6 +424,45 @@ def test_html_tables_group_by_section_and_anchor_every_claim(claims, sources):
         for claim in members:
             assert f'<tr id="{claim["id"].lower()}"' in table
     assert tables["C"].index('id="c41"') < tables["C"].index('id="c42"') < tables["C"].index('id="c43"')
+
+
+def article_page(tmp_path: Path, claims: list[dict], sources: dict) -> Path:
+    """The chapter's tables inside the theme's article element, as the site checker reads a built page."""
+    tables = [page.values_table_html(claims)] + [page.claims_table_html(claims, sources, f) for f in "CRB"]
+    (tmp_path / "claim-audit.html").write_text('<article class="bd-article">' + "".join(tables) + "</article>",
+                                               encoding="utf-8")
+    return tmp_path
+
+
+def test_table_cells_show_no_truncation_mark_and_no_scientific_notation(tmp_path, claims, sources):
+    """Hashes in full; the audit record's "..." inside a quotation shown as the editor's "[…]"."""
+    from launchlab.present import site_check
+
+    assert site_check.bad_table_cells(article_page(tmp_path, claims, sources)) == []
+    shortened = [claim["id"] for claim in claims if "..." in claim["excerpt"]]
+    assert shortened and all(claim["id"].startswith("C") for claim in claims if claim["id"] in shortened)
+    assert "[…]" in page.claims_table_html(claims, sources, "C")
+
+
+def test_every_hash_is_shown_in_full_beside_its_file(claims, sources):
+    tables = "".join(page.claims_table_html(claims, sources, family) for family in "CRB")
+    for claim in claims:
+        for entry in claim["evidence"]:
+            assert f"sha256 {entry['sha256']}</code>" in tables, (claim["id"], entry["path"])
+
+
+def test_tables_fit_their_column_by_a_fixed_layout(claims, sources):
+    """Every table of the chapter has the fixed layout whose columns share the content column's width."""
+    for html_text in [page.values_table_html(claims)] + [page.claims_table_html(claims, sources, f) for f in "CRB"]:
+        assert '<table class="table claim-audit">' in html_text and "table-layout: fixed" in html_text
+        widths = [int(w) for w in re.findall(r'<col style="width:(\d+)%">', html_text)]
+        assert sum(widths) == 100
+
+
+@pytest.mark.parametrize("value, text", [(611328.0, "611,328"), (596.0, "596"), (0.50051, "0.5005"),
+                                         (3871.63, "3872"), (1.0e-05, "0.00001000"), (-0.0123, "-0.01230")])
+def test_numbers_are_written_in_plain_notation(value, text):
+    assert page.format_number(value) == text
 
 
 def test_page_values_count_each_family_and_the_documents(claims, sources):

@@ -51,6 +51,7 @@ def test_committed_evidence_verifies():
     assert evidence.verify(COMMITTED) == []
 
 
+@pytest.mark.slow
 def test_changing_any_byte_of_any_committed_run_file_is_named(committed_copy):
     for run_dir in evidence.all_run_dirs(committed_copy):
         for path in sorted(p for p in run_dir.rglob("*") if p.is_file()):

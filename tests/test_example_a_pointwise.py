@@ -120,6 +120,7 @@ def test_validation_summary_counts_phases(run):
     assert table.loc["graph nodes", "checks"] == 8
 
 
+@pytest.mark.slow
 def test_notebook_executes_on_a_sealed_synthetic_run(tmp_path, monkeypatch):
     """The thin notebook end to end (papermill, evidence mode) on a run in a temporary evidence root."""
     papermill = pytest.importorskip("papermill")

@@ -106,6 +106,7 @@ def test_page_tables_figures_and_values(run):
     assert values["ragged_separate_graph_early_b"] == "0" and values["jobs"] == "597"
 
 
+@pytest.mark.slow
 def test_notebook_executes_on_a_sealed_synthetic_run(tmp_path, monkeypatch):
     papermill = pytest.importorskip("papermill")
     from pathlib import Path

@@ -53,6 +53,7 @@ def ptxas(defines: dict, directory: Path) -> dict:
     return build.parse_ptxas(result.stderr)
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not NVCC, reason="nvcc is not on PATH")
 def test_every_configuration_compiles_without_spills_or_local_memory(tmp_path):
     configurations = every_configuration()
@@ -66,6 +67,7 @@ def test_every_configuration_compiles_without_spills_or_local_memory(tmp_path):
             assert resources["registers"] <= 65536 // defines.get("BLOCK", 256), (defines, kernel, resources)
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not NVCC, reason="nvcc is not on PATH")
 @pytest.mark.parametrize("width", [8, 16])
 def test_cluster_kernels_carry_their_cluster_dims(tmp_path, width):

@@ -170,3 +170,63 @@ def test_traced_builds_keep_the_timed_worker_counts_and_their_traces_pass_the_ch
             assert schedules.b_before_last_a(trace, graph) == 0
         summary = schedules.trace_summary(trace, graph, schedule, workers)
         assert summary["model"]["b_before_last_a"] <= graph.rows
+
+
+def all_design_modules() -> dict:
+    from launchlab.chapters.megakernels import DESIGN_FAMILY
+    from launchlab.chapters.megakernels.run import device_shared_limit, fused_defines
+    from launchlab.gpu import build
+
+    return {**load(traced=False), DESIGN_FAMILY: build.load_module(DESIGN_FAMILY),
+            "fused_softmax": build.load_module("fused_softmax", fused_defines(device_shared_limit()))}
+
+
+@pytest.mark.parametrize("rows", ["irregular", "ragged"])
+def test_every_chapter_design_matches_the_oracle_and_its_graph_edges(backend, rows):
+    """The chapter's own factories for all ten designs (run.case_variants), stream and graph, two fixtures; the
+    PDL graphs' programmatic edges as run.write_graph_edges checks them; the dependency kernel's words."""
+    from launchlab.chapters.megakernels import DESIGNS, run
+    from launchlab.gpu import megakernel_designs as designs
+    from launchlab.gpu import persistent
+
+    lengths = LENGTH_SETS[rows]
+    made = run.case_variants(all_design_modules(), "rows", 0, [], backend.stream, lengths=lengths, designs=list(DESIGNS))
+    assert {v.target for v in made} == {d.target for d in DESIGNS}
+    for index in range(2):
+        values = workloads.packed_fixture(FRESH_SEED, 10 + index, lengths)
+        for vid, variant in made.items():
+            check(variant, values, f"{rows} {vid} fixture {index}")
+            target = persistent.underlying(variant)
+            if run.is_dependency(target):
+                assert not target.error.get().any() and target.counters_consistent(), vid
+    for vid, variant in made.items():
+        if vid.submission == "graph" and design_of(vid)[0].extended:
+            record = designs.graph_edge_record(variant)
+            expected = run.expected_programmatic_edges(vid, persistent.underlying(variant))
+            assert record["edge_types"]["programmatic"] == expected, (vid, record["edge_types"])
+
+
+def test_fused_packed_rows_cover_every_tier(backend):
+    """Rows in registers (4,096), in shared memory (36,864) and streamed (70,001: past the shared limit)."""
+    from launchlab.gpu import megakernel_designs as designs
+    from launchlab.gpu.targets import TiledPath
+
+    modules = all_design_modules()
+    lengths = [4096, 36864, 1, 70001, 8192, 3]
+    path = TiledPath(modules["tiled_softmax"], lengths)
+    probe = designs.FusedPackedRows(modules["fused_softmax"], path)
+    from launchlab.chapters.megakernels.run import device_shared_limit
+
+    shared = designs.packed_shared_bytes([0, 36864], probe.block, probe.reg_chunks, device_shared_limit())
+    target = designs.FusedPackedRows(modules["fused_softmax"], path, shared)
+    # the 8,192-element row starts 2 elements past a 16-byte boundary: 2,049 chunks, one past the registers
+    assert target.tiers() == {"registers": 3, "shared": 2, "streamed": 1}
+    check(target, workloads.packed_fixture(FRESH_SEED, 12, lengths), "fused packed rows, every tier")
+
+
+def test_sanitizer_child_checks_pass_without_the_sanitizer(backend):
+    """What the compute-sanitizer child runs (small cases, every design) passes on its own first."""
+    from launchlab.chapters.megakernels.sanitize import inner_checks
+
+    checks = inner_checks(backend)
+    assert checks and all(checks.values()), {k: v for k, v in checks.items() if not v}

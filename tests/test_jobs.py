@@ -228,6 +228,7 @@ def test_raw_records_and_an_unwritten_one():
 
 
 # ------------------------------------------------------------------------------------- the kernels' build
+@pytest.mark.slow
 @pytest.mark.skipif(not shutil.which("nvcc"), reason="nvcc is not on PATH")
 @pytest.mark.parametrize("defines", [None, {"LAUNCHLAB_TRACE": None}], ids=["timed", "traced"])
 def test_jobs_kernels_build_for_sm90_without_local_memory(defines):

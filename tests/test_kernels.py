@@ -16,6 +16,7 @@ def test_there_are_kernels():
     assert {"row_softmax", "empty"} <= set(FAMILIES)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("family", FAMILIES)
 def test_kernel_family_compiles_without_spills_or_local_memory(family):
     for defines in VARIANTS.get(family, [None]):
@@ -43,6 +44,7 @@ def test_missing_include_is_named(tmp_path):
         build.expand_source(source)
 
 
+@pytest.mark.slow
 def test_native_launch_loop_builds(tmp_path):
     library, how = native.build_library(tmp_path)
     assert library is not None, how

@@ -29,6 +29,7 @@ def durations_for(graph: TaskGraph, lengths, seed: int = 0) -> np.ndarray:
 
 
 # --------------------------------------------------------------------------- compile
+@pytest.mark.slow
 @pytest.mark.skipif(not shutil.which("nvcc"), reason="nvcc is not on PATH")
 @pytest.mark.parametrize("defines", [None, {"LAUNCHLAB_TRACE": None}], ids=["timed", "traced"])
 def test_designs_compile_without_spills_or_local_memory(defines):
@@ -203,3 +204,28 @@ def test_dot_edges_keep_their_attributes():
     assert edges[1]["attributes"] == {"style": "dashed", "label": "programmatic"}
     assert pdl.edge_type_counts({"edges": [{"type": "programmatic"}, {"type": "default"}]}) == \
         {"default": 1, "programmatic": 1}
+
+
+# --------------------------------------------------------------------------- the fused row kernel on packed rows
+def test_packed_shared_memory_keeps_the_longest_row_on_chip_where_it_can():
+    from launchlab.chapters.megakernels.run import fused_defines
+    from launchlab.gpu import megakernel_designs as designs
+
+    defines = fused_defines(227 * 1024)
+    assert (defines["BLOCK"], defines["REG_CHUNKS"], defines["MIN_BLOCKS"]) == (512, 4, 1) and "FUSED_PACKED" in defines
+    offsets = lambda case: workloads.tile_table(CASES[case])["row_offsets"]  # noqa: E731
+    assert designs.packed_shared_bytes(offsets("balanced"), 512, 4, 227 * 1024) == 0  # 8,192 floats fit the registers
+    assert designs.packed_shared_bytes(offsets("ragged"), 512, 4, 227 * 1024) == 16 * 36864 // 4
+    assert designs.packed_shared_bytes([0, 70001], 512, 4, 227 * 1024) == 0  # past the limit: streamed
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not shutil.which("nvcc"), reason="nvcc is not on PATH")
+def test_packed_fused_entry_compiles_without_spills_in_its_build_only():
+    from launchlab.chapters.megakernels.run import fused_defines
+
+    report = build.nvcc_report("fused_softmax", fused_defines(227 * 1024))
+    packed = report["resources"]["fused_rms_softmax_packed"]
+    assert packed["spill_stores"] == packed["spill_loads"] == packed["local_bytes"] == packed["stack_bytes"] == 0
+    chapter3 = build.nvcc_report("fused_softmax", {"BLOCK": 512, "REG_CHUNKS": 4, "UNROLL": 8, "MIN_BLOCKS": 2})
+    assert "fused_rms_softmax_packed" not in chapter3["resources"]

@@ -136,6 +136,7 @@ def nvcc_build(family: str, extra=(), defines=None) -> dict:
 needs_nvcc = pytest.mark.skipif(not shutil.which("nvcc"), reason="nvcc is not on PATH")
 
 
+@pytest.mark.slow
 @needs_nvcc
 def test_pointwise_kernels_build_for_sm90_without_local_memory_or_fma():
     report = nvcc_build("pointwise", model.COMPILE_OPTIONS)
@@ -152,6 +153,7 @@ def test_pointwise_kernels_build_for_sm90_without_local_memory_or_fma():
         assert "FFMA" not in report["sass"]
 
 
+@pytest.mark.slow
 @needs_nvcc
 def test_pointwise_ptx_does_not_depend_on_the_fmad_flag():
     """The explicit-rounding intrinsics carry the guarantee: the PTX is the same with contraction on."""

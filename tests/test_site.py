@@ -57,6 +57,7 @@ def html(book_build):
     return root
 
 
+@pytest.mark.slow
 def test_build_passes_without_warnings(book_build):
     root, log = book_build
     if log is None:
@@ -67,10 +68,12 @@ def test_build_passes_without_warnings(book_build):
     assert (root / "index.html").is_file()
 
 
+@pytest.mark.slow
 def test_no_external_resources(html):
     assert site_check.external_resources(html) == []
 
 
+@pytest.mark.slow
 def test_internal_links_resolve(html):
     assert site_check.broken_links(html) == []
 
@@ -121,6 +124,7 @@ def _math_page(root: Path) -> Path:
     pytest.fail("no page of the book has math, so the vendored MathJax is never exercised")
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(CHROMIUM is None, reason=NO_CHROMIUM)
 @pytest.mark.parametrize("which", ["intro", "math"])
 def test_browser_renders_page(html, which, tmp_path):
@@ -146,6 +150,7 @@ def test_browser_renders_page(html, which, tmp_path):
     assert shot.stat().st_size > 10_000  # a blank page compresses to a few hundred bytes
 
 
+@pytest.mark.slow
 def test_every_claim_has_an_anchor_in_the_built_chapter(html):
     """claim-audit.html#c42 must land on C42: one element with that id per registry entry."""
     from launchlab.claims import registry as claims
@@ -155,6 +160,7 @@ def test_every_claim_has_an_anchor_in_the_built_chapter(html):
     assert not missing, f"claims without an anchor in the built page: {missing}"
 
 
+@pytest.mark.slow
 def test_every_chapter_page_shows_its_accepted_run(html):
     from launchlab.store import evidence
 
@@ -179,11 +185,13 @@ def visits(html):
     return results
 
 
+@pytest.mark.slow
 def test_every_page_logs_no_console_error(visits):
     errors = {f"{page} at {name}": r["errors"] for (page, name), r in visits.items() if r["errors"]}
     assert not errors, "\n".join(f"{where}: {e}" for where, errs in errors.items() for e in errs)
 
 
+@pytest.mark.slow
 def test_tables_and_figures_fit_the_content_column_at_1400_px(visits):
     problems = {page: site_check.layout_problems(r["layout"], phone=False)
                 for (page, name), r in visits.items() if name == "desktop"}
@@ -191,6 +199,7 @@ def test_tables_and_figures_fit_the_content_column_at_1400_px(visits):
     assert not problems, "\n".join(f"{page}: {p}" for page, ps in problems.items() for p in ps)
 
 
+@pytest.mark.slow
 def test_phone_pages_never_scroll_sideways_and_tables_scroll_in_their_box(visits):
     problems = {page: site_check.layout_problems(r["layout"], phone=True)
                 for (page, name), r in visits.items() if name == "phone"}
@@ -198,6 +207,7 @@ def test_phone_pages_never_scroll_sideways_and_tables_scroll_in_their_box(visits
     assert not problems, "\n".join(f"{page}: {p}" for page, ps in problems.items() for p in ps)
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(CHROMIUM is None, reason=NO_CHROMIUM)
 def test_the_browser_check_sees_what_it_should(tmp_path):
     """A duplicated `const`, a console.error and a wide table without its own scroll box are all reported."""
@@ -227,12 +237,14 @@ def test_the_browser_check_sees_what_it_should(tmp_path):
 
 # --- what every page shows --------------------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_every_figure_is_numbered_and_captioned(html):
     """Figures are glued (`glue(name, fig, display=False)`) and placed with `{glue:figure}` and a `:name:`."""
     found = site_check.uncaptioned_figures(html)
     assert not found, "\n".join(f"{r.file}: {r.problem} ({r.url})" for r in found)
 
 
+@pytest.mark.slow
 def test_no_table_cell_shows_scientific_notation_or_a_truncation_mark(html):
     found = site_check.bad_table_cells(html)
     assert not found, "\n".join(f"{r.file}: {r.problem}: {r.url!r}" for r in found)

@@ -73,6 +73,11 @@ def command_execute(args) -> int:
     """Execute a chapter notebook with papermill into a new run, then seal it (or file it as failed)."""
     import papermill
 
+    from launchlab.present.sphinx_ext import encrypt_kernel_transport
+
+    # The kernel papermill starts gets CurveZMQ keys, as the book build's kernels do (sphinx_ext says why):
+    # ipykernel 7 then has no plain-TCP transport to warn about.
+    encrypt_kernel_transport()
     run_id = evidence.new_run_id(chapter(args.stem).tag)
     parameters = {"mode": args.mode, "run_id": run_id, **dict(args.parameter or [])}
     staging = args.root / "staging"

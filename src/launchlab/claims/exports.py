@@ -150,8 +150,14 @@ def _property_values(ours: dict) -> list[dict]:
     common = {"@type": "PropertyValue", "unitText": ours["unit"], "measurementMethod": ours["basis"],
               "description": ours["note"]}
     if isinstance(ours["value"], dict):
-        return [{**common, "name": f"{ours['unit']}: {label}", "propertyID": label, "value": value}
-                for label, value in ours["value"].items()]
+        intervals = ours["interval"] or {}
+        values = []
+        for label, value in ours["value"].items():
+            entry = {**common, "name": f"{ours['unit']}: {label}", "propertyID": label, "value": value}
+            if label in intervals:
+                entry["minValue"], entry["maxValue"] = intervals[label]
+            values.append(entry)
+        return values
     single = {**common, "name": ours["unit"], "value": ours["value"]}
     if ours["interval"]:
         single["minValue"], single["maxValue"] = ours["interval"]
@@ -192,7 +198,10 @@ def _our_value(dataset: dict) -> dict:
     values = dataset["variableMeasured"]
     first = values[0]
     labelled = "propertyID" in first
-    interval = [first["minValue"], first["maxValue"]] if "minValue" in first else None
+    if labelled:
+        interval = {v["propertyID"]: [v["minValue"], v["maxValue"]] for v in values if "minValue" in v} or None
+    else:
+        interval = [first["minValue"], first["maxValue"]] if "minValue" in first else None
     return {"value": {v["propertyID"]: v["value"] for v in values} if labelled else first["value"],
             "unit": first["unitText"], "basis": first["measurementMethod"],
             "technique": dataset["measurementTechnique"], "note": first["description"], "interval": interval,

@@ -10,8 +10,12 @@ Three families of claims share one record shape:
 A claim in normal form has every key of `CLAIM_FIELDS`. `sources` is a list of keys of sources.yaml;
 `evidence` a list of {path, sha256} inside evidence/runs/<RUN_ID>/; `scope` (R-claims only) and
 `article_value` (the article's own figure, as text) are text or None; `our_value` is None or a dict with the
-keys of `OUR_VALUE_FIELDS`; `awaits` is None or {chapter, keys}: the accepted run and headline keys a pending
-comparison waits for.
+keys of `OUR_VALUE_FIELDS`; `awaits` is None or {chapter, keys}: the accepted run, and the headline keys or
+summaries paths ("ratios/graph/...") a pending comparison or B-claim waits for. A B-claim awaiting its run has
+the verdict "pending" and no evidence yet; it is declared, never dropped.
+
+`our_value.value` is a number or a mapping of labels to numbers; `interval` is None, [low, high] for a number, or
+{label: [low, high]} for labels of a mapping.
 
 `our_value.basis` says how our value relates to the claim: *measured* (our run measures the quantity the claim
 states), *computed* (a formula applied to recorded facts) or *related* (a different quantity, named in `unit`);
@@ -31,6 +35,7 @@ from launchlab.store.evidence import MANIFEST, REPO_ROOT, RUN_ID_PATTERN, sha256
 CLAIMS_FILE = Path("evidence") / "claims" / "claims.yaml"
 SOURCES_FILE = Path("evidence") / "claims" / "sources.yaml"
 VERDICTS = ("retain", "qualify", "correct", "judgment")
+PENDING = "pending"  # the verdict of a B-claim whose run has not been (re-)executed yet; not a judgment of wording
 BASES = ("measured", "computed", "related")
 FAMILIES = {"C": "audited article", "R": "later rechecks", "B": "this book"}
 REQUIRED_FIELDS = ("id", "section", "excerpt", "verdict", "finding", "sources", "evidence")
@@ -112,12 +117,17 @@ def _normal_form(record: dict, source_keys) -> dict:
     _require(not missing and not unknown, f"missing fields {missing}, unknown fields {unknown}")
     for field in ("section", "excerpt", "finding"):
         _require(_is_text(record[field]), f"{field} must be non-empty text")
-    _require(record["verdict"] in VERDICTS, f"verdict {record['verdict']!r} is not one of {', '.join(VERDICTS)}")
+    pending_book_claim = record["id"].startswith("B") and record.get("awaits") is not None
+    _require(record["verdict"] in VERDICTS or (record["verdict"] == PENDING and pending_book_claim),
+             f"verdict {record['verdict']!r} is not one of {', '.join(VERDICTS)}"
+             + (f" (or {PENDING!r} for a B-claim awaiting its run)" if record["id"].startswith("B") else ""))
+    _require(not pending_book_claim or record["verdict"] == PENDING, "a B-claim awaiting its run is pending")
     _check_sources(record["sources"], source_keys)
     _require(isinstance(record["evidence"], list), "evidence must be a list of {path, sha256}")
     for entry in record["evidence"]:
         _check_evidence_entry(entry)
-    _require(record["sources"] or record["evidence"], "cites neither a source nor an evidence file")
+    _require(record["sources"] or record["evidence"] or pending_book_claim,
+             "cites neither a source nor an evidence file")
     claim = {field: record.get(field) for field in CLAIM_FIELDS}
     _check_optional(claim)
     claim["sources"] = list(claim["sources"])
@@ -142,7 +152,8 @@ def _check_optional(claim: dict) -> None:
     if claim["awaits"] is not None:
         awaits = claim["awaits"]
         _require(isinstance(awaits, dict) and set(awaits) == {"chapter", "keys"} and _is_text(awaits["chapter"])
-                 and isinstance(awaits["keys"], list), "awaits must be {chapter, keys}")
+                 and isinstance(awaits["keys"], list) and all(map(_is_text, awaits["keys"])),
+                 "awaits must be {chapter, keys} with keys a list of text")
         _require(claim["our_value"] is None, "a claim awaiting a run has no value yet")
         claim["awaits"] = {"chapter": awaits["chapter"], "keys": list(awaits["keys"])}
 
@@ -169,6 +180,10 @@ def _is_number(value) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
+def _is_pair(interval) -> bool:
+    return isinstance(interval, list) and len(interval) == 2 and all(map(_is_number, interval))
+
+
 def _check_our_value(ours) -> None:
     _require(isinstance(ours, dict) and set(ours) == set(OUR_VALUE_FIELDS),
              f"our_value must have exactly the fields {', '.join(OUR_VALUE_FIELDS)}")
@@ -181,8 +196,13 @@ def _check_our_value(ours) -> None:
     _require(_is_text(ours["note"]) or (ours["basis"] == "measured" and ours["note"] == ""),
              "a computed or related value needs a note saying how it differs from the claim")
     interval = ours["interval"]
-    _require(interval is None or (isinstance(interval, list) and len(interval) == 2 and all(map(_is_number, interval))),
-             "our_value interval must be None or [low, high]")
+    if isinstance(interval, dict):
+        _require(isinstance(value, dict) and interval and set(interval) <= set(value)
+                 and all(map(_is_pair, interval.values())),
+                 "our_value intervals by label need a mapping value with those labels and [low, high] each")
+    else:
+        _require(interval is None or (_is_pair(interval) and _is_number(value)),
+                 "our_value interval must be None or [low, high] (for a single number)")
     _require(isinstance(ours["run_id"], str) and RUN_ID_PATTERN.match(ours["run_id"]),
              f"our_value run_id {ours['run_id']!r} is not a run id")
 
@@ -193,8 +213,9 @@ def claim_anchor(claim_id: str) -> str:
 
 
 def verdict_counts(claims: list[dict], id_prefix: str = "C") -> dict[str, int]:
-    """How many claims whose id starts with `id_prefix` carry each verdict (the audit's C-claims by default)."""
-    counts = dict.fromkeys(VERDICTS, 0)
+    """How many claims whose id starts with `id_prefix` carry each verdict (the audit's C-claims by default);
+    the B-claims are counted as pending too."""
+    counts = dict.fromkeys(VERDICTS + ((PENDING,) if id_prefix == "B" else ()), 0)
     for claim in claims:
         if claim["id"].startswith(id_prefix):
             counts[claim["verdict"]] += 1

@@ -12,6 +12,8 @@ record per task (`trace`), checked by model/design_schedules.py.
   counters and round flags that reset themselves (one round per invocation), bounded waits.
 * ClusterRows: one thread-block cluster per row, a launch per cluster-size class, the classes
   chained with PDL.
+* FusedPackedRows: chapter 3's fused row kernel (kernels/fused_softmax.cu, fused_rms_softmax_packed)
+  on the same packed rows: one block per row, one launch; the reference the designs are read against.
 
 Imports CuPy; only GPU mode reaches this module.
 """
@@ -23,7 +25,7 @@ import numpy as np
 from launchlab.gpu import build, pdl
 from launchlab.gpu.targets import BLOCK, Target, allow_dynamic_shared
 from launchlab.model import design_schedules, schedules, workloads
-from launchlab.model.timelines import task_trace_arrays
+from launchlab.model.timelines import TASK_WORDS, task_trace_arrays
 
 FAMILY = "megakernel_designs"
 KERNELS = ("pdl_tile_producer", "pdl_row_combiner", "pdl_tile_consumer", "combining_tile_consumer",
@@ -222,6 +224,7 @@ class ClusterRows(_ExtendedLaunches):
                  driver: str | None = None):
         super().__init__(path_or_lengths)
         self.name = "cluster"
+        self.max_cluster = int(max_cluster)
         self.plan = design_schedules.cluster_plan(self.path.lengths, max_cluster)
         kernel = built.kernel("cluster_rows")
         if max_cluster > 8:
@@ -245,6 +248,58 @@ class ClusterRows(_ExtendedLaunches):
         return self.plan.graph()
 
 
+PACKED_KERNEL = "fused_rms_softmax_packed"
+
+
+def packed_shared_bytes(row_offsets, block: int, reg_chunks: int, shared_limit: int) -> int:
+    """Dynamic shared memory for the packed fused kernel: enough to keep the widest row (in 16-byte chunks,
+    its first chunk counted from the aligned address before it) on chip where it does not fit the registers
+    (REG_CHUNKS chunks per thread) and fits the device's limit; else 0 (rows then stay in registers or, too
+    long for the limit, are streamed: the kernel decides per row)."""
+    offsets = np.asarray(row_offsets, dtype=np.int64)
+    chunks = int(((offsets[:-1] % 4 + np.diff(offsets) + 3) // 4).max())
+    if chunks <= reg_chunks * block or 16 * chunks > shared_limit:
+        return 0
+    return 16 * chunks
+
+
+class FusedPackedRows(_OnTiles):
+    """fused_rms_softmax_packed on a tiled path's x and y: block r runs chapter 3's fused row on row r
+    (row_offsets[r] .. row_offsets[r + 1]); `shared_bytes` of dynamic shared memory per block decide, with
+    the row's length, whether it stays in registers, in shared memory or is streamed (the kernel chooses)."""
+
+    design = "fused_row"
+    KERNELS = (PACKED_KERNEL,)
+
+    def __init__(self, built, path_or_lengths, shared_bytes: int = 0):
+        from launchlab.gpu.targets import module_define
+
+        super().__init__(path_or_lengths)
+        self.name = "fused_row"
+        self.block = module_define(built, "BLOCK", BLOCK)
+        self.reg_chunks = module_define(built, "REG_CHUNKS", 4)
+        self.shared_bytes = int(shared_bytes)
+        self.kernel = built.kernel(PACKED_KERNEL)
+        if self.path.x.data.ptr % 16 or self.path.y.data.ptr % 16:  # rows then sit alike in x and y (the kernel's rule)
+            raise ValueError("x and y must start on 16-byte boundaries")
+        if self.shared_bytes > 48 * 1024:
+            allow_dynamic_shared(self.kernel, self.shared_bytes)
+        self.args = (self.path.x, self.path.y, self.path.table["row_offsets"])
+        self.launches = ((self.kernel, (self.rows,), (self.block,), self.args),)
+
+    def invoke(self) -> None:
+        self.kernel((self.rows,), (self.block,), self.args, shared_mem=self.shared_bytes)
+
+    def tiers(self) -> dict:
+        """Rows per tier, as the kernel decides them (registers, shared, streamed)."""
+        offsets = np.asarray(self.row_offsets, dtype=np.int64)
+        chunks = (offsets[:-1] % 4 + np.diff(offsets) + 3) // 4  # a row's first chunk may hold elements before it
+        registers = chunks <= self.reg_chunks * self.block
+        shared = ~registers & (16 * chunks <= self.shared_bytes)
+        return {"registers": int(registers.sum()), "shared": int(shared.sum()),
+                "streamed": int((~registers & ~shared).sum())}
+
+
 # --------------------------------------------------------------------------- traces and graph edges
 def attach_trace_buffer(target, traced_module):
     """Task records for `target`'s graph, wired to the traced module: before any traced launch,
@@ -263,6 +318,7 @@ def trace(target, traced_module, invoke=None, records=None) -> schedules.Trace:
     if records is None:
         records = attach_trace_buffer(target, traced_module)
     table = probes.collect_raw(records, invoke or target.invoke)
+    table = table[:target.task_graph().total * TASK_WORDS]  # a buffer attached for a larger graph
     if isinstance(target, DependencyPersistent):
         target.check_error()
     return schedules.Trace.from_arrays(task_trace_arrays(table))

@@ -11,8 +11,11 @@ becomes a kernel node, and a programmatic launch an edge of type programmatic.
 
 Two ways to reach the driver: cuda-bindings (`cuda.bindings.driver`, or `cuda.cuda` of older
 cuda-python) where it is installed, otherwise ctypes on libcuda itself (the same C entry point;
-CuPy has loaded the library already). `DRIVERS` lists both; `default_driver()` picks the first
-that imports. Imports CuPy only when a launch is prepared.
+CuPy has loaded the library already). `DRIVERS` lists both; `default_driver()` is ctypes: the C
+structures are checked against cuda.h by the CPU tests and a launch allocates no Python objects on
+the timed path; cuda-bindings stays selectable (`driver="cuda-bindings"`, `CUlaunchConfig.attrs` a list
+of CUlaunchAttribute, kernelParams the int address of the void* array) and is cross-checked on the GPU.
+Imports CuPy only when a launch is prepared.
 """
 from __future__ import annotations
 
@@ -93,7 +96,7 @@ def _bindings():
 
 
 def default_driver() -> str:
-    return "cuda-bindings" if _bindings() is not None else "ctypes"
+    return "ctypes"
 
 
 # --------------------------------------------------------------------------- kernel arguments

@@ -1,4 +1,5 @@
-"""compute-sanitizer memcheck and racecheck over every variant of Example A or Example B, in a child process.
+"""compute-sanitizer memcheck and racecheck over every variant of Example A or Example B (and, for chapter 4,
+memcheck, racecheck and synccheck over every megakernel design: `megakernels`), in a child process.
 
     sanitize("pointwise")  ->  {"sanitizer", "error", "tools": [one result per tool], "clean"}
 
@@ -24,7 +25,7 @@ import sys
 from pathlib import Path
 
 TOOLS = ("memcheck", "racecheck")
-EXAMPLES = ("pointwise", "jobs")
+EXAMPLES = ("pointwise", "jobs", "megakernels")
 TAIL_LINES = 20
 RESULT_TAG = "SANITIZE-INNER "
 POINTWISE_SIZES = (1000, 32_768)  # a partial last block, and a few full ones
@@ -34,6 +35,9 @@ PROBLEMS = {  # what the child runs, in words for the pages
     "pointwise": f"every variant at {' and '.join(f'{n:,}' for n in POINTWISE_SIZES)} elements",
     "jobs": (f"every variant in both cases, the device's job table with stage iterations divided by "
              f"{JOB_WORK_DIVISOR}, timed and traced builds (traces checked too)"),
+    "megakernels": ("every chapter 4 design (the run's `designs`) from the stream and as a graph replay, one "
+                    "invocation each on a small balanced and a small ragged case (launchlab.chapters.megakernels."
+                    "sanitize)"),
 }
 
 
@@ -142,7 +146,12 @@ def inner(example: str) -> dict:
 
     cupy.cuda.set_allocator(None)  # no pool: each array its own allocation, so memcheck sees its end
     backend = CupyBackend()
-    checks = _pointwise(backend) if example == "pointwise" else _jobs(backend)
+    if example == "megakernels":
+        from launchlab.chapters.megakernels.sanitize import inner_checks
+
+        checks = inner_checks(backend)
+    else:
+        checks = _pointwise(backend) if example == "pointwise" else _jobs(backend)
     return {"example": example, "problem": PROBLEMS[example], "checks": checks, "passed": all(checks.values())}
 
 

@@ -18,6 +18,13 @@ def glue_values(values: dict) -> None:
         glue(name, Markdown(str(text)), display=False)
 
 
+def cuda_version(number) -> str:
+    """CUDA's integer version (1000 × major + 10 × minor, e.g. 13020) as `13.2`."""
+    if not isinstance(number, int):
+        return "not recorded"
+    return f"{number // 1000}.{number % 1000 // 10}"
+
+
 def _clocks(state: dict | None) -> str:
     smi = (state or {}).get("smi") or {}
     if "clocks.sm" not in smi:
@@ -35,8 +42,8 @@ def environment_rows(run) -> list[tuple[str, str]]:
         ("run", run.run_id),
         ("GPU", f"{device['name']} (compute capability {device['compute_capability']}, {device['sm_count']} SMs, "
                 f"{device['l2_bytes'] / 2**20:.0f} MiB L2)"),
-        ("driver", f"{env.get('driver')} (driver API {env.get('driver_api_version')})"),
-        ("CUDA runtime", str(env.get("cuda_runtime_version"))),
+        ("driver", f"{env.get('driver')} (supports CUDA {cuda_version(env.get('driver_api_version'))})"),
+        ("CUDA runtime", cuda_version(env.get("cuda_runtime_version"))),
         ("CuPy / NumPy / Python", f"{env.get('cupy')} / {env.get('numpy')} / {env.get('python')}"),
         ("libraries", libraries or "none used"),
         ("host CPU", f"{env.get('cpu_model')} ({env.get('cpu_count')} logical CPUs)"),

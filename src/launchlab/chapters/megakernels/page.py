@@ -5,8 +5,9 @@ import math
 
 import numpy as np
 
-from launchlab.chapters.megakernels import (DESIGN, DESIGNS, SUBMISSIONS, baseline, label, parse_cases,
-                                            parse_sweep, sweep_variant)
+from launchlab.chapters.megakernels import (CHAPTER, DESIGN, DESIGNS, SUBMISSIONS, active_designs, baseline, design_of,
+                                            is_one_launch, label, logical_bytes, parse_cases, parse_sweep,
+                                            stream_submissions, sweep_variant)
 from launchlab.measure.variant import VariantId
 from launchlab.model import schedules
 
@@ -22,9 +23,19 @@ def sweep(run) -> list[int]:
     return parse_sweep(run.record.parameters["sweep_workers_per_sm"])
 
 
-def main_variants_of(case: str) -> list[VariantId]:
-    """The main variants of a case, in table order."""
-    return [VariantId(d.target, case, s) for d in DESIGNS for s in SUBMISSIONS]
+QUEUE_STYLE = ("three_kernel", "cooperative", "queue")  # model/schedules.py's schedules (overlap counts, waits)
+BUILD_LABELS = {"fused_softmax": "fused_softmax_packed"}  # run.build_modules' label where it is not the family
+
+
+def designs_of(run) -> list:
+    """The run's designs, in DESIGNS order."""
+    return active_designs(CHAPTER.parse_parameters(run.record.parameters))
+
+
+def main_variants_of(case: str, designs=None) -> list[VariantId]:
+    """The main variants of a case, in table order (default: the three designs every run has)."""
+    designs = [d for d in DESIGNS if d.group is None] if designs is None else designs
+    return [VariantId(d.target, case, s) for d in designs for s in SUBMISSIONS]
 
 
 def _cell(summary: dict) -> str:
@@ -57,19 +68,40 @@ def resources_table(run):
     details, rows = run.record.details, {}
     grids = details["persistent_grids"]
     first = cases(run)[0]
-    for family in dict.fromkeys(d.family for d in DESIGNS):
-        for kernel, resources in run.json(f"builds/{family}/record.json")["resources_loaded"].items():
+    designs = designs_of(run)
+    for family in dict.fromkeys(d.family for d in designs):
+        loaded = run.json(f"builds/{BUILD_LABELS.get(family, family)}/record.json")["resources_loaded"]
+        for kernel, resources in loaded.items():
             if kernel in details["three_kernel_resident_blocks_per_sm"]:
                 per_sm = details["three_kernel_resident_blocks_per_sm"][kernel]
                 launched = "one per row" if kernel == "row_combiner" else "one per tile"
-            else:
-                design = next(d for d in DESIGNS if kernel in d.kernels)
-                grid = grids[str(VariantId(design.target, first, "stream"))]
+            elif str(VariantId(_design_of_kernel(kernel, designs).target, first, "stream")) in grids:
+                grid = grids[str(VariantId(_design_of_kernel(kernel, designs).target, first, "stream"))]
                 per_sm, launched = grid["resident_blocks_per_sm"], f"{grid['workers']} ({grid['blocks_per_sm']} per SM)"
+            else:
+                per_sm, launched = None, _launched(run, kernel, _design_of_kernel(kernel, designs), first)
             rows[kernel] = {"registers / thread": resources["registers"], "static shared (bytes)": resources["shared_bytes"],
-                            "local (bytes)": resources["local_bytes"], "resident blocks / SM": per_sm,
-                            "co-resident blocks": per_sm * details["sm_count"], "blocks launched": launched}
+                            "local (bytes)": resources["local_bytes"],
+                            "resident blocks / SM": "—" if per_sm is None else per_sm,
+                            "co-resident blocks": "—" if per_sm is None else per_sm * details["sm_count"],
+                            "blocks launched": launched}
     return pd.DataFrame.from_dict(rows, orient="index").rename_axis("kernel")
+
+
+def _design_of_kernel(kernel: str, designs):
+    return next(d for d in designs if kernel in d.kernels)
+
+
+def _launched(run, kernel: str, design, case: str) -> str:
+    """Blocks an added design's kernel launches, in words (first case)."""
+    facts = run.record.details.get("design_launches", {}).get(str(VariantId(design.target, case, "stream")), {})
+    if design.target == "depend":
+        return f"{facts['workers']} workers (cooperative), {facts['cached_tiles']} of {facts['tiles']} tiles kept on chip"
+    if design.target == "cluster":
+        return "; ".join(f"{rows} clusters of {k}" for k, rows in facts["classes"]) + f" ({case})"
+    if design.target == "fused_row":
+        return f"one per row, {facts['block']} threads"
+    return "one per row" if kernel == "pdl_row_combiner" else "one per tile"
 
 
 def graph_table(run):
@@ -77,13 +109,17 @@ def graph_table(run):
     import pandas as pd
 
     rows = {}
+    edges = run.summaries.get("graph_edges", {})
     for case in cases(run):
-        for vid in main_variants_of(case):
+        for vid in main_variants_of(case, designs_of(run)):
             graph = run.summaries["graphs"].get(str(vid))
             if graph:
+                typed = edges.get(str(vid))
                 rows[(case, DESIGN[vid.target].label)] = {
                     "kernel nodes": graph["counts"]["kernel"], "other nodes": graph["counts"]["other"],
-                    "edges": graph["edges"], "host submissions from the stream": graph["stream_submissions"]}
+                    "edges": graph["edges"],
+                    "programmatic edges (driver)": "not read" if typed is None else typed.get("programmatic", 0),
+                    "host submissions from the stream": graph["stream_submissions"]}
     return pd.DataFrame.from_dict(rows, orient="index").rename_axis(["case", "graph of"])
 
 
@@ -93,7 +129,7 @@ def timing_table(run):
 
     rows = {}
     for case in cases(run):
-        for vid in main_variants_of(case):
+        for vid in main_variants_of(case, designs_of(run)):
             m = run.summaries["timing"][str(vid)]
             rows[(case, label(vid))] = {"event interval per call, batch (µs)": _cell(m["warm_batch"]["event_us"]),
                                         "host enqueue, 1 call (µs)": _cell(m["warm_single"]["enqueue_us"]),
@@ -107,7 +143,7 @@ def speedup_table(run):
 
     rows = {}
     for case in cases(run):
-        for vid in main_variants_of(case):
+        for vid in main_variants_of(case, designs_of(run)):
             if vid != baseline(case):
                 rows.setdefault(label(vid), {})[case] = _interval(run.summaries["speedup_vs_graph3"][str(vid)])
     return pd.DataFrame.from_dict(rows, orient="index").rename_axis("speed-up over 3 kernels, graph (×)")
@@ -167,14 +203,101 @@ def sweep_table(run):
     return pd.DataFrame.from_dict(rows, orient="index").rename_axis(["case", "design", "blocks / SM"])
 
 
+def design_trace_table(run):
+    """Per traced variant of an added design: its model's checks, the span of the trace and of the model
+    replaying the trace's durations, median hand-offs A→B and B→C, B tasks started before the last A, places."""
+    import pandas as pd
+
+    rows = {}
+    for case in cases(run):
+        for vid in main_variants_of(case, [d for d in designs_of(run) if d.schedule and d.schedule not in QUEUE_STYLE]):
+            t = run.summaries["traces"].get(str(vid))
+            if t is None:
+                continue
+            failed = ", ".join(k for k, v in t["checks"].items() if not v)
+            row = {"checks": "passed" if t["passed"] else f"FAILED: {failed}"}
+            if "span_ns" in t:
+                row.update({"span (µs)": _us(t["span_ns"], 1), "model span (µs)": _us(t["model"]["model_span_ns"], 1),
+                            "A→B (µs)": _us(t["handoff_ns.B"]["median"]), "B→C (µs)": _us(t["handoff_ns.C"]["median"]),
+                            "B before last A": f"{t['b_before_last_a']} of {t['b_tasks']}",
+                            "places": t["workers"]})
+            rows[(case, label(vid))] = row
+    return pd.DataFrame.from_dict(rows, orient="index").fillna("—").rename_axis(["case", "variant"])
+
+
+def _launches(design, case: str) -> int:
+    return stream_submissions(design, case)
+
+
+def pays_rows(run) -> list[dict]:
+    """Every main variant of every case: warm and cold time, speed-ups over the three-kernel graph (warm, cold),
+    host submissions per invocation, grid-wide synchronisations, logical bytes."""
+    s, rows = run.summaries, []
+    for case in cases(run):
+        lengths = _lengths(case)
+        for vid in main_variants_of(case, designs_of(run)):
+            design = DESIGN[vid.target]
+            timing = s["timing"][str(vid)]
+            read, written = logical_bytes(lengths, design.bytes_rule)
+            rows.append({"case": case, "variant": vid, "design": design, "warm": timing["warm_batch"]["event_us"],
+                         "cold": timing.get("cold", {}).get("event_us"),
+                         "speedup": s["speedup_vs_graph3"].get(str(vid)),
+                         "speedup_cold": s["speedup_vs_graph3_cold"].get(str(vid)),
+                         "launches": _launches(design, case), "grid_syncs": design.grid_syncs,
+                         "bytes": read + written, "one_launch": is_one_launch(design, case)})
+    return rows
+
+
+def _lengths(case: str):
+    from launchlab.model import workloads
+
+    return workloads.tiled_row_lengths(case)
+
+
+def pays_table(run):
+    """When a megakernel pays: every variant's time with a warm and a cold L2, its speed-up over the three-kernel
+    graph (within-round ratio, warm and cold), host submissions per invocation, grid-wide synchronisations inside
+    one invocation, logical bytes moved."""
+    import pandas as pd
+
+    table = {}
+    for r in pays_rows(run):
+        baseline_row = r["variant"] == baseline(r["case"])
+        table[(r["case"], label(r["variant"]))] = {
+            "warm (µs)": _cell(r["warm"]), "cold (µs)": _cell(r["cold"]) if r["cold"] else "—",
+            "speed-up, warm (×)": "1 (baseline)" if baseline_row else _interval(r["speedup"]),
+            "speed-up, cold (×)": "1 (baseline)" if baseline_row else (
+                _interval(r["speedup_cold"]) if r["speedup_cold"] else "—"),
+            "launches / invocation": str(r["launches"]), "grid-wide syncs": str(r["grid_syncs"]),
+            "logical MB": f"{r['bytes'] / 1e6:.2f}"}
+    return pd.DataFrame.from_dict(table, orient="index").rename_axis(["case", "variant"])
+
+
+def sanitizer_table(run):
+    """compute-sanitizer's tools over every kernel of the chapter (child process, small cases)."""
+    import pandas as pd
+
+    rows = {}
+    for tool, r in run.summaries.get("sanitizer", {}).items():
+        rows[tool] = {"ran": "yes" if r["ran"] else f"no: {r['error']}",
+                      "errors reported": "—" if r["errors"] is None else str(r["errors"]),
+                      "outputs checked": str(r["child_checks"]),
+                      "outputs correct": {True: "all", False: "NOT all", None: "—"}[r["child_passed"]],
+                      "verdict": "clean" if r["clean"] else "NOT clean"}
+    if not rows:
+        rows["(none)"] = {"ran": "no: sanitizer_tools was empty", "errors reported": "—", "outputs checked": "—",
+                          "outputs correct": "—", "verdict": "—"}
+    return pd.DataFrame.from_dict(rows, orient="index").rename_axis("tool")
+
+
 # --------------------------------------------------------------------------- figures
 def timing_figure(run):
     """Event interval per invocation (median, p10–p90) for every main variant, the cases side by side."""
     from launchlab.present import figures
 
-    fig, axes = figures.figure(height=3.6)
+    fig, axes = figures.figure(height=4.2)
     groups = {label(vid): {case: _event(run, VariantId(vid.target, case, vid.submission)) for case in cases(run)}
-              for vid in main_variants_of(cases(run)[0])}
+              for vid in main_variants_of(cases(run)[0], designs_of(run))}
     figures.quantile_dots(axes[0, 0], groups, {case: case for case in cases(run)}, log=False)
     axes[0, 0].set_ylabel("event interval per invocation (µs)")
     axes[0, 0].set_ylim(bottom=0)
@@ -288,6 +411,51 @@ def pays_sentence(summaries: dict, case_names) -> str:
     return "In this run " + ", ".join(faster) + " beat the three kernels replayed as a graph."
 
 
+def _ratio_words(ratio: dict) -> str:
+    return f"{ratio['median']:.2f}× [{ratio['ci_low']:.2f}–{ratio['ci_high']:.2f}]"
+
+
+def _us_words(summary: dict) -> str:
+    return f"{summary['median']:.1f} µs"
+
+
+def pays_findings(run, case: str, cold: bool = False) -> str:
+    """The conditions under which each design wins on this case, in words, all from the run: which designs
+    beat the three-kernel graph (bootstrap interval above 1), the best one-launch design, the fused row kernel
+    against it, and, warm, what PDL saves per boundary."""
+    s, suffix = run.summaries, "_cold" if cold else ""
+    ratios, state = s[f"speedup_vs_graph3{suffix}"], "a cold L2" if cold else "a warm L2"
+    rows = [r for r in pays_rows(run) if r["case"] == case and (not cold or r["variant"].submission == "graph")]
+    rows = [r for r in rows if str(r["variant"]) in ratios]
+    faster = [r for r in rows if verdict(ratios[str(r["variant"])]) == "faster than"]
+    slower = [r for r in rows if verdict(ratios[str(r["variant"])]) == "slower than"]
+    words = [f"On the {case} case with {state}, "]
+    if faster:
+        ranked = sorted(faster, key=lambda r: -ratios[str(r["variant"])]["median"])
+        words.append(f"{len(faster)} of {len(rows)} variants beat the three kernels replayed as a graph: "
+                     + "; ".join(f"{label(r['variant'])} {_ratio_words(ratios[str(r['variant'])])}" for r in ranked)
+                     + ". ")
+    else:
+        words.append(f"none of the {len(rows)} variants beats the three kernels replayed as a graph. ")
+    if slower:
+        words.append(f"{len(slower)} {'is' if len(slower) == 1 else 'are'} slower than it. ")
+    best = s[f"best_one_launch{suffix}"][case]
+    words.append(f"The best one-launch design is the {label(best['variant'])} "
+                 f"({_ratio_words(best)}, {verdict(best)} the three-kernel graph)")
+    fused = VariantId("fused_row", case, "graph")
+    if str(fused) in ratios and best["variant"] != str(fused):
+        words.append(f"; the fused row kernel reaches {_ratio_words(ratios[str(fused)])}")
+    words.append(". ")
+    saving = s.get(f"pdl_saving_us_per_boundary{suffix}", {}).get(case)
+    if saving is not None:
+        sign = ("saves" if saving["ci_low"] > 0 else "costs" if saving["ci_high"] < 0 else
+                "makes no difference we can distinguish, at")
+        words.append(f"Programmatic dependent launch {sign} {abs(saving['median']):.2f} µs per kernel boundary "
+                     f"[{saving['ci_low']:.2f} to {saving['ci_high']:.2f} µs] against the same kernels without it, "
+                     "both replayed as graphs.")
+    return "".join(words).strip()
+
+
 def _key(vid) -> str:
     return str(vid).replace(".", "_").replace("-", "_")
 
@@ -305,6 +473,13 @@ def variant_values(run) -> dict:
             values[f"{prefix}_verdict_{_key(name)}"] = verdict(ratio)
     for name, t in s["traces"].items():
         key = _key(name)
+        if design_of(name)[0].schedule not in QUEUE_STYLE:  # an added design: its model's summary
+            if "span_ns" in t:
+                values.update({f"span_{key}": _us(t["span_ns"], 1), f"model_span_{key}": _us(t["model"]["model_span_ns"], 1),
+                               f"handoff_b_{key}": _us(t["handoff_ns.B"]["median"]),
+                               f"handoff_c_{key}": _us(t["handoff_ns.C"]["median"]), f"bla_{key}": str(t["b_before_last_a"])})
+            values[f"checks_{key}"] = "passed" if t["passed"] else "failed"
+            continue
         values.update({f"bla_{key}": str(t["b_before_last_a"]), f"model_bla_{key}": str(t["model"]["b_before_last_a"]),
                        f"span_{key}": _us(t["makespan_ns"], 1), f"model_span_{key}": _us(t["model"]["makespan_ns"], 1),
                        f"wait_b_{key}": _us(t["wait_ns.B"]["median"]), f"wait_b_total_{key}": _us(t["wait_ns.B"]["total"], 1),
@@ -344,6 +519,30 @@ def sweep_values(run, per_variant: dict) -> dict:
     return values
 
 
+def design_values(run) -> dict:
+    """The added designs' glued values: PDL saving per boundary, best one-launch design, findings per case
+    (warm and cold), sanitizer verdicts and trace counts."""
+    s, values = run.summaries, {}
+    for case in cases(run):
+        for suffix in ("", "_cold"):
+            best = s[f"best_one_launch{suffix}"][case]
+            values[f"best_one_launch{suffix}_{case}"] = label(best["variant"])
+            values[f"best_one_launch_speedup{suffix}_{case}"] = _ratio_words(best)
+            saving = s.get(f"pdl_saving_us_per_boundary{suffix}", {}).get(case)
+            values[f"pdl_saving{suffix}_{case}"] = ("not measured (pdl3 not in this run's designs)" if saving is None
+                                                    else f"{saving['median']:.2f} µs [{saving['ci_low']:.2f} to "
+                                                         f"{saving['ci_high']:.2f}]")
+            values[f"findings{suffix}_{case}"] = pays_findings(run, case, cold=bool(suffix))
+    tools = run.summaries.get("sanitizer", {})
+    values["sanitizer_verdict"] = ("no compute-sanitizer tool ran in this run" if not tools else
+                                   "; ".join(f"{tool}: {'clean' if r['clean'] else 'NOT clean'}" for tool, r in tools.items()))
+    design_traces = {k: t for k, t in s["traces"].items() if design_of(k)[0].group}
+    values["design_traces_passed"] = str(sum(t["passed"] for t in design_traces.values()))
+    values["design_traces_total"] = str(len(design_traces))
+    values["designs_run"] = ", ".join(f"`{d.target}`" for d in designs_of(run) if d.group) or "none"
+    return values
+
+
 def page_values(run) -> dict:
     """Formatted numbers and verdicts for the chapter's prose, all from the run's summaries and record."""
     s, record = run.summaries, run.record
@@ -372,6 +571,7 @@ def page_values(run) -> dict:
     values["a_wave_phrase"] = ("fit in a single wave of" if a_tasks <= queue_trace["workers"]
                                else "need more than one wave of")
     values["pays_sentence"] = pays_sentence(s, cases(run))
+    values.update(design_values(run))
     values["traces_passed"] = str(sum(t["passed"] for t in s["traces"].values()))
     values["traces_total"] = str(len(s["traces"]))
     values["validation_checks"] = str(record.validation["checks"])

@@ -1,10 +1,20 @@
 """Chapter 4's summaries and headline, from the run's raw files alone (NumPy only).
 
 Summaries:
-  timing             {VariantId: {measurement: {metric: quantiles}}} (stats.summarize)
+  timing             {VariantId: {measurement: {metric: quantiles}}} (stats.summarize; measurements
+                     warm_single and warm_batch for every variant, cold for every design's graph)
   speedup_vs_graph3  {VariantId: paired ratio} the three-kernel graph's event interval over the
                      variant's, within each round (>1: the variant is faster), for every variant but
                      the baseline `tiled3.<case>.graph` itself
+  speedup_vs_graph3_cold  the same over the cold measurement (each variant's median of its cold
+                     repeats in a round), for every design's graph
+  pdl_saving_us_per_boundary(_cold)  {case: paired difference} (control graph `pdl3_off.<case>.graph`
+                     - PDL graph `pdl3.<case>.graph`) / 2 boundaries, µs, within each round, whatever its sign
+  best_one_launch(_cold)  {case: {"variant", paired ratio}} the one-launch design whose graph has the
+                     largest median speed-up over the three-kernel graph (coop, queue with its memset,
+                     depend, cluster where the case needs one launch, fused_row)
+  graph_edges        {VariantId: {"default": n, "programmatic": n} or None} read back from the driver
+  sanitizer          {tool: result} (gpu/sanitizer.read_results) of compute-sanitizer over every kernel
   speedup_vs_coop    {queue VariantId: paired ratio} the cooperative kernel's event interval over the
                      queue's with the same case, submission and blocks-per-SM setting (>1: the queue is faster)
   traces             {VariantId: its schedule's trace summary (TRACE_MODELS) + workers} of every traced variant
@@ -15,6 +25,11 @@ Headline keys, all `<quantity>.<VariantId>` (a sweep point's VariantId is `<desi
   event_us.<v>                 median event interval per invocation in a warm batch (µs)
   speedup_vs_graph3.<v>        median of the three-kernel graph's time / v's time (>1: v is faster)
   speedup_vs_coop.<v>          (queue variants) median of the cooperative kernel's time / the queue's
+  event_us.<v>.cold            median event interval of one invocation after an L2 flush (µs; graphs)
+  speedup_vs_graph3.<v>.cold   the same ratio as above over the cold measurement
+  pdl_saving_us_per_boundary.<case>[.cold]  median (control graph - PDL graph) / 2 (µs per boundary)
+  speedup_vs_graph3.best_one_launch.<case>[.cold]  the largest one-launch design's graph speed-up
+  speedup_vs_graph3.fused_row.<case>[.cold]  the fused row kernel's graph speed-up (= ...fused_row.<case>.graph)
   b_before_last_a.<v>          B tasks that started before the last A task ended, in v's trace
   model_b_before_last_a.<v>    the same count from the schedule model replaying v's trace
 """
@@ -25,8 +40,9 @@ from pathlib import Path
 
 import numpy as np
 
-from launchlab.chapters.megakernels import (CHAPTER, TRACE_MODELS, baseline, design_of, main_variants,
-                                            sweep_variants)
+from launchlab.chapters.megakernels import (CHAPTER, PDL_BOUNDARIES, TRACE_MODELS, active_designs,
+                                            baseline, cold_variants, design_of, is_one_launch, main_variants,
+                                            parse_cases, pdl_pair, stream_submissions, sweep_variants, trace_context)
 from launchlab.measure import stats
 from launchlab.measure.variant import VariantId
 from launchlab.model import dot, schedules
@@ -35,18 +51,44 @@ from launchlab.store.runs import read_jsonl
 
 
 def summarize(run_dir: Path, record) -> dict:
+    from launchlab.gpu import sanitizer  # its reader is NumPy-free
+
     run_dir = Path(run_dir)
     samples = read_jsonl(run_dir / SAMPLES_FILE)
-    timed = main_variants(CHAPTER.parse_parameters(record.parameters))
-    timed += sweep_variants(CHAPTER.parse_parameters(record.parameters))
-    return {"timing": stats.summarize(samples),
-            "speedup_vs_graph3": {str(v): stats.paired_ratio(samples, baseline(v.case), v)
-                                  for v in timed if v != baseline(v.case)},
-            "speedup_vs_coop": {str(v): stats.paired_ratio(samples, _same_grid_coop(v), v)
-                                for v in timed if design_of(v)[0].target == "queue" and _same_grid_coop(v) in timed},
-            "traces": {path.name[:-len(".npz")]: trace_summary(path) for path in sorted((run_dir / "traces").glob("*.npz"))},
-            "graphs": {path.name[:-len(".dot")]: graph_summary(path) for path in sorted((run_dir / "graphs").glob("*.dot"))},
-            "graph_setup": json.loads((run_dir / "graphs/setup.json").read_text())}
+    parameters = CHAPTER.parse_parameters(record.parameters)
+    timed = main_variants(parameters) + sweep_variants(parameters)
+    cold = [v for v in cold_variants(parameters) if v != baseline(v.case)]
+    summaries = {"timing": stats.summarize(samples),
+                 "speedup_vs_graph3": {str(v): stats.paired_ratio(samples, baseline(v.case), v)
+                                       for v in timed if v != baseline(v.case)},
+                 "speedup_vs_graph3_cold": {str(v): stats.paired_ratio(samples, baseline(v.case), v, "cold")
+                                            for v in cold},
+                 "speedup_vs_coop": {str(v): stats.paired_ratio(samples, _same_grid_coop(v), v)
+                                     for v in timed if design_of(v)[0].target == "queue" and _same_grid_coop(v) in timed},
+                 "traces": {path.name[:-len(".npz")]: trace_summary(path)
+                            for path in sorted((run_dir / "traces").glob("*.npz"))},
+                 "graphs": {path.name[:-len(".dot")]: graph_summary(path)
+                            for path in sorted((run_dir / "graphs").glob("*.dot"))},
+                 "graph_edges": {path.name[:-len(".edges.json")]: json.loads(path.read_text()).get("edge_types")
+                                 for path in sorted((run_dir / "graphs").glob("*.edges.json"))},
+                 "graph_setup": json.loads((run_dir / "graphs/setup.json").read_text()),
+                 "sanitizer": sanitizer.read_results(run_dir)}
+    cases = parse_cases(parameters.tiled_cases)
+    for suffix, measurement in (("", "warm_batch"), ("_cold", "cold")):
+        ratios = summaries[f"speedup_vs_graph3{suffix}"]
+        if "pdl3" in {d.target for d in active_designs(parameters)}:
+            summaries[f"pdl_saving_us_per_boundary{suffix}"] = {
+                case: stats.paired_difference(samples, *pdl_pair(case), measurement, divisor=PDL_BOUNDARIES)
+                for case in cases}
+        summaries[f"best_one_launch{suffix}"] = {case: best_one_launch(ratios, parameters, case) for case in cases}
+    return summaries
+
+
+def best_one_launch(ratios: dict, parameters, case: str) -> dict:
+    """The one-launch design whose graph beats the three-kernel graph by the largest median ratio."""
+    candidates = [VariantId(d.target, case, "graph") for d in active_designs(parameters) if is_one_launch(d, case)]
+    best = max(candidates, key=lambda v: ratios[str(v)]["median"])
+    return {"variant": str(best), **ratios[str(best)]}
 
 
 def _same_grid_coop(queue: VariantId) -> VariantId:
@@ -60,15 +102,17 @@ def trace_summary(path: Path) -> dict:
         trace = schedules.Trace.from_arrays(arrays)
         graph = schedules.TaskGraph.from_tile_row(arrays["tile_row"])
         workers = int(arrays["workers"])
+        context = trace_context(arrays)
     design, _ = design_of(path.name[:-len(".npz")])
-    return {**TRACE_MODELS[design.schedule].summary(trace, graph, workers), "workers": workers}
+    return {**TRACE_MODELS[design.schedule].summary(trace, graph, workers, context), "workers": workers}
 
 
 def graph_summary(path: Path) -> dict:
     parsed = dot.parse_dot(path.read_text())
-    design, _ = design_of(path.name[:-len(".dot")])
+    vid = VariantId.parse(path.name[:-len(".dot")])
+    design, _ = design_of(vid)
     return {"counts": dot.node_counts(parsed, design.kernels), "edges": len(parsed["edges"]),
-            "stream_submissions": design.stream_submissions}
+            "stream_submissions": stream_submissions(design, vid.case)}
 
 
 def headline(summaries: dict) -> dict:
@@ -76,11 +120,26 @@ def headline(summaries: dict) -> dict:
     for variant, measurements in summaries["timing"].items():
         if "warm_batch" in measurements:
             figures[f"event_us.{variant}"] = measurements["warm_batch"]["event_us"]["median"]
+        if "cold" in measurements:
+            figures[f"event_us.{variant}.cold"] = measurements["cold"]["event_us"]["median"]
     for quantity in ("speedup_vs_graph3", "speedup_vs_coop"):
         for variant, ratio in summaries[quantity].items():
             figures[f"{quantity}.{variant}"] = ratio["median"]
+    for variant, ratio in summaries["speedup_vs_graph3_cold"].items():
+        figures[f"speedup_vs_graph3.{variant}.cold"] = ratio["median"]
+    for suffix, dot_suffix in (("", ""), ("_cold", ".cold")):
+        for case, saving in summaries.get(f"pdl_saving_us_per_boundary{suffix}", {}).items():
+            figures[f"pdl_saving_us_per_boundary.{case}{dot_suffix}"] = saving["median"]
+        for case, best in summaries[f"best_one_launch{suffix}"].items():
+            figures[f"speedup_vs_graph3.best_one_launch.{case}{dot_suffix}"] = best["median"]
+        ratios = summaries[f"speedup_vs_graph3{suffix}"]
+        for variant, ratio in ratios.items():
+            vid = VariantId.parse(variant)
+            if vid.target == "fused_row" and vid.submission == "graph":
+                figures[f"speedup_vs_graph3.fused_row.{vid.case}{dot_suffix}"] = ratio["median"]
     for variant, trace in summaries["traces"].items():
         if "b_before_last_a" in trace:  # absent when the trace lacks a task (it then fails its checks)
             figures[f"b_before_last_a.{variant}"] = trace["b_before_last_a"]
-            figures[f"model_b_before_last_a.{variant}"] = trace["model"]["b_before_last_a"]
+            if "b_before_last_a" in trace["model"]:  # the queue-style models count it; the design models do not
+                figures[f"model_b_before_last_a.{variant}"] = trace["model"]["b_before_last_a"]
     return figures

@@ -38,7 +38,8 @@ def timing_table(run):
             for shape, m in _row_variants(run).items()]
     return tables.page_table(rows, index="shape", units={label: "µs" for label in TIMING_COLUMNS.values()},
                              headers={"shape": "Shape (rows×columns)"},
-                             caption="The row path in one stream: five per-invocation clocks, side by side.")
+                             caption="The row path in one stream: three clocks (host enqueue, host completion, "
+                                     "CUDA events) read five ways, per invocation.")
 
 
 def _launch_label(vid: VariantId) -> str:
@@ -66,7 +67,7 @@ def gap_table(run):
         for span in timeline["kernels"]:
             gap = span["gap_before_ns"]
             rows.append({"shape": shape, "kernel": span["kernel"], "span of its blocks": span["span_ns"] / 1e3,
-                         "idle gap before it": "first kernel" if gap is None else f"{gap / 1e3:.3g}"})
+                         "idle gap before it": "first kernel" if gap is None else tables.fmt_sig(gap / 1e3)})
     return tables.page_table(rows, index=["shape", "kernel"], formats={"idle gap before it": "text"},
                              units={"span of its blocks": "µs", "idle gap before it": "µs"},
                              caption="One traced invocation per shape (instrumented build, never timed).")
@@ -76,7 +77,10 @@ def timing_figure(run):
     fig, axes = figures.figure(height=3.4)
     groups = {shape: {label: m[measurement][metric] for (measurement, metric), label in TIMING_COLUMNS.items()}
               for shape, m in _row_variants(run).items()}
-    figures.quantile_dots(axes[0, 0], groups, {label: label for label in TIMING_COLUMNS.values()}, legend_where=None)
+    # A linear axis from zero: the readings span less than a factor of five, and plain ticks read at a glance.
+    figures.quantile_dots(axes[0, 0], groups, {label: label for label in TIMING_COLUMNS.values()}, log=False,
+                          legend_where=None)
+    axes[0, 0].set_ylim(bottom=0)
     axes[0, 0].set_ylabel("µs per invocation")
     axes[0, 0].set_xlabel("shape (rows×columns)")
     return figures.finish(fig)
@@ -117,17 +121,55 @@ def page_values(run) -> dict:
               "warmups": str(protocol["warmups"])}
     for shape, m in _row_variants(run).items():
         for (measurement, metric), _ in TIMING_COLUMNS.items():
-            values[f"row4_{shape}_{measurement}_{metric}"] = f"{m[measurement][metric]['median']:.3g}"
+            values[f"row4_{shape}_{measurement}_{metric}"] = tables.fmt_sig(m[measurement][metric]["median"])
     for variant, m in run.summaries["timing"].items():
         if "enqueue" in m:
             vid = VariantId.parse(variant)
             key = f"launch_{vid.submission}_{vid.target}"
-            values[f"{key}_enqueue"] = f"{m['enqueue']['enqueue_us_per_launch']['median']:.3g}"
-            values[f"{key}_complete"] = f"{m['enqueue']['complete_us']['median'] / _launches(vid):.3g}"
+            values[f"{key}_enqueue"] = tables.fmt_sig(m["enqueue"]["enqueue_us_per_launch"]["median"])
+            values[f"{key}_complete"] = tables.fmt_sig(m["enqueue"]["complete_us"]["median"] / _launches(vid))
     if "cupy_over_native.empty" in headline:
-        values["cupy_over_native_empty"] = f"{headline['cupy_over_native.empty']:.2g}"
+        values["cupy_over_native_empty"] = tables.fmt_fixed(headline["cupy_over_native.empty"], 2)
+    values.update(pace_values(run))
     for shape, timeline in run.summaries["timelines"].items():
-        values[f"trace_{shape}_gaps_us"] = f"{headline[f'trace_gaps_us.{shape}']:.3g}"
-        values[f"trace_{shape}_total_us"] = f"{timeline['kernels'][-1]['last_end_ns'] / 1e3:.3g}"
+        values[f"trace_{shape}_gaps_us"] = tables.fmt_sig(headline[f"trace_gaps_us.{shape}"])
+        values[f"trace_{shape}_total_us"] = tables.fmt_sig(timeline["kernels"][-1]["last_end_ns"] / 1e3)
         values[f"trace_{shape}_timer_step_ns"] = str(timeline["timer_step_ns"])
+    return values
+
+
+PACE_TOLERANCE = 0.05   # two per-call times this close (relative) are "the same pace"
+
+
+def comparison(value: float, reference: float, tolerance: float = PACE_TOLERANCE) -> str:
+    """How `value` stands against `reference`, in words: "larger than", "smaller than" or "within 5 % of"."""
+    if abs(value - reference) <= tolerance * reference:
+        return f"within {tolerance * 100:.0f} % of"
+    return "larger than" if value > reference else "smaller than"
+
+
+def pacer(event_us: float, enqueue_us: float, tolerance: float = PACE_TOLERANCE) -> str:
+    """Who set the pace of a batch: the GPU ran the calls no slower than the host submitted them when the event
+    interval per call is within `tolerance` of the host's enqueue time per call ("the host"); else "the GPU"."""
+    return "the host" if abs(event_us - enqueue_us) <= tolerance * enqueue_us else "the GPU"
+
+
+def pace_values(run) -> dict:
+    """Computed findings for the prose: per shape, who set the pace of the batch and how the single call's host
+    enqueue stands against the batch's per-call enqueue; per launch source, whether completion kept up."""
+    values = {}
+    for shape, m in _row_variants(run).items():
+        event = m["warm_batch"]["event_us"]["median"]
+        batch_enqueue = m["warm_batch"]["enqueue_us"]["median"]
+        single_enqueue = m["warm_single"]["enqueue_us"]["median"]
+        values[f"pace_{shape}"] = pacer(event, batch_enqueue)
+        values[f"event_over_enqueue_{shape}"] = f"{event / batch_enqueue:.2f}"
+        values[f"single_vs_batch_enqueue_{shape}"] = comparison(single_enqueue, batch_enqueue)
+        values[f"single_over_batch_enqueue_{shape}"] = f"{single_enqueue / batch_enqueue:.2f}"
+    for variant, m in run.summaries["timing"].items():
+        if "enqueue" in m:
+            vid = VariantId.parse(variant)
+            enqueue = m["enqueue"]["enqueue_us_per_launch"]["median"]
+            complete = m["enqueue"]["complete_us"]["median"] / _launches(vid)
+            values[f"launch_{vid.submission}_{vid.target}_pace"] = pacer(complete, enqueue)
     return values
