@@ -191,3 +191,35 @@ def test_conclusion_notebook_executes(tmp_path):
     out = tmp_path / "conclusion.ipynb"
     papermill.execute_notebook(str(REPO_ROOT / "book/conclusion.ipynb"), str(out), cwd=str(REPO_ROOT / "book"),
                                kernel_name="python3", progress_bar=False)
+
+
+# --- re-execution on a GPU ----------------------------------------------------------------------------------------
+
+def test_execute_starts_its_kernel_on_an_encrypted_transport(monkeypatch, tmp_path):
+    """`python -m launchlab execute` sets the kernel-transport policy before papermill starts the kernel, so
+    ipykernel has no plain-TCP channel to warn about (present/sphinx_ext.encrypt_kernel_transport)."""
+    import argparse
+
+    import papermill
+    import zmq
+    from jupyter_client.manager import KernelManager
+
+    from launchlab import __main__ as cli
+
+    if not zmq.has("curve"):
+        pytest.skip("this pyzmq has no CurveZMQ support")
+    trait = KernelManager.class_traits()["transport_encryption"]
+    monkeypatch.setattr(trait, "default_value", "disabled")
+    seen = {}
+
+    def record_policy(*args, **kwargs):
+        seen["policy"] = KernelManager.class_traits()["transport_encryption"].default_value
+        raise RuntimeError("stop before executing")
+
+    monkeypatch.setattr(papermill, "execute_notebook", record_policy)
+    monkeypatch.setenv("LAUNCHLAB_EVIDENCE_ROOT", str(tmp_path))  # command_execute sets it; restored afterwards
+    args = argparse.Namespace(stem="ordinary_launches", mode="gpu", parameter=None, root=tmp_path, kernel="python3",
+                              archive=None, accept=False)
+    with pytest.raises(RuntimeError, match="stop before executing"):
+        cli.command_execute(args)
+    assert seen["policy"] == "auto"

@@ -130,12 +130,14 @@ def test_cli_verify_analyze_and_status():
 
 
 def glued_markdown(notebook: dict) -> dict:
+    """The glued Markdown values of an executed notebook (glued figures, which carry images, are left out)."""
     values = {}
     for cell in notebook["cells"]:
         for output in cell.get("outputs", []):
             record = output.get("metadata", {}).get("scrapbook")
-            if record:
-                values[record["name"]] = output["data"][record["mime_prefix"] + "text/markdown"]
+            markdown = record and output["data"].get(record["mime_prefix"] + "text/markdown")
+            if markdown is not None:
+                values[record["name"]] = markdown
     return values
 
 

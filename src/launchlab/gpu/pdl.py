@@ -228,7 +228,8 @@ def graph_edges(graph) -> dict:
     _check(lib.cuGraphGetEdges_v2(handle, None, None, None, ctypes.byref(edge_count)), "cuGraphGetEdges_v2")
     n = edge_count.value
     sources, targets, data = (ctypes.c_void_p * max(1, n))(), (ctypes.c_void_p * max(1, n))(), (_EdgeData * max(1, n))()
-    _check(lib.cuGraphGetEdges_v2(handle, sources, targets, data, ctypes.byref(edge_count)), "cuGraphGetEdges_v2")
+    if n:  # a graph without edges (one node): the driver refuses a second call with a zero count
+        _check(lib.cuGraphGetEdges_v2(handle, sources, targets, data, ctypes.byref(edge_count)), "cuGraphGetEdges_v2")
     described = [_describe_node(lib, h) for h in handles]
     edges = [{"from": index[sources[i]], "to": index[targets[i]], "type": EDGE_TYPES.get(data[i].type, str(data[i].type)),
               "from_port": PORTS.get(data[i].from_port, str(data[i].from_port)), "to_port": int(data[i].to_port),
