@@ -53,7 +53,7 @@ def without_images(notebook_text: str) -> str:
     for cell in notebook.get("cells", []):
         for output in cell.get("outputs", []):
             data = output.get("data", {})
-            for mime in [m for m in data if m.startswith("image/")]:
+            for mime in [m for m in data if "image/" in m]:  # also glue's application/papermill.record/image/png
                 data[mime] = "(image removed: regenerated from the run's data when the book is built)"
     return json.dumps(notebook, indent=1, ensure_ascii=False) + "\n"
 
