@@ -21,7 +21,7 @@ test-fast:
 
 # Re-execute one chapter on a GPU into a new sealed run: make execute CH=ordinary_launches
 execute:
-	@test -n "$(CH)" || { echo "make execute CH=<stem>: ordinary_launches, graphs, fusion or megakernels" >&2; exit 2; }
+	@test -n "$(CH)" || { echo "make execute CH=<stem>: ordinary_launches, graphs, fusion, megakernels, example_a_pointwise or example_b_jobs" >&2; exit 2; }
 	$(PYTHON) -m launchlab execute $(CH)
 
 claims:

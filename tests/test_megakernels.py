@@ -15,6 +15,7 @@ import pytest
 
 from launchlab.chapters import megakernels as declared
 from launchlab.chapters.megakernels import DESIGN, Parameters, design_of, sweep_variant
+from launchlab.chapters.megakernels import summary
 from launchlab.measure.protocol import MeasurementProtocol
 from launchlab.measure.variant import VariantId
 from launchlab.model import design_schedules as ds
@@ -719,14 +720,15 @@ def test_headline_arithmetic(synthetic):
                 assert ratio["ci_low"] == pytest.approx(ratio["ci_high"])
             if design == "fused_row":  # not traced: no schedule model
                 continue
-            assert isinstance(head[f"b_before_last_a.{vid}"], int)
+            key = summary.overlap_key(str(vid))  # a sweep point's trace is published as <design>_graph.<case>.wps<k>
+            assert isinstance(head[f"b_before_last_a.{key}"], int)
             if DESIGN[design].schedule in schedules.SCHEDULES:  # the design models do not count it
-                assert isinstance(head[f"model_b_before_last_a.{vid}"], int)
+                assert isinstance(head[f"model_b_before_last_a.{key}"], int)
         assert head[f"speedup_vs_coop.queue_wps1.{case}.graph"] == pytest.approx(40_000 / 30_000)
         assert head[f"speedup_vs_coop.queue.{case}.stream"] == pytest.approx(15_300 / 14_400)
         for target in ("tiled3", "coop"):
             assert head[f"b_before_last_a.{target}.{case}.graph"] == 0
-        assert head[f"b_before_last_a.queue_wps1.{case}.graph"] > 0
+        assert head[f"b_before_last_a.queue_graph.{case}.wps1"] > 0
     assert not any(key.endswith("_over_graph3") or "_over_graph3." in key for key in head)
     for case in ("balanced", "ragged"):
         graph3 = COSTS["tiled3", None, "graph"]

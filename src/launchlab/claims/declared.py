@@ -179,7 +179,8 @@ SEPARATE_OVER_FUSED_GRAPH = (Ratio(("ratios", "separate_over_fused.graph.balance
                              Ratio(("ratios", "separate_over_fused.graph.ragged"), "below"))
 MAIN_TRACES = tuple(f"{design}.{case}.{submission}" for design in ("tiled3", *PERSISTENT) for case in CASES
                     for submission in SUBMISSIONS)
-SWEEP_TRACES = {per_sm: f"queue_wps{per_sm}.ragged.graph" for per_sm in (1, 8)}
+SWEEP_TRACES = {per_sm: f"queue_wps{per_sm}.ragged.graph" for per_sm in (1, 8)}  # trace VariantIds
+SWEEP_KEYS = {per_sm: f"queue_graph.ragged.wps{per_sm}" for per_sm in (1, 8)}      # their headline key forms
 FUSION_FILES = ("headline.json", "samples/timing.jsonl.gz", "summaries.json")
 
 
@@ -461,9 +462,9 @@ BOOK_CLAIMS = (
               question=("How many of the 128 B tasks of the ragged task-queue graph start before the last A task "
                         "ends, with one worker block per SM and with eight?"),
               value=Value("B tasks of 128 starting before the last A task ends, ragged queue graph", TRACE,
-                          keys=tuple(f"b_before_last_a.{name}" for name in SWEEP_TRACES.values()),
+                          keys=tuple(f"b_before_last_a.{name}" for name in SWEEP_KEYS.values()),
                           formula=lambda v, r: {f"{k} block{'s' if k > 1 else ''} per SM": r[f"b_before_last_a.{name}"]
-                                                for k, name in SWEEP_TRACES.items()})),
+                                                for k, name in SWEEP_KEYS.items()})),
 )
 
 GRAPH_NODE = "node_event_us.empty.n1024.graph"
@@ -549,7 +550,7 @@ RECHECK_VALUES = (
         ("headline.json", "traces/coop.ragged.stream.npz", "traces/coop.ragged.graph.npz")),
     Beside("R21", "megakernels", Value(
         "B tasks of 128 starting before the last A task ends, queue graph, ragged case, one worker block per SM",
-        TRACE, keys=(f"b_before_last_a.{SWEEP_TRACES[1]}",),
+        TRACE, keys=(f"b_before_last_a.{SWEEP_KEYS[1]}",),
         note="Counted in one instrumented trace of our queue graph at one worker block per SM, the article's "
              "setting; the count depends on how many workers are free as A tasks finish."),
         ("headline.json", f"traces/{SWEEP_TRACES[1]}.npz")),

@@ -21,7 +21,8 @@ Summaries:
   graphs             {VariantId: node counts, edges, stream submissions} from each graph's DOT text
   graph_setup        capture costs of every graph (graphs/setup.json)
 
-Headline keys, all `<quantity>.<VariantId>` (a sweep point's VariantId is `<design>_wps<k>.<case>.graph`):
+Headline keys, `<quantity>.<VariantId>` (a worker-sweep point's VariantId is `<design>_wps<k>.<case>.graph`; its
+trace counts are published as `b_before_last_a.<design>_graph.<case>.wps<k>`):
   event_us.<v>                 median event interval per invocation in a warm batch (µs)
   speedup_vs_graph3.<v>        median of the three-kernel graph's time / v's time (>1: v is faster)
   speedup_vs_coop.<v>          (queue variants) median of the cooperative kernel's time / the queue's
@@ -31,7 +32,8 @@ Headline keys, all `<quantity>.<VariantId>` (a sweep point's VariantId is `<desi
   speedup_vs_graph3.best_one_launch.<case>[.cold]  the largest one-launch design's graph speed-up
   speedup_vs_graph3.fused_row.<case>[.cold]  the fused row kernel's graph speed-up (= ...fused_row.<case>.graph)
   b_before_last_a.<v>          B tasks that started before the last A task ended, in v's trace
-  model_b_before_last_a.<v>    the same count from the schedule model replaying v's trace
+                               (sweep points: b_before_last_a.<design>_graph.<case>.wps<k>, k blocks per SM)
+  model_b_before_last_a.<v>    the same count from the schedule model replaying v's trace (same key forms)
 """
 from __future__ import annotations
 
@@ -139,7 +141,17 @@ def headline(summaries: dict) -> dict:
                 figures[f"speedup_vs_graph3.fused_row.{vid.case}{dot_suffix}"] = ratio["median"]
     for variant, trace in summaries["traces"].items():
         if "b_before_last_a" in trace:  # absent when the trace lacks a task (it then fails its checks)
-            figures[f"b_before_last_a.{variant}"] = trace["b_before_last_a"]
+            key = overlap_key(variant)
+            figures[f"b_before_last_a.{key}"] = trace["b_before_last_a"]
             if "b_before_last_a" in trace["model"]:  # the queue-style models count it; the design models do not
-                figures[f"model_b_before_last_a.{variant}"] = trace["model"]["b_before_last_a"]
+                figures[f"model_b_before_last_a.{key}"] = trace["model"]["b_before_last_a"]
     return figures
+
+
+def overlap_key(variant: str) -> str:
+    """A trace's key in the headline: its VariantId, or for a worker-sweep point `<design>_graph.<case>.wps<k>`
+    (the sweep's published form: design and submission, case, blocks per SM)."""
+    design, per_sm = design_of(variant)
+    if per_sm is None:
+        return variant
+    return f"{design.target}_{VariantId.parse(variant).submission}.{VariantId.parse(variant).case}.wps{per_sm}"
