@@ -431,6 +431,19 @@ def fake_gpu_modules(monkeypatch, broken_library="triton"):
         x, as_float32(oracles.rms_softmax if mode == "rms" else oracles.softmax), 8, f"fused_{mode}")
     targets.DeviceCopy = lambda x: FakeTarget(x, lambda v: v.copy(), 8, "copy")
 
+    class Repeated:  # as gpu.targets.Repeated: `calls` calls of a target as one invocation, on its buffers
+        def __init__(self, target, calls):
+            self.target, self.calls, self.name = target, calls, target.name
+
+        def invoke(self):
+            for _ in range(self.calls):
+                self.target.invoke()
+
+        def compute(self, x, invoke=None):
+            return self.target.compute(x, invoke or self.invoke)
+
+    targets.Repeated = Repeated
+
     class GraphReplay(FakeTarget):
         def __init__(self, target, stream):
             self.target, self.name = target, target.name
@@ -508,26 +521,24 @@ def fake_session(writer, parameters):
         def elapsed_ms(self, start, end):
             return (end - start) / 1e6
 
-    class Session(runner.Session):
-        def __init__(self):
-            self.chapter, self.writer, self.parameters = fusion.CHAPTER, writer, parameters
-            self.protocol = MeasurementProtocol(warmups=1, rounds=4, batch=4, large_batch=2, cold_repeats=2)
-            self.backend, self.device = Backend(), SimpleNamespace(state=lambda: {})
-            self.record = RunRecord(
-                chapter="fusion", run_id=writer.run_id, parameters=dataclasses.asdict(parameters),
-                protocol=self.protocol.record(), host_path=fusion.CHAPTER.host_path,
-                device={"name": "Fake GPU", "sm_count": 132, "l2_bytes": 62914560, "compute_capability": "9.0",
-                        "shared_bytes_per_block_optin": H200_SHARED_OPTIN},
-                environment={"libraries": {}}, git_commit=None, source_tree_sha256="0" * 64)
-            self.checks, self.samples, self.builds = [], [], {}
+    class Device:
+        """The device side the runner reads: identity, environment, state."""
+        identity = staticmethod(lambda: {"name": "Fake GPU", "sm_count": 132, "l2_bytes": 62914560,
+                                         "compute_capability": "9.0", "shared_bytes_per_block_optin": H200_SHARED_OPTIN})
+        environment = staticmethod(lambda: {"libraries": {}})
+        state = staticmethod(lambda: {})
 
+    class Session(runner.Session):
         def build(self, label, family, kernels, defines=None, **options):
             self.builds[label] = {"resources_loaded": {k: {"registers": 32, "shared_bytes": 0, "local_bytes": 0}
                                                        for k in kernels}}
             self.writer.write_json(f"builds/{label}/record.json", self.builds[label])
             return SimpleNamespace(family=family, defines=defines)
 
-    return Session()
+    protocol = MeasurementProtocol(warmups=1, rounds=4, batch=4, large_batch=2, cold_repeats=2)
+    session = Session(fusion.CHAPTER, writer, parameters, protocol, backend=Backend(), device=Device())
+    session.record.git_commit = None
+    return session
 
 
 def test_run_py_end_to_end_on_fake_gpu_modules(tmp_path, monkeypatch):

@@ -627,29 +627,32 @@ def fake_save_build(writer, label, built, kernel_names) -> dict:
 
 
 class FakeState:
+    """The device side the runner reads: identity, environment and state (clocks, temperature, power)."""
+
     @staticmethod
     def state():
         return {"smi": {"clocks.sm": "1980", "clocks.mem": "3201", "temperature.gpu": "40", "power.draw": "120"}}
+
+    @staticmethod
+    def identity():
+        return {"name": "Simulated GPU", "compute_capability": "9.0", "sm_count": SM_COUNT, "l2_bytes": 60 * 2**20,
+                "shared_bytes_per_block_optin": 227 * 1024}
+
+    @staticmethod
+    def environment():
+        return {"libraries": {}, "driver": "none", "cuda_runtime_version": "none"}
 
 
 SMALL_PROTOCOL = MeasurementProtocol(warmups=1, rounds=5, batch=4, large_batch=2)
 
 
 def make_session(root: Path, device: FakeDevice, parameters: Parameters):
+    """The real Session, with the simulated device as its timing backend and FakeState as its GPU identity."""
     from launchlab.runner import Session
 
-    session = object.__new__(Session)  # the real Session, without the GPU identity its constructor reads
-    session.chapter, session.parameters, session.protocol = declared.CHAPTER, parameters, SMALL_PROTOCOL
-    session.writer = evidence.RunWriter("20990101T000000Z-ch04", root=root)
-    session.backend, session.device = device, FakeState()
-    session.record = RunRecord(
-        chapter="megakernels", run_id=session.writer.run_id, parameters=dataclasses.asdict(parameters),
-        protocol=SMALL_PROTOCOL.record(), host_path=declared.HOST_PATH,
-        device={"name": "Simulated GPU", "compute_capability": "9.0", "sm_count": SM_COUNT, "l2_bytes": 60 * 2**20,
-                "shared_bytes_per_block_optin": 227 * 1024},
-        environment={"libraries": {}, "driver": "none", "cuda_runtime_version": "none"}, git_commit="test",
-        source_tree_sha256="0" * 64, states={"before_build": FakeState.state()})
-    session.checks, session.samples, session.builds = [], [], {}
+    writer = evidence.RunWriter("20990101T000000Z-ch04", root=root)
+    session = Session(declared.CHAPTER, writer, parameters, SMALL_PROTOCOL, backend=device, device=FakeState())
+    session.record.git_commit = "test"
     return session
 
 

@@ -12,6 +12,7 @@ A failed validation writes the checks and a failed verdict, then stops the run (
 from __future__ import annotations
 
 import dataclasses
+import time
 from pathlib import Path
 
 import numpy as np
@@ -31,13 +32,18 @@ class ValidationFailed(RuntimeError):
 class Session:
     """What a chapter's run.py works through: builds, checks, measurements, notes, files."""
 
-    def __init__(self, chapter, writer: evidence.RunWriter, parameters, protocol=measurement.FROZEN):
-        from launchlab.gpu import device
-        from launchlab.gpu.backend import CupyBackend
+    def __init__(self, chapter, writer: evidence.RunWriter, parameters, protocol=measurement.FROZEN,
+                 backend=None, device=None):
+        """`backend` (the protocol's TimingBackend) and `device` (identity(), environment(), state()) default to
+        the GPU's; tests pass stand-ins."""
+        if device is None:
+            from launchlab.gpu import device
+        if backend is None:
+            from launchlab.gpu.backend import CupyBackend
 
+            backend = CupyBackend()
         self.chapter, self.writer, self.parameters, self.protocol = chapter, writer, parameters, protocol
-        self.backend = CupyBackend()
-        self.device = device
+        self.backend, self.device = backend, device
         self.record = RunRecord(
             chapter=chapter.stem, run_id=writer.run_id, parameters=dataclasses.asdict(parameters),
             protocol=protocol.record(), host_path=chapter.host_path, device=device.identity(),
@@ -46,6 +52,8 @@ class Session:
         self.checks: list[dict] = []
         self.samples: list[dict] = []
         self.builds: dict[str, dict] = {}
+        self.phase_seconds: dict[str, float] = {}
+        self._phase_start = time.perf_counter()
 
     # ------------------------------------------------------------------ builds
     def build(self, label: str, family: str, kernels, defines: dict | None = None, **module_options):
@@ -109,6 +117,13 @@ class Session:
         return samples
 
     # ------------------------------------------------------------------ record
+    def phase(self, name: str) -> None:
+        """Close a phase of the run: its wall time is printed and kept in run.json's details."""
+        now = time.perf_counter()
+        self.phase_seconds[name] = round(now - self._phase_start, 3)
+        self._phase_start = now
+        print(f"{self.chapter.stem}: {name} took {self.phase_seconds[name]:.1f} s", flush=True)
+
     def note(self, key: str, value) -> None:
         """A chapter-specific fact for run.json's `details`."""
         self.record.details[key] = value
@@ -126,6 +141,8 @@ class Session:
         if readings:
             self.record.clocks_dropped = clocks_dropped(readings[0], readings[-1])
         self.record.details.setdefault("local_memory_free", self.local_memory_free)
+        if self.phase_seconds:
+            self.record.details["phase_seconds"] = self.phase_seconds
         self.record.validation = {"verdict": "passed", "checks": len(self.checks)}
         if self.samples:
             self.writer.write_jsonl(SAMPLES_FILE, self.samples)

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import time
 
+from launchlab.gpu.targets import Wrapped
+
 
 def capture(invoke, stream) -> tuple[object, dict]:
     """Capture `invoke` on `stream` into a graph, instantiate, upload and replay it once.
@@ -54,15 +56,15 @@ def instantiate_alone_us(graph) -> float:
     return elapsed_us
 
 
-class GraphReplay:
+class GraphReplay(Wrapped):
     """A target's invocation captured once into a CUDA graph and replayed: the same buffers, so
     load/poison/output are the captured target's; `invoke` is one graph launch on `stream`.
 
     `setup` holds the capture's host-side costs; `dot` is CUDA's DOT description of the graph."""
 
     def __init__(self, target, stream):
-        self.target, self.stream = target, stream
-        self.name = target.name
+        super().__init__(target)
+        self.stream = stream
         self.graph, self.setup = capture(target.invoke, stream)
         self.dot = self.graph.debug_dot_str()
         self.launches = ()
@@ -73,15 +75,3 @@ class GraphReplay:
 
     def invoke(self) -> None:
         self.graph.launch(self.stream)
-
-    def poison(self) -> None:
-        self.target.poison()
-
-    def load(self, x) -> None:
-        self.target.load(x)
-
-    def output(self):
-        return self.target.output()
-
-    def compute(self, x, invoke=None):
-        return self.target.compute(x, invoke or self.invoke)

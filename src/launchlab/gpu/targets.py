@@ -52,6 +52,39 @@ class Target:
         return self.output()
 
 
+class Wrapped(Target):
+    """Another target's work submitted another way (replay of a captured graph, several calls in a row), on
+    that target's buffers: loading, poisoning and reading back are the wrapped target's own."""
+
+    def __init__(self, target):
+        self.target, self.name = target, target.name
+
+    def poison(self) -> None:
+        self.target.poison()
+
+    def load(self, x) -> None:
+        self.target.load(x)
+
+    def output(self):
+        return self.target.output()
+
+    def compute(self, x, invoke=None):
+        return self.target.compute(x, invoke or self.invoke)
+
+
+class Repeated(Wrapped):
+    """`calls` back-to-back calls of a target as ONE invocation, on the target's buffers: what a graph of
+    many calls captures. Each call reads x and rewrites y whole, so the output is that of one call."""
+
+    def __init__(self, target, calls: int):
+        super().__init__(target)
+        self.calls = int(calls)
+
+    def invoke(self) -> None:
+        for _ in range(self.calls):
+            self.target.invoke()
+
+
 def enqueue_launches(launches) -> None:
     for kernel, grid, block, args in launches:
         kernel(grid, block, args)

@@ -29,6 +29,51 @@ def _summaries(run) -> dict:
     return run.summaries
 
 
+# ---------------------------------------------------------------- numbers shared by tables and prose
+def shape_label(shape: str) -> str:
+    """4096x128 -> 4096×128, as the prose writes a shape."""
+    return shape.replace("x", "×")
+
+
+def build_label(module: str) -> str:
+    """fused_softmax_b256_r4_u4_m5 -> b256 r4 u4 m5 (block, register chunks, unroll, min blocks per SM)."""
+    return module.removeprefix("fused_softmax_").replace("_", " ")
+
+
+def ratio_decimals(ratio: dict) -> int:
+    """2 decimals, or 3 where the 95 % interval would print as the median itself at 2 (so no number is compared
+    with itself)."""
+    low, high = ratio.get("ci_low"), ratio.get("ci_high")
+    if low is None or high is None or f"{low:.2f}" != f"{high:.2f}":
+        return 2
+    return 3
+
+
+def ratio_cell(ratio) -> str:
+    """A table cell: median [95 % interval] with enough decimals that the interval shows."""
+    from launchlab.present import tables
+
+    if not ratio:
+        return tables.MISSING
+    return tables.median_with_band(ratio, tables.CI, digits=ratio_decimals(ratio))
+
+
+def ratio_number(value: float) -> str:
+    """A ratio at 2 decimals, or 3 where 2 would print a ratio off 1 as "1.00" (a side of 1 must show)."""
+    return f"{value:.3f}" if f"{value:.2f}" == "1.00" and value != 1.0 else f"{value:.2f}"
+
+
+def interval_text(ratio: dict) -> str:
+    """The 95 % interval of a ratio for the prose: its ends, at the decimals that tell them apart (and each other
+    from 1), or how narrow it is where even 3 decimals do not."""
+    low, high = ratio["ci_low"], ratio["ci_high"]
+    for places in (2, 3):
+        ends = [f"{v:.{places}f}" for v in (low, high)]
+        if ends[0] != ends[1] and (places == 3 or "1.00" not in ends or low == 1.0 or high == 1.0):
+            return f"95 % interval {ends[0]}–{ends[1]}"
+    return "95 % interval within ±0.0005"
+
+
 # ---------------------------------------------------------------- build configurations and resources
 def config_table(run):
     """Which fused build serves which shape: where a row lives, threads per block, shared memory, registers."""
@@ -37,25 +82,36 @@ def config_table(run):
     for shape in s["shapes"]:
         config = s["configs"][shape]
         resources = s["resources"].get(config["module"], {})
-        rows.append({"shape": shape, "row lives in": config["tier"], "threads per block": config["block"],
-                     "dynamic shared memory (bytes)": config["shared_bytes"],
-                     "registers per thread (RMS / plain)": f"{resources.get('fused_rms_softmax', {}).get('registers', '—')} / "
-                                                           f"{resources.get('fused_softmax', {}).get('registers', '—')}",
-                     "build (module)": config["module"]})
-    return _table(rows, "shape", note="One build per distinct set of compile-time defines; shapes with equal "
-                                      "defines share it. The policy is declared in the chapter before any run.")
+        rows.append({"shape": shape_label(shape), "row kept in": config["tier"], "threads": config["block"],
+                     "dynamic shared": config["shared_bytes"],
+                     "registers, RMS": resources.get("fused_rms_softmax", {}).get("registers"),
+                     "registers, plain": resources.get("fused_softmax", {}).get("registers"),
+                     "build": build_label(config["module"])})
+    return _table(rows, "shape", formats={"build": "text", "row kept in": "text"},
+                  units={"threads": "per block", "dynamic shared": "bytes", "registers, RMS": "per thread",
+                         "registers, plain": "per thread"},
+                  note="Build: fused_softmax_b<threads>_r<register chunks>_u<unroll>_m<min blocks per SM>, the "
+                       "compile-time defines. Shapes with equal defines share a build. The policy is declared "
+                       "in the chapter before any run.")
+
+
+RESOURCE_COLUMNS = {"registers": ("Registers", "per thread"), "shared_bytes": ("Static shared", "bytes"),
+                    "local_bytes": ("Local", "bytes"), "spill_bytes": ("Spills", "bytes"),
+                    "stack_bytes": ("Stack", "bytes")}
+KERNEL_LABELS = {"fused_rms_softmax": "fused RMS", "fused_softmax": "fused plain"}
 
 
 def resource_table(run):
-    rows = [{"build": build, "kernel": kernel, **entry}
+    """Registers, shared, local memory, spills (stores + loads) and stack per kernel; the full table as CSV."""
+    rows = [{"build": build_label(build), "kernel": KERNEL_LABELS.get(kernel, kernel), **entry,
+             "spill_bytes": entry.get("spill_stores", 0) + entry.get("spill_loads", 0)}
             for build, kernels in _summaries(run)["resources"].items() for kernel, entry in kernels.items()]
-    return _table(rows, ["build", "kernel"], headers={"registers": "Registers per thread",
-                                                      "shared_bytes": "Static shared (bytes)",
-                                                      "local_bytes": "Local memory (bytes)",
-                                                      "spill_stores": "Spill stores (bytes)",
-                                                      "spill_loads": "Spill loads (bytes)",
-                                                      "stack_bytes": "Stack frame (bytes)"},
-                  note="From the loaded binaries and ptxas; nonzero local memory or spills would mean spilled registers.")
+    rows = [{k: v for k, v in row.items() if k in ("build", "kernel", *RESOURCE_COLUMNS)} for row in rows]
+    return _table(rows, ["build", "kernel"], formats={"build": "text", "kernel": "text"},
+                  headers={k: f"{title} ({unit})" for k, (title, unit) in RESOURCE_COLUMNS.items()},
+                  csv="fusion-resources",
+                  note="From the loaded binaries and ptxas. Spills: spill stores plus spill loads; nonzero local "
+                       "memory or spills would mean spilled registers.")
 
 
 # ---------------------------------------------------------------- device time and bandwidth
@@ -69,44 +125,57 @@ def device_table(run):
             if not times:
                 continue
             band = s["bandwidth"][name][shape]
-            rows.append({"shape": shape, "contender": label(name), "warm": times.get("warm"), "cold": times.get("cold"),
-                         "warm_gbs": band.get("warm_gbs"), "cold_gbs": band.get("cold_gbs"),
+            rows.append({"shape": shape_label(shape), "contender": label(name), "warm": times.get("warm"),
+                         "cold": times.get("cold"), "warm_gbs": band.get("warm_gbs"), "cold_gbs": band.get("cold_gbs"),
                          "warm_pct": band.get("warm_pct_of_copy"), "cold_pct": band.get("cold_pct_of_copy")})
-    return _table(rows, ["shape", "contender"], formats={"warm_pct": "pct", "cold_pct": "pct"},
-                  headers={"warm": "Warm L2, per call (µs)", "cold": "Cold L2, per call (µs)",
-                           "warm_gbs": "Warm (logical GB/s)", "cold_gbs": "Cold (logical GB/s)",
-                           "warm_pct": "Warm, % of the copy's GB/s", "cold_pct": "Cold, % of the copy's GB/s"},
-                  note=f"Warm: graphs of {CALLS_PER_GRAPH} captured calls, event time per replay divided by "
+    return _table(rows, ["shape", "contender"], formats={"warm_pct": "pct", "cold_pct": "pct", "shape": "text"},
+                  headers={"warm": "Warm (µs)", "cold": "Cold (µs)", "warm_gbs": "Warm (GB/s)",
+                           "cold_gbs": "Cold (GB/s)", "warm_pct": "Warm (% of copy)", "cold_pct": "Cold (% of copy)"},
+                  csv="fusion-device-time",
+                  note=f"Device time per call and logical GB/s (logical bytes per call over device time). Warm: "
+                       f"graphs of {CALLS_PER_GRAPH} captured calls, event time per replay divided by "
                        f"{CALLS_PER_GRAPH}. Cold: one stream call after the L2 flush and the GPU wait.")
 
 
-def _ratio_rows(run, pairs) -> list[dict]:
+def _long_ratio_rows(run, names, ratio_of) -> list[dict]:
+    """One row per shape and contender: its paired ratio warm and cold for each (column, ratio name) of ratio_of."""
     s = _summaries(run)
     rows = []
     for shape in s["shapes"]:
-        row = {"shape": shape}
-        for ratio_name, heading in pairs:
-            by_l2 = s["ratios"]["graph"].get(ratio_name, {}).get(shape, {})
-            for l2 in L2_STATES:
-                row[f"{heading}, {l2}"] = by_l2.get(l2)
-        rows.append(row)
+        for name in names:
+            row = {"shape": shape_label(shape), "contender": label(name)}
+            for column, ratio_name in ratio_of(name):
+                by_l2 = s["ratios"]["graph"].get(ratio_name, {}).get(shape, {})
+                for l2 in L2_STATES:
+                    row[f"{column}, {l2} (×)"] = by_l2.get(l2)
+            if any(v for k, v in row.items() if k not in ("shape", "contender")):
+                rows.append(row)
     return rows
+
+
+def _ratio_formats(rows) -> dict:
+    return {column: ratio_cell for column in (rows[0] if rows else {}) if column not in ("shape", "contender")}
 
 
 def copy_ratio_table(run):
     """Device time over the copy's, paired per round: median [95 % interval]."""
     names = [n for n in _summaries(run)["contenders"] if n != "copy" and not CONTENDERS[n].library]
-    return _table(_ratio_rows(run, [(f"{n}_over_copy", f"{label(n)} / copy") for n in names]), "shape",
-                  note="Device time per call over the copy's in the same round; 1 is the copy.")
+    rows = _long_ratio_rows(run, names, lambda n: [("over the copy", f"{n}_over_copy")])
+    return _table(rows, ["shape", "contender"], formats={"shape": "text", **_ratio_formats(rows)},
+                  note="Device time per call over the copy's in the same round; 1 is the copy, below 1 faster "
+                       "than the copy. Brackets: 95 % bootstrap interval of the median over the rounds.")
 
 
 def library_ratio_table(run):
-    """Each library's device time over the fused plain kernel's, paired per round: median [95 % interval]."""
+    """Each library's device time over the fused plain kernel's and over the copy's, paired per round."""
     libraries = [n for n in _summaries(run)["contenders"] if CONTENDERS[n].library]
-    pairs = [(f"{n}_over_fused_plain", f"{label(n)} / fused plain") for n in libraries]
-    pairs += [(f"{n}_over_copy", f"{label(n)} / copy") for n in libraries]
-    return _table(_ratio_rows(run, pairs), "shape",
-                  note="Above 1 in the first columns: the library took longer than the fused plain kernel.")
+    rows = _long_ratio_rows(run, libraries, lambda n: [("over fused plain", f"{n}_over_fused_plain"),
+                                                       ("over the copy", f"{n}_over_copy")])
+    return _table(rows, ["shape", "contender"], formats={"shape": "text", **_ratio_formats(rows)},
+                  headers={"contender": "Library"}, csv="fusion-library-ratios",
+                  note="Library device time per call over the fused plain kernel's (above 1: the fused kernel was "
+                       "faster) and over the copy's, paired within rounds. Brackets: 95 % bootstrap interval of the "
+                       "median over the rounds.")
 
 
 # ---------------------------------------------------------------- how the device time was obtained
@@ -119,15 +188,18 @@ def pacing_table(run):
         vid, pacing = VariantId.parse(name), s["graph_pacing"][name]
         setup = s["graph_setup"].get(name, {})
         nodes = setup.get("nodes")
-        rows.append({"shape": vid.case, "contender": label(vid.target),
+        rows.append({"shape": shape_label(vid.case), "contender": label(vid.target),
                      "host enqueue per replay (µs)": pacing["host_enqueue_us_per_replay"],
                      "event time per replay (µs)": pacing["event_us_per_replay"],
-                     "largest enqueue / event in a round": pacing["host_share_max"],
+                     "largest enqueue / event (%)": 100 * pacing["host_share_max"],
                      "device-paced": pacing["device_paced"],
-                     "graph nodes per call": None if nodes is None else nodes / setup["calls"]})
-    return _table(rows, ["shape", "contender"], formats={"largest enqueue / event in a round": "ratio"},
-                  note=f"A replay is {CALLS_PER_GRAPH} calls. Device-paced: in every round the host enqueued the "
-                       "batch of replays in less time than the GPU took to run it.")
+                     "nodes per call (count)": None if nodes is None else nodes / setup["calls"]})
+    return _table(rows, ["shape", "contender"], formats={"largest enqueue / event (%)": "pct", "shape": "text"},
+                  csv="fusion-graph-pacing",
+                  note=f"A replay is {CALLS_PER_GRAPH} calls. Largest enqueue / event: the host's enqueue time of "
+                       "a batch of replays as a share of the batch's event time, the largest over the rounds. "
+                       "Device-paced: in every round the host enqueued the batch in less time than the GPU took "
+                       "to run it.")
 
 
 def host_table(run):
@@ -139,13 +211,15 @@ def host_table(run):
             host = s["host_view"].get(variant(name, shape, "stream"))
             if host is None:
                 continue
-            rows.append({"shape": shape, "contender": label(name), "stream batch, event per call (µs)": host["event_us"],
-                         "stream batch, host enqueue per call (µs)": host["enqueue_us"],
+            rows.append({"shape": shape_label(shape), "contender": label(name),
+                         "stream, event per call (µs)": host["event_us"],
+                         "stream, enqueue per call (µs)": host["enqueue_us"],
                          "host-bound": host["host_bound"],
                          "device time, warm (µs)": s["device"].get(name, {}).get(shape, {}).get("warm")})
-    return _table(rows, ["shape", "contender"],
-                  note="Host-bound: the host's enqueue took at least nine tenths of the batch's event time, so the "
-                       "stream batch measured the pace of submission, not the GPU.")
+    return _table(rows, ["shape", "contender"], formats={"shape": "text"}, csv="fusion-host-view",
+                  note="Stream: a warm batch of calls launched one by one from Python, between CUDA events (host "
+                       "view, not a GPU cost). Host-bound: the host's enqueue took at least nine tenths of the "
+                       "batch's event time, so the batch measured the pace of submission.")
 
 
 def submission_table(run):
@@ -158,26 +232,30 @@ def submission_table(run):
             if ratio is None:
                 continue
             setup = s["graph_setup"].get(variant(name, shape, "graph"), {})
-            rows.append({"shape": shape, "path": label(name), "stream / graph, warm": ratio.get("warm"),
-                         "stream / graph, cold": ratio.get("cold"),
-                         "setup, capture to first replay (µs)": sum(setup.get(k, 0.0) for k in (
+            rows.append({"shape": shape_label(shape), "path": label(name),
+                         "stream / graph, warm (×)": ratio.get("warm"), "stream / graph, cold (×)": ratio.get("cold"),
+                         "set-up, capture to first replay (µs)": sum(setup.get(k, 0.0) for k in (
                              "capture_us", "end_capture_us", "instantiate_us", "upload_us", "first_replay_us"))})
-    return _table(rows, ["shape", "path"])
+    formats = {"shape": "text", "stream / graph, warm (×)": ratio_cell, "stream / graph, cold (×)": ratio_cell}
+    return _table(rows, ["shape", "path"], formats=formats,
+                  note="Stream launch over the replay of a one-call graph, paired within rounds. Brackets: 95 % "
+                       "bootstrap interval of the median over the rounds. Set-up: one capture, measured once.")
 
 
 # ---------------------------------------------------------------- bytes, targets, libraries
 def dram_table(run):
     """Logical against measured DRAM bytes per contender at the profiled shape."""
     s = _summaries(run)
-    rows = [{"shape": shape, "contender": label(name), "logical (MB)": v["logical_bytes"] / 1e6,
+    rows = [{"shape": shape_label(shape), "contender": label(name), "logical (MB)": v["logical_bytes"] / 1e6,
              "DRAM read (MB)": v["read_bytes"] / 1e6, "DRAM written (MB)": v["write_bytes"] / 1e6,
-             "measured / logical": v["measured_over_logical"]}
+             "measured / logical (×)": v["measured_over_logical"]}
             for shape, entry in s["dram"].items() for name, v in entry["contenders"].items()]
     if not rows:
         rows = [{"shape": shape, "why no counters": entry["error"] or "no counter values"}
                 for shape, entry in s["dram"].items()] or [{"shape": "—", "why no counters": "no profile was taken"}]
         return _table(rows, "shape")
-    return _table(rows, ["shape", "contender"], formats={"measured / logical": "ratio"})
+    return _table(rows, ["shape", "contender"], formats={"measured / logical (×)": "ratio", "shape": "text"},
+                  note="One profiled call per kernel (Nsight Compute), caches flushed by the profiler; MB = 10⁶ bytes.")
 
 
 def targets_table(run):
@@ -186,19 +264,23 @@ def targets_table(run):
         measured = None if target["measured"] is None else {
             "median": target["measured"], "ci_low": target["ci_low"], "ci_high": target["ci_high"]}
         rows.append({"target": f"{TARGET_LABELS[target['ratio']]} {target['sense']} {target['threshold']}",
-                     "shape": target["shape"], "L2": target["l2"], "measured (device time)": measured,
+                     "shape": shape_label(target["shape"]), "L2": target["l2"], "measured (×)": measured,
                      "verdict": _verdict(target["met"])})
-    return _table(rows, ["target", "shape", "L2"], formats={"measured (device time)": "ci"})
+    return _table(rows, ["target", "shape", "L2"], formats={"measured (×)": ratio_cell, "shape": "text"},
+                  csv="fusion-targets",
+                  note="Measured: the paired device-time ratio of this run. Brackets: 95 % bootstrap interval of "
+                       "the median over the rounds.")
 
 
 def baseline_table(run):
     s = _summaries(run)
     rows = []
     for name, entry in s["baselines"].items():
-        timed = [shape for shape in s["shapes"] if shape in s["device"].get(name, {})]
+        timed = [shape_label(shape) for shape in s["shapes"] if shape in s["device"].get(name, {})]
+        setups = {shape: ", ".join(f"{k} {v}" for k, v in sorted(how.items()) if k != "library")
+                  for shape, how in entry.get("setup", {}).items()}
         rows.append({"library": label(name), "timed at": ", ".join(timed) or "—",
-                     "how": _reasons({shape: ", ".join(f"{k} {v}" for k, v in sorted(how.items()))
-                                      for shape, how in entry.get("setup", {}).items()}, s["shapes"]),
+                     "how": _reasons(setups, s["shapes"]),
                      "not timed": _reasons(entry["unavailable"], s["shapes"])})
     if not rows:
         rows = [{"library": "—", "timed at": "—", "how": "no library was requested", "not timed": "—"}]
@@ -210,7 +292,7 @@ def _reasons(by_shape: dict, shapes: list[str]) -> str:
     by_reason = {}
     for shape in shapes:
         if shape in by_shape:
-            by_reason.setdefault(by_shape[shape], []).append(shape)
+            by_reason.setdefault(by_shape[shape], []).append(shape_label(shape))
     return "; ".join(f"{'all shapes' if len(where) == len(shapes) else ', '.join(where)}: {why}"
                      for why, where in by_reason.items()) or "—"
 
@@ -220,58 +302,71 @@ def _verdict(met) -> str:
 
 
 # ---------------------------------------------------------------- figures
-def _groups(run) -> list[list[str]]:
-    """The non-copy contenders in groups of at most MAX_SERIES (one figure row each)."""
-    names = [n for n in _summaries(run)["contenders"] if n != "copy"]
-    return [names[i:i + MAX_SERIES] for i in range(0, len(names), MAX_SERIES)] or [[]]
+def _groups(run) -> list[tuple[str, list[str]]]:
+    """(title, contenders) per figure row: our kernels, then the libraries beside the fused plain kernel; at most
+    MAX_SERIES each, so every panel reads at a glance."""
+    contenders = _summaries(run)["contenders"]
+    ours = [n for n in contenders if n != "copy" and not CONTENDERS[n].library]
+    libraries = [n for n in contenders if CONTENDERS[n].library]
+    groups = [("this book's kernels", ours[:MAX_SERIES])]
+    if libraries:
+        plain = ["fused_plain"] if "fused_plain" in contenders else []
+        groups.append(("libraries and fused plain", (plain + libraries)[:MAX_SERIES]))
+    return groups
 
 
-def ratio_figure(run):
-    """Device time per call over the copy's, per shape: warm L2 left, cold right; 1 is the copy."""
+def _panel_sweeps(run, value_of, ylabel: str, ceiling_of, logy: bool):
+    """A figure with one row per contender group and one column per L2 state; a legend right of each row."""
     from launchlab.present import figures
 
     s = _summaries(run)
     groups = _groups(run)
-    fig, axes = figures.figure(len(groups), 2, height=3.2)
-    for row, names in enumerate(groups):
+    fig, axes = figures.figure(len(groups), 2, height=2.9, layout="constrained", sharey="row")
+    shapes = [shape_label(shape) for shape in s["shapes"]]
+    for row, (title, names) in enumerate(groups):
         for column, l2 in enumerate(L2_STATES):
-            series = {label(n): [s["ratios"]["graph"].get(f"{n}_over_copy", {}).get(shape, {}).get(l2)
-                                 for shape in s["shapes"]] for n in names}
-            figures.sweep(axes[row, column], s["shapes"], series, ceiling=1.0, ceiling_label="copy", logy=True,
-                          ylabel="device time / copy's" if column == 0 else None)
-            axes[row, column].set_title(f"{l2} L2")
-            axes[row, column].tick_params(axis="x", labelrotation=30)
-            _plain_log_ticks(axes[row, column])
-    return figures.finish(fig, shared_legend=len(groups) == 1)
+            ax = axes[row, column]
+            series = {label(n): [value_of(n, shape, l2) for shape in s["shapes"]] for n in names}
+            figures.sweep(ax, shapes, series, ceiling=ceiling_of(l2), ceiling_label="copy", logy=logy,
+                          ylabel=ylabel if column == 0 else None)
+            ax.set_title(f"{title}, {l2} L2", fontsize=figures.FONT_PT)
+            ax.tick_params(axis="x", labelrotation=35)
+            if logy:
+                _plain_log_ticks(ax)
+        figures.legend(axes[row, 1], "right")
+    return fig
+
+
+def ratio_figure(run):
+    """Device time per call over the copy's, per shape: warm L2 left, cold right; 1 is the copy."""
+    s = _summaries(run)
+
+    def ratio(name, shape, l2):
+        return s["ratios"]["graph"].get(f"{name}_over_copy", {}).get(shape, {}).get(l2)
+
+    return _panel_sweeps(run, ratio, "device time / copy's", lambda l2: 1.0, logy=True)
 
 
 def _plain_log_ticks(ax) -> None:
     """Ratios on a log axis read as 1, 1.5, 2, 3, not as powers of ten."""
     from matplotlib.ticker import FuncFormatter
 
-    for axis in (ax.yaxis,):
-        axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
-        axis.set_minor_formatter(FuncFormatter(lambda v, _: f"{v:g}" if f"{v:g}"[0] in "1235" else ""))
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    ax.yaxis.set_minor_formatter(FuncFormatter(lambda v, _: f"{v:g}" if f"{v:g}"[0] in "125" else ""))
 
 
 def bandwidth_figure(run):
     """Logical GB/s from device time per call, per shape, with the same run's copy as the ceiling."""
-    from launchlab.present import figures
-
     s = _summaries(run)
-    groups = _groups(run)
-    fig, axes = figures.figure(len(groups), 2, height=3.2)
     copy = s["bandwidth"].get("copy", {})
-    for row, names in enumerate(groups):
-        for column, l2 in enumerate(L2_STATES):
-            series = {label(n): [s["bandwidth"].get(n, {}).get(shape, {}).get(f"{l2}_gbs") for shape in s["shapes"]]
-                      for n in names}
-            ceiling = [copy.get(shape, {}).get(f"{l2}_gbs", float("nan")) for shape in s["shapes"]]
-            figures.sweep(axes[row, column], s["shapes"], series, ceiling=ceiling, ceiling_label="copy",
-                          ylabel="logical GB/s" if column == 0 else None)
-            axes[row, column].set_title(f"{l2} L2")
-            axes[row, column].tick_params(axis="x", labelrotation=30)
-    return figures.finish(fig, shared_legend=len(groups) == 1)
+
+    def gbs(name, shape, l2):
+        return s["bandwidth"].get(name, {}).get(shape, {}).get(f"{l2}_gbs")
+
+    def ceiling(l2):
+        return [copy.get(shape, {}).get(f"{l2}_gbs", float("nan")) for shape in s["shapes"]]
+
+    return _panel_sweeps(run, gbs, "logical GB/s", ceiling, logy=False)
 
 
 def bytes_figure(run):
@@ -281,7 +376,7 @@ def bytes_figure(run):
     from launchlab.present import figures
 
     s = _summaries(run)
-    fig, axes = figures.figure(1, 1, height=3.2)
+    fig, axes = figures.figure(1, 1, height=3.0, layout="constrained")
     ax = axes[0, 0]
     entries = [(shape, name, v) for shape, e in s["dram"].items() for name, v in e["contenders"].items()]
     if not entries:
@@ -296,10 +391,10 @@ def bytes_figure(run):
     ax.bar(xs + 0.2, read, 0.4, label="DRAM read", color=figures.COLOURS[1])
     ax.bar(xs + 0.2, [v["write_bytes"] / 1e6 for _, _, v in entries], 0.4, bottom=read, label="DRAM written",
            color=figures.COLOURS[2])
-    ax.set_xticks(xs, [f"{label(name)}\n{shape}" for shape, name, _ in entries])
+    ax.set_xticks(xs, [f"{label(name)}\n{shape_label(shape)}" for shape, name, _ in entries])
     ax.set_ylabel("MB per call")
     ax.grid(axis="y", alpha=0.3)
-    return figures.finish(fig)
+    return figures.finish(fig, legend_where="right")
 
 
 # ---------------------------------------------------------------- glued values
@@ -329,6 +424,7 @@ def page_values(run) -> dict:
     values.update(_dram_values(s))
     values.update(_pacing_values(s))
     values.update(_library_values(s))
+    values.update(finding_values(s))
     return _with_defaults(values, s)
 
 
@@ -356,8 +452,8 @@ def _ratio_values(s: dict) -> dict:
         for ratio_name, by_shape in s["ratios"][kind].items():
             for shape, by_l2 in by_shape.items():
                 for l2, ratio in by_l2.items():
-                    values[f"{prefix}{ratio_name}_{shape}_{l2}"] = f"{ratio['median']:.2f}"
-                    values[f"{prefix}{ratio_name}_{shape}_{l2}_ci"] = f"{ratio['ci_low']:.2f}–{ratio['ci_high']:.2f}"
+                    values[f"{prefix}{ratio_name}_{shape}_{l2}"] = ratio_number(ratio["median"])
+                    values[f"{prefix}{ratio_name}_{shape}_{l2}_ci"] = interval_text(ratio)
     return values
 
 
@@ -368,6 +464,23 @@ def _config_values(s: dict) -> dict:
         values[f"block_{shape}"] = str(config["block"])
         values[f"module_{shape}"] = config["module"]
     values["fused_builds"] = str(len({c["module"] for c in s["configs"].values()}))
+    values.update(byte_values(s))
+    return values
+
+
+def byte_values(s: dict) -> dict:
+    """Bytes beside the kernel code, per shape: a row, what one thread and one block hold in registers (chunks of
+    16 bytes), the dynamic shared memory, and the logical bytes of one call."""
+    values = {}
+    for shape, config in s["configs"].items():
+        chunks, block = config.get("defines", {}).get("REG_CHUNKS", 0), config["block"]
+        values[f"row_bytes_{shape}"] = f"{_columns(shape) * 4:,}"
+        values[f"reg_chunks_{shape}"] = str(chunks)
+        values[f"thread_reg_bytes_{shape}"] = str(16 * chunks)
+        values[f"block_reg_bytes_{shape}"] = f"{16 * chunks * block:,}"
+        values[f"shared_bytes_{shape}"] = f"{config['shared_bytes']:,}"
+        logical = s["bandwidth"].get("fused_rms", {}).get(shape, {}).get("logical_bytes_per_call")
+        values[f"logical_mib_{shape}"] = "n/a" if logical is None else f"{logical / 2**20:.0f}"
     return values
 
 
@@ -377,7 +490,7 @@ def _target_sentences(s: dict) -> dict:
     for target in s["targets"]:
         values[f"verdict_{target['key'].replace('.', '_')}"] = _verdict(target["met"])
     copy_targets = [t for t in s["targets"] if t["ratio"] == "fused_rms_over_copy"]
-    missed = [f"{t['shape']} {t['l2']} ({t['measured']:.2f})" for t in copy_targets if t["met"] is False]
+    missed = [f"{shape_label(t['shape'])} {t['l2']} ({ratio_number(t['measured'])})" for t in copy_targets if t["met"] is False]
     measured = [t for t in copy_targets if t["met"] is not None]
     values["copy_target_summary"] = ("not measured" if not measured else f"met in all {len(measured)} cases" if not missed
                                      else f"missed in {len(missed)} of {len(measured)} cases: " + ", ".join(missed))
@@ -385,7 +498,7 @@ def _target_sentences(s: dict) -> dict:
         for l2 in L2_STATES:
             rows = [t for t in s["targets"] if t["ratio"] == f"{library}_over_fused_plain" and t["l2"] == l2
                     and t["sense"] == "above" and t["met"] is not None]
-            lost = [f"{t['shape']} ({t['measured']:.2f})" for t in rows if not t["met"]]
+            lost = [f"{shape_label(t['shape'])} ({ratio_number(t['measured'])})" for t in rows if not t["met"]]
             values[f"{library}_{l2}_summary"] = ("not measured (library absent)" if not rows else
                                                  f"faster at all {len(rows)} shapes" if not lost else
                                                  f"not faster at {len(lost)} of {len(rows)} shapes: " + ", ".join(lost))
@@ -423,6 +536,70 @@ def _pacing_values(s: dict) -> dict:
             "cold_late": str(late), "cold_samples": str(total)}
 
 
+NEAR_COPY = 1.10       # "near the copy": a fused kernel's device time at most this many times the copy's
+LONG_ROW = 1024        # rows of at least this many columns are where a fused kernel should reach the copy
+
+
+def _columns(shape: str) -> int:
+    return int(shape.split("x")[1])
+
+
+def _listing(items: list[str]) -> str:
+    return "none" if not items else items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+
+
+def _ratio(s: dict, name: str, shape: str, l2: str) -> dict | None:
+    return s["ratios"]["graph"].get(name, {}).get(shape, {}).get(l2)
+
+
+def near_copy_values(s: dict, name: str) -> dict:
+    """Where a fused kernel came within NEAR_COPY of the copy at rows of LONG_ROW columns or more, and where not
+    (with the measured ratio)."""
+    near, far = [], []
+    for shape in (sh for sh in s["shapes"] if _columns(sh) >= LONG_ROW):
+        for l2 in L2_STATES:
+            ratio = _ratio(s, f"{name}_over_copy", shape, l2)
+            if ratio is not None:
+                where = f"{shape_label(shape)} {l2} ({ratio_number(ratio['median'])})"
+                (near if ratio["median"] <= NEAR_COPY else far).append(where)
+    return {f"near_copy_{name}": _listing(near), f"far_from_copy_{name}": _listing(far)}
+
+
+def below_copy_value(s: dict) -> str:
+    """Contenders whose device time was below the copy's, with the whole 95 % interval below 1."""
+    found = []
+    for name in s["contenders"]:
+        for shape in s["shapes"]:
+            for l2 in L2_STATES:
+                ratio = _ratio(s, f"{name}_over_copy", shape, l2)
+                if ratio is not None and ratio["ci_high"] < 1.0:
+                    found.append(f"{label(name)} at {shape_label(shape)} {l2} ({ratio_number(ratio['median'])}, "
+                                 f"{interval_text(ratio)})")
+    return _listing(found) if found else "no contender at any shape"
+
+
+def library_faster_value(s: dict, library: str) -> str:
+    """Shapes where a library's device time was below the fused plain kernel's (median ratio below 1)."""
+    found = []
+    for shape in s["shapes"]:
+        faster = [f"{l2} {ratio_number(r['median'])}" for l2 in L2_STATES
+                  if (r := _ratio(s, f"{library}_over_fused_plain", shape, l2)) is not None and r["median"] < 1.0]
+        if faster:
+            found.append(f"{shape_label(shape)} ({', '.join(faster)})")
+    return _listing(found) if found else "at no shape"
+
+
+def finding_values(s: dict) -> dict:
+    """The run's findings, computed: near-copy shapes, contenders below the copy, where libraries beat fused plain."""
+    values = {"near_copy_threshold": f"{NEAR_COPY:.2f}", "long_row": str(LONG_ROW),
+              "below_copy_summary": below_copy_value(s)}
+    for name in ("fused_plain", "fused_rms"):
+        values.update(near_copy_values(s, name))
+    for library in LIBRARIES:
+        values[f"{library}_faster_summary"] = library_faster_value(s, library)
+    return values
+
+
 def _library_values(s: dict) -> dict:
     timed = [label(n) for n in LIBRARIES if n in s["device"]]
     absent = [f"{label(n)} ({'; '.join(sorted(set(e['unavailable'].values())))})"
@@ -438,7 +615,8 @@ def _with_defaults(values: dict, s: dict) -> dict:
     ratio_names = [f"{a}_over_copy" for a in names if a != "copy"] + ["row4_over_fused_rms", "fused_plain_over_fused_rms"]
     ratio_names += [f"{lib}_over_fused_plain" for lib in LIBRARIES]
     for shape in shapes:
-        for key in ("tier", "block", "module"):
+        for key in ("tier", "block", "module", "row_bytes", "reg_chunks", "thread_reg_bytes", "block_reg_bytes",
+                    "shared_bytes", "logical_mib"):
             values.setdefault(f"{key}_{shape}", "n/a")
         for name in names:
             for l2 in L2_STATES:

@@ -2,8 +2,6 @@
 the protocol, validate again on the held-out fixture, then profile DRAM bytes in a separate process."""
 from __future__ import annotations
 
-import time
-
 from launchlab.chapters.fusion import (CALLS_PER_GRAPH, CONTENDERS, DEVICE, FUSED_KERNELS, ROW_KERNELS,
                                        contenders, fused_config, fused_configs, large, requested_libraries)
 from launchlab.measure.protocol import Measured
@@ -16,33 +14,10 @@ ORACLES = {"rms_softmax (float64)": (oracles.rms_softmax, oracles.RMS_SOFTMAX_TO
            "softmax (float64)": (oracles.softmax, oracles.SOFTMAX_TOLERANCE)}
 
 
-class Repeated:
-    """`calls` back-to-back calls of a target as ONE invocation, on the target's buffers: what a graph of
-    many calls captures. Each call reads x and rewrites y whole, so the output is that of one call."""
-
-    def __init__(self, target, calls: int):
-        self.target, self.calls, self.name = target, int(calls), target.name
-
-    def invoke(self) -> None:
-        for _ in range(self.calls):
-            self.target.invoke()
-
-    def poison(self) -> None:
-        self.target.poison()
-
-    def load(self, x) -> None:
-        self.target.load(x)
-
-    def output(self):
-        return self.target.output()
-
-    def compute(self, x, invoke=None):
-        return self.target.compute(x, invoke or self.invoke)
-
-
 def graph_of_calls(target, stream, calls: int = CALLS_PER_GRAPH):
     """A GraphReplay whose one replay is `calls` captured calls of `target` (the graph32 variants)."""
     from launchlab.gpu.capture import GraphReplay
+    from launchlab.gpu.targets import Repeated
 
     return GraphReplay(Repeated(target, calls), stream)
 
@@ -55,23 +30,11 @@ def graph_nodes(replay) -> int | None:
         return None
 
 
-class Clock:
-    """Wall time of each phase of the run, printed as it goes and kept in run.json's details."""
-
-    def __init__(self):
-        self.last, self.phases = time.perf_counter(), {}
-
-    def __call__(self, phase: str) -> None:
-        now = time.perf_counter()
-        self.phases[phase] = round(now - self.last, 3)
-        self.last = now
-        print(f"fusion: {phase} took {self.phases[phase]:.1f} s", flush=True)
-
 
 def run(session) -> None:
     from launchlab.gpu.instruments import KERNELS as INSTRUMENT_KERNELS, ColdL2
 
-    parameters, identity, clock = session.parameters, session.record.device, Clock()
+    parameters, identity = session.parameters, session.record.device
     configs = fused_configs(parameters.shapes, identity["shared_bytes_per_block_optin"])
     session.note("fused_configs", configs)
     session.note("calls_per_graph", CALLS_PER_GRAPH)
@@ -82,7 +45,7 @@ def run(session) -> None:
     cold = ColdL2(session.build("instruments", "instruments", INSTRUMENT_KERNELS), identity["l2_bytes"],
                   identity["sm_count"], session.protocol.cold_wait_ns)
     session.note("cold_l2", cold.describe())
-    clock("build")
+    session.phase("build")
 
     libraries = {name: {"requested": True, "unavailable": {}, "setup": {}} for name in requested_libraries(parameters)}
     session.note("baselines", libraries)  # filled in below; noted first so that a failed run keeps it too
@@ -99,22 +62,21 @@ def run(session) -> None:
         by_shape[shape] = {**streamed, **graphs}
     session.require_passed("before timing")
     session.writer.write_json("graphs/setup.json", setup)
-    clock("setup and validation before timing")
+    session.phase("setup and validation before timing")
 
     for shape, variants in by_shape.items():
         session.measure("warm", [measured(vid, target) for vid, target in variants.items()])
         session.measure("cold", [measured(vid, target) for vid, target in variants.items()
                                  if vid.submission in ("stream", "graph")], flush=cold.flush)
-    clock("timing")
+    session.phase("timing")
 
     for shape, variants in by_shape.items():
         validate(session, variants, *workloads.parse_shapes(shape)[0], workloads.HELD_OUT_FIXTURE, "after")
     session.require_passed("after timing")
-    clock("validation after timing")
+    session.phase("validation after timing")
 
     profile(session, configs)
-    clock("profile")
-    session.note("phase_seconds", clock.phases)
+    session.phase("profile")
 
 
 def make_targets(session, modules, config, rows, cols, libraries) -> dict:

@@ -5,7 +5,6 @@ compute-sanitizer's tools over every kernel in a child process."""
 from __future__ import annotations
 
 import os
-import time
 
 import numpy as np
 
@@ -20,24 +19,12 @@ SANITIZER_TIMEOUT_S = 120        # per tool; a tool that runs longer is recorded
 DESIGNS_ENVIRONMENT = "LAUNCHLAB_MEGAKERNEL_DESIGNS"  # the designs the sanitizer's child process runs
 
 
-class Clock:
-    """Seconds per phase, printed as the run goes and noted in run.json."""
-
-    def __init__(self):
-        self.last, self.phases = time.perf_counter(), {}
-
-    def __call__(self, phase: str) -> None:
-        now = time.perf_counter()
-        self.phases[phase] = round(now - self.last, 3)
-        self.last = now
-        print(f"megakernels: {phase} took {self.phases[phase]:.1f} s", flush=True)
-
 
 def run(session) -> None:
     from launchlab.gpu import persistent
     from launchlab.gpu.instruments import KERNELS as INSTRUMENT_KERNELS, ColdL2
 
-    parameters, stream, clock = session.parameters, session.backend.stream, Clock()
+    parameters, stream = session.parameters, session.backend.stream
     cases, sweep = parse_cases(parameters.tiled_cases), parse_sweep(parameters.sweep_workers_per_sm)
     designs = active_designs(parameters)
     session.note("designs", [d.target for d in designs])
@@ -57,19 +44,19 @@ def run(session) -> None:
     session.note("wait_limit_ns", persistent.WAIT_LIMIT_NS)
     write_graph_edges(session, timed)
     session.require_passed("graph edges")
-    clock("build, capture and graph edges")
+    session.phase("build, capture and graph edges")
 
     for index in range(workloads.FIXTURES_BEFORE_TIMING):
         for vid, variant in timed.items():
             validate(session, vid, variant, fixtures, index, "before")
     session.require_passed("before timing")
-    clock("validation before timing")
+    session.phase("validation before timing")
 
     session.measure("warm", [Measured(vid, v.invoke, launches=v.submissions) for vid, v in timed.items()])
-    clock("warm timing")
+    session.phase("warm timing")
     session.measure("cold", [Measured(vid, timed[vid].invoke, launches=timed[vid].submissions)
                              for vid in cold_variants(parameters)], flush=cold.flush)
-    clock("cold timing")
+    session.phase("cold timing")
     check_persistent_after_timing(session, timed)  # the error words are sticky: a worker that gave up shows here
     for vid, variant in timed.items():
         validate(session, vid, variant, fixtures, workloads.HELD_OUT_FIXTURE, "after")
@@ -78,10 +65,9 @@ def run(session) -> None:
 
     trace_all(session, cases, sweep, fixtures, timed, designs)
     session.require_passed("traces")
-    clock("validation after timing and traces")
+    session.phase("validation after timing and traces")
     sanitize(session, designs)
-    clock("compute-sanitizer")
-    session.note("phase_seconds", clock.phases)
+    session.phase("compute-sanitizer")
 
 
 # --------------------------------------------------------------------------- targets
