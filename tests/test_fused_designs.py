@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from launchlab.gpu import build
-from launchlab.gpu import fused_designs as designs
+from launchlab.model import fused_policy as designs
 from launchlab.model import workloads
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))

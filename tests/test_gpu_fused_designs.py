@@ -5,7 +5,7 @@ than a cluster's shared memory), repeated and graph-replayed invocations, and po
 import numpy as np
 import pytest
 
-from launchlab.model import oracles
+from launchlab.model import fused_policy, oracles
 from launchlab.model import workloads
 
 pytestmark = pytest.mark.gpu
@@ -34,18 +34,17 @@ _MODULES = {}
 
 def module(defines):
     from launchlab.gpu import build
-    from launchlab.gpu import fused_designs as designs
 
     key = tuple(sorted(defines.items()))
     if key not in _MODULES:
-        _MODULES[key] = build.load_module(designs.FAMILY, defines)
+        _MODULES[key] = build.load_module(fused_policy.FAMILY, defines)
     return _MODULES[key]
 
 
 def target_for(design, rows, cols, mode, sm_count, x=None, options=None, **choices):
     from launchlab.gpu import fused_designs as designs
 
-    defines = designs.design_defines(design, rows, cols, sm_count, **choices)
+    defines = fused_policy.design_defines(design, rows, cols, sm_count, **choices)
     return designs.make_target(design, module(defines), rows, cols, mode, x, **(options or {}))
 
 
@@ -68,7 +67,7 @@ def check(target, seed_index=0, label=""):
 def test_policy_pick_matches_oracle(device, shape, mode):
     from launchlab.gpu import fused_designs as designs
 
-    design, config = designs.launch_policy(*shape, device)
+    design, config = fused_policy.launch_policy(*shape, device)
     target = designs.make_target(design, module(config["defines"]), *shape, mode)
     check(target, label=f"policy {design} {config['defines']}")
 
@@ -191,6 +190,6 @@ def test_poisoned_output_fails(backend, device, design):
 def test_narrow_rejects_a_row_longer_than_its_registers(device):
     from launchlab.gpu import fused_designs as designs
 
-    defines = designs.design_defines("narrow", 4, 128, device["sm_count"], lanes=8, row_chunks=4)
+    defines = fused_policy.design_defines("narrow", 4, 128, device["sm_count"], lanes=8, row_chunks=4)
     with pytest.raises(ValueError):
         designs.NarrowRows(module(defines), 4, 129, "rms")

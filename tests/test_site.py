@@ -1,4 +1,4 @@
-"""The book renders offline (SPEC §7): it builds with zero warnings, no page fetches anything from another site,
+"""The book renders offline: it builds with zero warnings, no page fetches anything from another site,
 internal links resolve, and a real headless browser renders the pages, math included, from the vendored MathJax.
 
 A reader trusts it at a glance: every page of the built book, opened in headless Chromium (driven over the DevTools

@@ -20,7 +20,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
-from launchlab.gpu import fused_designs as designs  # noqa: E402
+from launchlab.model import fused_policy as designs  # noqa: E402
 from launchlab.model import workloads  # noqa: E402
 
 # 2^24 floats (64 MiB of x, as much again of y: past the 60 MiB L2) at row lengths 2^5 .. 2^22,
@@ -81,6 +81,7 @@ def sweep(shapes, mode: str, rounds: int) -> None:
     from launchlab.gpu.backend import CupyBackend
     from launchlab.gpu.device import identity
     from launchlab.gpu.targets import DeviceCopy
+    from launchlab.gpu import fused_designs
     from launchlab.measure import stats
     from launchlab.measure.protocol import FROZEN, Measured, measure_warm
     from launchlab.measure.variant import VariantId
@@ -108,7 +109,7 @@ def sweep(shapes, mode: str, rounds: int) -> None:
             try:
                 if key not in modules:
                     modules[key] = build.load_module(designs.FAMILY, defines)
-                target = designs.make_target(design, modules[key], rows, cols, mode, x=copy.x, **options)
+                target = fused_designs.make_target(design, modules[key], rows, cols, mode, x=copy.x, **options)
                 y = target.compute(x_host)
                 result = oracles.compare(y[:CHECK_ROWS], reference, tolerance)
                 if not np.isfinite(y).all():

@@ -42,7 +42,7 @@ def check_matrix(x: np.ndarray) -> None:
 
 
 def rms_softmax(x: np.ndarray) -> np.ndarray:
-    """y_rj = rho_r * exp(x_rj - m_r) / z_r in float64 (SPEC §2.1)."""
+    """y_rj = rho_r * exp(x_rj - m_r) / z_r in float64."""
     check_matrix(x)
     x = np.asarray(x, dtype=np.float64)
     rho = np.sqrt(np.mean(x * x, axis=1, keepdims=True))

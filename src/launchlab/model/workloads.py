@@ -1,4 +1,4 @@
-"""Workload inputs: deterministic fixtures from a seed, and the shapes of SPEC §2.1."""
+"""Workload inputs: deterministic fixtures from a seed, and the shapes the chapters use."""
 from __future__ import annotations
 
 import numpy as np

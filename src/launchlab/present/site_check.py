@@ -1,4 +1,4 @@
-"""Checks on a built HTML tree (`_build/html`): the book must render offline (SPEC §7).
+"""Checks on a built HTML tree (`_build/html`): the book must render offline.
 
 Two questions, answered from the files alone (standard library only):
 - `external_resources`: what would a browser fetch from another site while rendering a page?  Scripts,

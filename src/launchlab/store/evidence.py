@@ -1,4 +1,4 @@
-"""The evidence store (SPEC §5): immutable run directories, manifests, acceptance.
+"""The evidence store: immutable run directories, manifests, acceptance.
 
 Layout under the evidence root:
     runs/<RUN_ID>/...        one directory per run, sealed by manifest.json

@@ -124,7 +124,7 @@ def logical_bytes_per_call(name: str, rows: int, cols: int) -> int:
 
 
 # ---------------------------------------------------------------- performance targets, declared before any run
-# (the issue that introduced the chapter): verdicts on the paired device-time medians, never asserted by tests.
+# (fixed with the chapter, before its first run): verdicts on the paired device-time medians, never asserted by tests.
 COPY_RATIO_TARGET = 1.15                              # fused RMS time / copy time at most this ...
 COPY_RATIO_SHAPES = ("4096x4096", "4096x16384")       # ... at these shapes
 CUDNN_SPEEDUP_TARGET = 1.3                            # cuDNN time / fused plain time at least this ...

@@ -37,7 +37,7 @@ def shape_label(shape: str) -> str:
 
 def build_label(module: str) -> str:
     """fused_softmax_b256_r4_u4_m5 -> b256 r4 u4 m5 (block, register chunks, unroll, min blocks per SM)."""
-    return module.removeprefix("fused_softmax_").replace("_", " ")
+    return module.removeprefix("fused_softmax_").replace("_", "\u00a0")   # never broken inside a build
 
 
 def ratio_decimals(ratio: dict) -> int:
@@ -55,6 +55,8 @@ def ratio_cell(ratio) -> str:
 
     if not ratio:
         return tables.MISSING
+    if f"{ratio['ci_low']:.3f}" == f"{ratio['ci_high']:.3f}":   # the interval is narrower than 3 decimals show
+        return f"{ratio['median']:.3f} [±0.0005]"
     return tables.median_with_band(ratio, tables.CI, digits=ratio_decimals(ratio))
 
 
@@ -106,7 +108,7 @@ def resource_table(run):
     rows = [{"build": build_label(build), "kernel": KERNEL_LABELS.get(kernel, kernel), **entry,
              "spill_bytes": entry.get("spill_stores", 0) + entry.get("spill_loads", 0)}
             for build, kernels in _summaries(run)["resources"].items() for kernel, entry in kernels.items()]
-    rows = [{k: v for k, v in row.items() if k in ("build", "kernel", *RESOURCE_COLUMNS)} for row in rows]
+    rows = [{k: row.get(k) for k in ("build", "kernel", *RESOURCE_COLUMNS)} for row in rows]
     return _table(rows, ["build", "kernel"], formats={"build": "text", "kernel": "text"},
                   headers={k: f"{title} ({unit})" for k, (title, unit) in RESOURCE_COLUMNS.items()},
                   csv="fusion-resources",
@@ -279,6 +281,7 @@ def baseline_table(run):
         timed = [shape_label(shape) for shape in s["shapes"] if shape in s["device"].get(name, {})]
         setups = {shape: ", ".join(f"{k} {v}" for k, v in sorted(how.items()) if k != "library")
                   for shape, how in entry.get("setup", {}).items()}
+        timed = ["all shapes"] if timed and len(timed) == len(s["shapes"]) else timed
         rows.append({"library": label(name), "timed at": ", ".join(timed) or "—",
                      "how": _reasons(setups, s["shapes"]),
                      "not timed": _reasons(entry["unavailable"], s["shapes"])})
@@ -307,6 +310,7 @@ def _groups(run) -> list[tuple[str, list[str]]]:
     MAX_SERIES each, so every panel reads at a glance."""
     contenders = _summaries(run)["contenders"]
     ours = [n for n in contenders if n != "copy" and not CONTENDERS[n].library]
+    ours.sort(key=lambda n: n != "fused_plain")   # fused plain first: the same colour in both rows
     libraries = [n for n in contenders if CONTENDERS[n].library]
     groups = [("this book's kernels", ours[:MAX_SERIES])]
     if libraries:
@@ -525,7 +529,7 @@ def _pacing_values(s: dict) -> dict:
     for shape in s["shapes"]:
         for name in s["contenders"]:
             if s["host_view"].get(variant(name, shape, "stream"), {}).get("host_bound"):
-                bound.setdefault(label(name), []).append(shape)
+                bound.setdefault(label(name), []).append(shape_label(shape))
     bound = [f"{name} at {', '.join(shapes)}" for name, shapes in bound.items()]
     late = sum(p["host_enqueue_exceeded_wait"] for p in s["cold_pacing"].values())
     total = sum(p["samples"] for p in s["cold_pacing"].values())

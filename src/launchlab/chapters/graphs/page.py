@@ -53,17 +53,50 @@ def _paths(run) -> list[VariantId]:
     return [g for g in graphs if not is_graph_length(g)]
 
 
+def ratio_cell(ratio) -> str:
+    """median [95 % interval], at 3 decimals where 2 would print the interval as the median itself."""
+    if not ratio:
+        return tables.MISSING
+    if f"{ratio['ci_low']:.3f}" == f"{ratio['ci_high']:.3f}":   # the interval is narrower than 3 decimals show
+        return f"{ratio['median']:.3f} [±0.0005]"
+    same = f"{ratio['ci_low']:.2f}" == f"{ratio['ci_high']:.2f}"
+    return tables.median_with_band(ratio, tables.CI, digits=3 if same else 2)
+
+
+def interval_text(ratio: dict) -> str:
+    """A ratio's 95 % interval for the prose, at the decimals that tell its ends apart."""
+    low, high = ratio["ci_low"], ratio["ci_high"]
+    for places in (2, 3):
+        if f"{low:.{places}f}" != f"{high:.{places}f}":
+            return f"95 % interval {low:.{places}f}–{high:.{places}f}"
+    return "95 % interval within ±0.0005"
+
+
+def band_cell(summary) -> str:
+    """median [p10–p90] at 3 significant figures, more where 3 would print p10 and p90 as the median itself."""
+    if not summary:
+        return tables.MISSING
+    for digits in (3, 4, 5):
+        text = tables.median_with_band(summary, tables.BAND, digits=digits)
+        low, _, high = text.partition("[")[2].rstrip("]").partition("–")
+        if low != high:
+            return text
+    return text
+
+
 def _band(summary: dict) -> str:
     return tables.median_with_band(summary, tables.BAND)
 
 
 # ---------------------------------------------------------------- what the graph holds
 def node_table(run):
-    rows = [{"graph": label(VariantId.parse(g)), "kernel nodes": n["kernel"], "other nodes": n["other"],
-             "edges": n["edges"], "launches of the stream version": n["stream_launches"]}
+    rows = [{"graph": label(VariantId.parse(g)), "kernel nodes (count)": n["kernel"], "other nodes (count)": n["other"],
+             "edges (count)": n["edges"], "stream launches (count)": n["stream_launches"]}
             for g, n in ((g, run.summaries["nodes"][g]) for g in ordered(run.summaries["nodes"]))]
     return tables.page_table(rows, index="graph", formats={"graph": "text"},
-                             note="Read from the DOT text CUDA printed for each captured graph (saved in the run).")
+                             csv="graphs-nodes",
+                             note="Read from the DOT text CUDA printed for each captured graph (saved in the run). "
+                                  "Stream launches: the kernel launches of the stream version of the same workload.")
 
 
 def figure_graphs(run) -> list[str]:
@@ -82,13 +115,13 @@ def graph_figure(run):
 
     index = run.json("graphs/index.json")
     names = figure_graphs(run)
-    fig, axes = figures.figure(1, len(names), height=3.2)
+    fig, axes = figures.figure(1, len(names), height=3.0, layout="constrained")
     for ax, name in zip(axes[0], names):
         parsed = dot.parse_dot(read_dot(run.path, index[name]["dot"]))
-        title = f"{label(VariantId.parse(name))}: {len(parsed['nodes'])} nodes, {len(parsed['edges'])} edges"
+        title = f"{label(VariantId.parse(name))}:\n{len(parsed['nodes'])} nodes, {len(parsed['edges'])} edges"
         figures.draw_chain(ax, [parsed["nodes"][n]["label"][-1] for n in dot.topological_order(parsed)], title)
-    fig.tight_layout()
-    return fig
+        ax.title.set_fontsize(figures.FONT_PT)
+    return figures.finish(fig, legend_where=None)
 
 
 # ---------------------------------------------------------------- set-up
@@ -107,43 +140,57 @@ def instantiation_alone(steps: dict) -> dict | None:
     return steps.get("instantiate_us") or steps.get("instantiate_again_us")
 
 
+def _setups(run) -> dict:
+    return {g: run.summaries["setup"][str(g)] for g in _paths(run)}
+
+
 def setup_table(run):
-    """Set-up steps per graph (median over the repeated captures [p10–p90]), the set-up charged to the graph
-    and the replays after which it is paid back."""
-    setups = {g: run.summaries["setup"][str(g)] for g in _paths(run)}
+    """Set-up steps per graph: median over the repeated captures [p10–p90], µs."""
+    setups = _setups(run)
     inside = all(s["instantiated_in_end_capture"] for s in setups.values())
     end_capture = "end capture, with instantiation" if inside else "end capture"
     rows = []
     for g, s in setups.items():
         steps = s["steps"]
         alone = instantiation_alone(steps)
-        rows.append({
-            "graph": label(g), "capture": _band(steps["capture_us"]), end_capture: _band(steps["end_capture_us"]),
-            "instantiation alone": tables.MISSING if alone is None else _band(alone),
-            "upload": _band(steps["upload_us"]), "first replay": _band(steps["first_replay_us"]),
-            "warm replay, 1 call": _sig(s["warm_replay_us"]), "set-up charged": _band(s["setup_us"]),
-            "replays to pay back, event interval": _break_even_cell(s["break_even_replays"]["event"]),
-            "replays to pay back, 1 call": _break_even_cell(s["break_even_replays"]["complete"]),
-        })
+        rows.append({"graph": label(g), "capture": _band(steps["capture_us"]), end_capture: _band(steps["end_capture_us"]),
+                     "instantiation alone": tables.MISSING if alone is None else _band(alone),
+                     "upload": _band(steps["upload_us"]), "first replay": _band(steps["first_replay_us"])})
     repeats = sorted({s["repeats"] for s in setups.values()})
-    units = {column: "µs" for column in rows[0] if column != "graph" and not column.startswith("replays")}
     return tables.page_table(
-        rows, index="graph", units=units, formats={column: "text" for column in rows[0]},
-        note=(f"Steps and set-up: median over {'/'.join(map(str, repeats))} captures [p10–p90]. Set-up charged = "
-              "capture + end capture + a separate instantiation where there was one + upload + what the first "
-              "replay took beyond a warm replay (one synchronised call). 'Instantiation alone' times one more "
-              "instantiation of the same graph where CuPy did it inside end capture; it is part of that column "
-              "and is not added again. Replays to pay back: set-up charged over the saving per invocation, stream "
-              "minus graph paired within rounds [over the ends of the saving's 95 % bootstrap interval]."))
+        rows, index="graph", units={column: "µs" for column in rows[0] if column != "graph"},
+        formats={column: "text" for column in rows[0]},
+        note=(f"Median over {'/'.join(map(str, repeats))} captures; brackets: p10–p90 of the captures. "
+              "'Instantiation alone' times one more instantiation of the same graph where CuPy did it inside end "
+              "capture; it is part of that column and is not added again."))
+
+
+def payback_table(run):
+    """The set-up charged to each graph and the replays after which it is paid back."""
+    rows = []
+    for g, s in _setups(run).items():
+        rows.append({"graph": label(g), "warm replay, 1 call (µs)": _sig(s["warm_replay_us"]),
+                     "set-up charged (µs)": _band(s["setup_us"]),
+                     "to pay back, event interval (replays)": _break_even_cell(s["break_even_replays"]["event"]),
+                     "to pay back, 1 call (replays)": _break_even_cell(s["break_even_replays"]["complete"])})
+    return tables.page_table(
+        rows, index="graph", formats={column: "text" for column in rows[0]},
+        note=("Set-up charged = capture + end capture + a separate instantiation where there was one + upload + "
+              "what the first replay took beyond a warm replay (one synchronised call); brackets: p10–p90 of the "
+              "captures. To pay back: set-up charged over the saving per invocation, stream minus graph paired "
+              "within rounds; brackets: the same over the ends of the saving's 95 % bootstrap interval."))
 
 
 # ---------------------------------------------------------------- stream against graph
 def ratio_table(run):
     ratios = run.summaries["stream_over_graph"]
-    rows = [{"workload": label(g), "event interval per call, batch": ratios[str(g)]["event"],
-             "host completion, 1 synchronised call": ratios[str(g)]["complete"]} for g in _paths(run)]
-    return tables.page_table(rows, index="workload", formats={"workload": "text"},
-                             note="Stream time over graph time within each round.")
+    rows = [{"workload": label(g), "event interval per call, batch (×)": ratios[str(g)]["event"],
+             "host completion, 1 synchronised call (×)": ratios[str(g)]["complete"]} for g in _paths(run)]
+    return tables.page_table(rows, index="workload",
+                             formats={"workload": "text", "event interval per call, batch (×)": ratio_cell,
+                                      "host completion, 1 synchronised call (×)": ratio_cell},
+                             note="Stream time over graph time within each round. Brackets: 95 % bootstrap interval "
+                                  "of the median over the rounds.")
 
 
 def timing_table(run):
@@ -153,18 +200,21 @@ def timing_table(run):
             m = run.summaries["timing"][str(vid)]
             rows.append({"workload": label(vid), "submission": SUBMISSIONS[vid.submission],
                          **{header: m[kind][metric] for (kind, metric), header in TIMING_COLUMNS.items()}})
-    return tables.page_table(rows, index=["workload", "submission"], formats={"workload": "text", "submission": "text"},
-                             note="Each cell: the median over the rounds.")
+    formats = {"workload": "text", "submission": "text", **{header: band_cell for header in TIMING_COLUMNS.values()}}
+    return tables.page_table(rows, index=["workload", "submission"], formats=formats,
+                             note="Brackets: p10–p90 of the rounds.")
 
 
 # ---------------------------------------------------------------- the cost of one node
-PER_NODE_SERIES = {  # (target, submission, per-node metric) -> legend
-    ("empty", "graph", "warm_batch.event_us"): "empty kernels, graph: event interval per node",
-    ("empty", "graph", "warm_single.enqueue_us"): "empty kernels, graph: host enqueue per node, 1 call",
-    ("empty", "stream", "warm_batch.event_us"): "empty kernels, Python: event interval per launch",
-    ("empty", "native", "warm_batch.event_us"): "empty kernels, C++ loop: event interval per launch",
-    ("row4copies", "graph", "warm_batch.event_us"): "k row paths, graph: event interval per node",
-    ("row4copies", "stream", "warm_batch.event_us"): "k row paths, Python: event interval per launch",
+PER_NODE_PANELS = {  # panel title -> {(target, submission, per-node metric): legend}
+    "empty kernels": {
+        ("empty", "graph", "warm_batch.event_us"): "graph: event interval per node",
+        ("empty", "graph", "warm_single.enqueue_us"): "graph: host enqueue per node, 1 call",
+        ("empty", "stream", "warm_batch.event_us"): "Python: event interval per launch",
+        ("empty", "native", "warm_batch.event_us"): "C++ loop: event interval per launch"},
+    "k copies of the row path, 128×8192": {
+        ("row4copies", "graph", "warm_batch.event_us"): "graph: event interval per node",
+        ("row4copies", "stream", "warm_batch.event_us"): "Python: event interval per launch"},
 }
 
 
@@ -174,27 +224,36 @@ def _series(run, target: str, submission: str, metric: str) -> list[tuple[int, d
 
 
 def per_node_figure(run):
+    """Per launch or per node against the graph's length: empty kernels left, copies of the row path right."""
+    from matplotlib.ticker import FuncFormatter, NullLocator
+
     from launchlab.present import figures
 
-    fig, axes = figures.figure(height=4.2, layout="constrained")
-    ax = axes[0, 0]
-    for index, ((target, submission, metric), legend) in enumerate(PER_NODE_SERIES.items()):
-        points = _series(run, target, submission, metric)
-        if not points:
-            continue  # the C++ loop did not build
-        xs = [x for x, _ in points]
-        medians = [s["median"] for _, s in points]
-        colour = figures.COLOURS[index % len(figures.COLOURS)]
-        ax.plot(xs, medians, marker=figures.MARKERS[index % len(figures.MARKERS)], color=colour, label=legend,
-                linestyle="--" if target == "row4copies" else "-")
-        ax.fill_between(xs, [s["p10"] for _, s in points], [s["p90"] for _, s in points], color=colour, alpha=0.18,
-                        linewidth=0)
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.set_xlabel("kernel launches per invocation (graph length)")
-    ax.set_ylabel("µs per launch or per node")
-    ax.grid(alpha=0.3, which="both")
-    return figures.finish(fig, legend_where="below")
+    fig, axes = figures.figure(1, 2, height=4.0, layout="constrained")
+    for ax, (title, series) in zip(axes[0], PER_NODE_PANELS.items()):
+        for index, ((target, submission, metric), legend) in enumerate(series.items()):
+            points = _series(run, target, submission, metric)
+            if not points:
+                continue  # the C++ loop did not build
+            xs = [x for x, _ in points]
+            colour = figures.COLOURS[index % len(figures.COLOURS)]
+            ax.plot(xs, [s["median"] for _, s in points], marker=figures.MARKERS[index % len(figures.MARKERS)],
+                    color=colour, label=legend)
+            ax.fill_between(xs, [s["p10"] for _, s in points], [s["p90"] for _, s in points], color=colour,
+                            alpha=0.18, linewidth=0)
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        lengths = sorted({x for key in series for x, _ in _series(run, *key)})
+        ax.set_xticks(lengths, [str(x) for x in lengths])
+        ax.xaxis.set_minor_locator(NullLocator())
+        ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+        ax.yaxis.set_minor_formatter(FuncFormatter(lambda v, _: f"{v:g}" if f"{v:g}"[0] in "25" else ""))
+        ax.set_title(title, fontsize=figures.FONT_PT)
+        ax.set_xlabel("kernel launches per invocation")
+        ax.grid(alpha=0.3, which="both")
+        figures.legend(ax, "below", ncols=1)
+    axes[0, 0].set_ylabel("µs per launch or per node")
+    return fig
 
 
 def per_node_table(run):
@@ -209,6 +268,8 @@ def per_node_table(run):
                      "host enqueue per launch or node, batch (µs)": entry["warm_batch.enqueue_us"]})
     rows.sort(key=lambda r: r["series"])  # stable: each series keeps its lengths in order
     return tables.page_table(rows, index=["series", "launches per invocation"], formats={"series": "text"},
+                             headers={"launches per invocation": "Launches per invocation (count)"},
+                             csv="graphs-per-node",
                              note="Per-invocation quantiles divided by the launches (kernel nodes) of one invocation.")
 
 
@@ -246,13 +307,22 @@ def page_values(run) -> dict:
     return values
 
 
+PACE_TOLERANCE = 0.05   # an event interval within 5 % of the host's enqueue time per call: the host set the pace
+
+
+def pacer(event_us: float, enqueue_us: float) -> str:
+    """Who set the pace of a stream batch: the host when the GPU finished each call about as fast as the host
+    enqueued it (event interval per call at most 5 % above the enqueue time per call), else the GPU."""
+    return "the host" if event_us <= (1 + PACE_TOLERANCE) * enqueue_us else "the GPU"
+
+
 def path_values(s: dict, g: VariantId) -> dict:
     """Ratios, savings, nodes, set-up and timings of one path's graph and its stream version."""
     key, setup, values = glue_key(g), s["setup"][str(g)], {}
     for name in ("event", "complete"):
         ratio = s["stream_over_graph"][str(g)][name]
         values[f"ratio_{key}_{name}"] = _fixed(ratio["median"])
-        values[f"ratio_{key}_{name}_ci"] = f"{_fixed(ratio['ci_low'])}–{_fixed(ratio['ci_high'])}"
+        values[f"ratio_{key}_{name}_ci"] = interval_text(ratio)
         values[f"saving_{key}_{name}_us"] = _sig(s["saving_us"][str(g)][name]["median"])
         replays = setup["break_even_replays"][name]["median"]
         values[f"breakeven_{key}_{name}"] = _replays(replays)
@@ -264,6 +334,10 @@ def path_values(s: dict, g: VariantId) -> dict:
     alone = instantiation_alone(setup["steps"])
     values[f"instantiate_alone_{key}_us"] = "not timed" if alone is None else _sig(alone["median"])
     values[f"first_replay_beyond_{key}_us"] = _sig(setup["first_replay_beyond_warm_us"]["median"])
+    stream = s["timing"][str(stream_twin(g))]["warm_batch"]
+    event, enqueue = stream["event_us"]["median"], stream["enqueue_us"]["median"]
+    values[f"stream_event_over_enqueue_{key}"] = _fixed(event / enqueue)
+    values[f"stream_pace_{key}"] = pacer(event, enqueue)
     for vid in (stream_twin(g), g):
         m = s["timing"][str(vid)]
         for (measurement, metric) in TIMING_COLUMNS:

@@ -575,4 +575,133 @@ def page_values(run) -> dict:
     values["traces_passed"] = str(sum(t["passed"] for t in s["traces"].values()))
     values["traces_total"] = str(len(s["traces"]))
     values["validation_checks"] = str(record.validation["checks"])
+    values.update(target_values(run))
+    values.update(model_gap_values(run))
+    return values
+
+
+# --------------------------------------------------------------------------- tables as the page shows them
+TARGET_SPEEDUP = 1.5  # the chapter's target for a one-launch design: this many times the three-kernel graph, both cases
+TIME_NOTE = "Times: median over the rounds [p10–p90]."
+RATIO_NOTE = ("Speed-ups: the three-kernel graph's event interval over the variant's within each round, median "
+              "[95 % bootstrap interval of the median]; above 1 the variant is faster.")
+PAGE_TABLES = {  # name -> (table function, caption, note, CSV name for a long table)
+    "resources": (resources_table, "Per kernel: resources of the loaded binary and the blocks it runs.", None, None),
+    "graphs": (graph_table, "Node records of each captured graph, read from CUDA's DOT text and the driver.", None,
+               None),
+    "speedup": (speedup_table, "Speed-up over the three kernels replayed as a graph, warm L2 (×).", RATIO_NOTE,
+                None),
+    "timing": (timing_table, "Event interval per call in a warm batch, host enqueue and completion of one call.",
+               TIME_NOTE, "megakernels-timing"),
+    "traces": (trace_table, "One traced invocation of each main variant, trace beside the model replaying it.",
+               "Counts are of 128 B tasks; times are of the one traced invocation (µs).", None),
+    "sweep": (sweep_table, "The persistent kernels over worker blocks per SM, replayed as graphs.",
+              TIME_NOTE + " " + RATIO_NOTE + " Over coop: the cooperative kernel's time over the queue's, same "
+              "bracket.", "megakernels-sweep"),
+    "design_traces": (design_trace_table, "One traced invocation of each added design with a schedule model.",
+                      "Times are of the one traced invocation (µs).", None),
+    "pays": (pays_table, "Every variant, warm and cold L2: time, speed-up over the three-kernel graph, costs.",
+             TIME_NOTE + " " + RATIO_NOTE, "megakernels-pays"),
+    "sanitizer": (sanitizer_table, "compute-sanitizer over every kernel of the chapter.", None, None),
+}
+
+
+def page_table(run, name: str):
+    """One of the chapter's tables as the page shows it: every cell whole (never elided), headers as written,
+    a note saying what brackets hold, a long table folded and written as CSV too."""
+    from launchlab.present import tables
+
+    function, caption, note, csv = PAGE_TABLES[name]
+    frame = function(run)
+    if name == "sweep" and (frame["checks"] == "passed").all():  # one note instead of a column of "passed"
+        frame, note = frame.drop(columns="checks"), note + " Every traced run passed its checks."
+    if name == "sweep":  # counts of the 128 B tasks as integers, so the column stays narrow
+        frame["B before last A"] = frame["B before last A"].map(lambda text: int(text.split(" of ")[0]))
+        note += " B early: B tasks, of 128, that started before the last A task ended (trace, and the model)."
+    if name == "pays":  # one narrow column for the two counts
+        frame = frame.assign(**{"launches / grid syncs": frame["launches / invocation"] + " / " + frame["grid-wide syncs"]})
+        frame = frame.drop(columns=["launches / invocation", "grid-wide syncs"])
+    names = [*(n for n in frame.index.names if n is not None), *frame.columns]
+    headers = {n: SHORT_HEADERS.get(n, str(n)) for n in names}
+    return tables.page_table(frame, headers=headers, caption=caption, note=note, csv=csv)
+
+
+SHORT_HEADERS = {"launches / invocation": "launches", "grid-wide syncs": "grid syncs", "logical MB": "logical (MB)",
+                 "speed-up, warm (×)": "warm speed-up (×)", "speed-up, cold (×)": "cold speed-up (×)",
+                 "B wait, all (µs)": "B wait (µs)", "B before last A": "B early", "model": "model"}
+
+
+# --------------------------------------------------------------------------- the target, and why it is missed
+def speedup_figure(run):
+    """Every design's graph against the three-kernel graph, per case: dots are medians of the within-round
+    ratios, bars their 95 % bootstrap interval; the dashed line is 1 (as fast), the dotted one the target."""
+    from launchlab.present import figures
+
+    ratios = run.summaries["speedup_vs_graph3"]
+    variants = [vid for vid in main_variants_of(cases(run)[0], designs_of(run))
+                if vid.submission == "graph" and vid != baseline(vid.case)]
+    fig, axes = figures.figure(1, 1, height=4.4, layout="constrained")
+    ax, offsets = axes[0, 0], np.linspace(-0.15, 0.15, len(cases(run)))
+    for index, case in enumerate(cases(run)):
+        mine = [ratios[str(VariantId(v.target, case, "graph"))] for v in variants]
+        median = np.array([r["median"] for r in mine])
+        spread = [median - [r["ci_low"] for r in mine], np.array([r["ci_high"] for r in mine]) - median]
+        ax.errorbar(median, np.arange(len(variants)) + offsets[index], xerr=spread, fmt=figures.MARKERS[index],
+                    color=figures.COLOURS[index], label=f"{case} case")
+    ax.axvline(1.0, color="black", linestyle="--", linewidth=0.8, gid=figures.REFERENCE_GID, label="as fast (1×)")
+    ax.axvline(TARGET_SPEEDUP, color="black", linestyle=":", linewidth=1.0, gid=figures.REFERENCE_GID,
+               label=f"target ({TARGET_SPEEDUP:g}×)")
+    ax.set_yticks(np.arange(len(variants)), [DESIGN[v.target].label for v in variants])
+    ax.invert_yaxis()
+    ax.set_xlabel("speed-up over the three-kernel graph, warm L2 (×)")
+    ax.grid(axis="x", alpha=0.3)
+    figures.legend(ax, "below")
+    return fig
+
+
+def target_values(run) -> dict:
+    """The one-launch target against the best one-launch design per case, and the ragged case's geometry that
+    explains the fused row kernel's result there."""
+    from launchlab.model import workloads
+
+    s, values = run.summaries, {"target_speedup": f"{TARGET_SPEEDUP:g}×"}
+    for case in cases(run):
+        best = s["best_one_launch"][case]
+        values[f"target_{case}"] = "met" if best["ci_low"] >= TARGET_SPEEDUP else "missed"
+        values[f"best_median_{case}"] = f"{best['median']:.2f}×"
+        lengths = np.asarray(workloads.tiled_row_lengths(case))
+        values[f"rows_{case}"] = f"{lengths.size:,}"
+        values[f"longest_row_{case}"] = f"{int(lengths.max()):,}"
+        values[f"long_rows_{case}"] = str(int((lengths == lengths.max()).sum()))
+        values[f"shortest_row_{case}"] = f"{int(lengths.min()):,}"
+        values[f"long_row_share_{case}"] = f"{100 * lengths[lengths == lengths.max()].sum() / lengths.sum():.0f} %"
+    return values
+
+
+def take_gap_ns(run, vid) -> np.ndarray:
+    """Per worker of a traced queue run: the time from the end of one task to the take of its next. The queue
+    model charges nothing here (`schedules.replay`); the trace holds the fetch, the publish and the record."""
+    trace, _ = schedules.load_trace(run.file(f"traces/{vid}.npz"))
+    gaps = []
+    for worker in np.unique(trace.worker):
+        mine = trace.worker == worker
+        order = np.argsort(trace.taken_ns[mine])
+        gaps.append(trace.taken_ns[mine][order][1:] - trace.end_ns[mine][order][:-1])
+    return np.concatenate(gaps)
+
+
+def model_gap_values(run) -> dict:
+    """Where the queue model and the traces disagree (fewest blocks per SM of the sweep): the gap between tasks
+    that the model leaves out, beside the median A task's run time, and the share of the span workers ran tasks."""
+    points = sweep(run)
+    if not points:
+        return {}
+    values = {}
+    for case in cases(run):
+        vid = sweep_variant("queue", case, points[0])
+        trace, gaps = run.summaries["traces"][str(vid)], take_gap_ns(run, vid)
+        busy = sum(trace[f"run_ns.{k}"]["total"] for k in schedules.KINDS) / (trace["workers"] * trace["makespan_ns"])
+        values.update({f"take_gap_min_{case}": _us(float(np.median(gaps))),
+                       f"run_a_min_{case}": _us(trace["run_ns.A"]["median"]),
+                       f"busy_min_{case}": f"{100 * busy:.0f} %"})
     return values
