@@ -33,11 +33,10 @@ verify:
 status:
 	$(PYTHON) -m launchlab status
 
-# Regenerate requirements.lock from requirements.txt in a fresh venv (CuPy left out: only GPU hosts install it).
+# Regenerate requirements.lock from requirements.txt in a fresh venv (CuPy included: it imports without a GPU).
 lock:
 	rm -rf .lock-venv && python3 -m venv .lock-venv
-	grep -vi '^cupy' requirements.txt > .lock-venv/requirements.txt
-	.lock-venv/bin/pip install -q -r .lock-venv/requirements.txt
+	.lock-venv/bin/pip install -q -r requirements.txt
 	{ sed -n '/^#/p' requirements.lock; .lock-venv/bin/pip freeze; } > requirements.lock.new
 	mv requirements.lock.new requirements.lock && rm -rf .lock-venv
 

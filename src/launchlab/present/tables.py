@@ -119,7 +119,10 @@ def median_with_band(summary: Mapping, kind: str = BAND, digits: int | None = No
     low, high = summary.get(low_key), summary.get(high_key)
     if _is_missing(low) or _is_missing(high):
         return f"{median:.{places}f}"
-    return f"{median:.{places}f} [{float(low):.{places}f}{EN_DASH}{float(high):.{places}f}]"
+    low, high = float(low), float(high)
+    while digits is None and places < 4 and low != high and f"{low:.{places}f}" == f"{high:.{places}f}":
+        places += 1  # a narrow interval gets the decimals that tell its ends apart, never "1.05 [1.05–1.05]"
+    return f"{median:.{places}f} [{low:.{places}f}{EN_DASH}{high:.{places}f}]"
 
 
 def bracket_note(kind: str = BAND, rounds: int | None = None) -> str:
