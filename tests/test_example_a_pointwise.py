@@ -42,14 +42,14 @@ def test_declaration():
 def test_headline_keys_are_exactly_the_declared_ones(run):
     expected = {f"event_us.{v}.{n}" for v in ("three_stream", "three_graph", "fused_stream", "fused_graph")
                 for n in SIZES}
-    expected |= {"kernel_nodes.three", "kernel_nodes.fused", "dram_over_logical.three.16777216",
-                 "dram_over_logical.fused.16777216", "exact_checks"}
+    expected |= {"kernel_nodes.three", "kernel_nodes.fused", "dram_over_logical.three_stream.16777216",
+                 "dram_over_logical.fused_stream.16777216", "exact_checks"}
     assert set(run.headline) == expected
     assert run.headline["kernel_nodes.three"] == 3 and run.headline["kernel_nodes.fused"] == 1
     assert run.headline["exact_checks"] == 64  # 4 sizes x 4 variants x (3 fixtures before + 1 after)
     n = 16_777_216
-    assert run.headline["dram_over_logical.three.16777216"] == pytest.approx((6 * 4 * n + 3 * 65_536) / (24 * n))
-    assert run.headline["dram_over_logical.fused.16777216"] == pytest.approx((8 * n + 65_536) / (8 * n))
+    assert run.headline["dram_over_logical.three_stream.16777216"] == pytest.approx((6 * 4 * n + 3 * 65_536) / (24 * n))
+    assert run.headline["dram_over_logical.fused_stream.16777216"] == pytest.approx((8 * n + 65_536) / (8 * n))
     assert run.headline["event_us.three_stream.256"] == \
         run.summaries["timing"]["three.n256.stream"]["warm_batch"]["event_us"]["median"]
 

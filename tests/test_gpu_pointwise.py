@@ -112,6 +112,6 @@ def test_the_chapter_runs_through_the_runner(tmp_path):
     assert {f"event_us.{v}.{n}" for v in model.VARIANTS for n in (256, 1000)} <= set(run.headline)
     dram = run.summaries["dram"]
     assert dram["size"] == 1000 and (dram["error"] is not None or set(dram["paths"]) == {"three", "fused"})
-    assert ("dram_over_logical.three.1000" in run.headline) == ("three" in dram["paths"])
+    assert ("dram_over_logical.three_stream.1000" in run.headline) == ("three" in dram["paths"])
     assert set(run.summaries["sanitizer"]) == {"memcheck", "racecheck"}
     assert "--fmad=false" in run.json("builds/pointwise/record.json")["options"]

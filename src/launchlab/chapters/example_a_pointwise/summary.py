@@ -18,8 +18,9 @@ Headline keys:
                                      event_us.three_stream.16777216
   kernel_nodes.three, kernel_nodes.fused
                                      kernel nodes in each path's captured graph (the same at every N)
-  dram_over_logical.<path>.<N>       ncu's DRAM bytes read + written by the path's kernels over its logical
-                                     bytes (24 N or 8 N); present only where ncu gave counters
+  dram_over_logical.<path>_stream.<N>  ncu's DRAM bytes read + written by the path's kernels over its logical
+                                     bytes (24 N or 8 N), profiled from stream launches (a graph replays the same
+                                     kernels on the same buffers); present only where ncu gave counters
   exact_checks                       exact output comparisons with the oracle that passed
 """
 from __future__ import annotations
@@ -127,6 +128,6 @@ def headline(summaries: dict) -> dict:
             figures[f"kernel_nodes.{path}"] = counts.pop()
     dram = summaries["dram"]
     for path, values in (dram or {}).get("paths", {}).items():
-        figures[f"dram_over_logical.{path}.{dram['size']}"] = values["dram_over_logical"]
+        figures[f"dram_over_logical.{path}_stream.{dram['size']}"] = values["dram_over_logical"]
     figures["exact_checks"] = summaries["checks"]["exact_outputs_passed"]
     return figures
