@@ -53,18 +53,20 @@ def timing_table(run):
 
 
 def ratio_table(run):
-    """Paired ratios per size: three kernels over fused (per submission), stream over graph (per path)."""
+    """Paired ratios per size, one row per comparison: three kernels over fused (per submission), stream over
+    graph (per path)."""
     from launchlab.present import tables
 
     ratios, rows = run.summaries["ratios"], []
     for n in sizes(run):
-        row = {"elements N": n}
         for submission in SUBMISSIONS:
-            row[f"three kernels / fused, {submission}"] = ratios[f"three_over_fused.{submission}.{n}"]
+            rows.append({"elements N": n, "comparison": f"three kernels / fused, {submission}",
+                         "ratio": ratios[f"three_over_fused.{submission}.{n}"]})
         for path in PATHS:
-            row[f"stream / graph, {LABELS[path]}"] = ratios[f"stream_over_graph.{path}.{n}"]
-        rows.append(row)
-    return tables.page_table(rows, index="elements N", formats={"elements N": "count"},
+            rows.append({"elements N": n, "comparison": f"stream / graph, {LABELS[path]}",
+                         "ratio": ratios[f"stream_over_graph.{path}.{n}"]})
+    return tables.page_table(rows, index=["elements N", "comparison"], formats={"elements N": "count"},
+                             units={"ratio": "×"},
                              caption="Event interval per call, one variant over another within each round "
                                      "(>1: the second is faster).")
 

@@ -51,19 +51,21 @@ def timing_table(run):
 
 
 def ratio_table(run):
+    """One row per comparison and case: the first variant's event interval per call over the second's."""
     from launchlab.present import tables
 
     ratios, rows = run.summaries["ratios"], []
     for case in cases(run):
-        row = {"case": case}
         for schedule in SCHEDULES:
-            row[f"stream / graph, {LABELS[schedule]}"] = ratios[f"stream_over_graph.{schedule}.{case}"]
+            rows.append({"case": case, "comparison": f"{LABELS[schedule]}: stream / graph",
+                         "ratio": ratios[f"stream_over_graph.{schedule}.{case}"]})
         for schedule in ("separate", "queue"):
             for submission in SUBMISSIONS:
-                row[f"{LABELS[schedule]} / fused, {submission}"] = ratios[f"{schedule}_over_fused.{submission}.{case}"]
-        rows.append(row)
-    return tables.page_table(rows, index="case", caption="Event interval per call, one variant over another "
-                                                         "within each round (>1: the second is faster).")
+                rows.append({"case": case, "comparison": f"{LABELS[schedule]} / fused, {submission}",
+                             "ratio": ratios[f"{schedule}_over_fused.{submission}.{case}"]})
+    return tables.page_table(rows, index=["case", "comparison"], units={"ratio": "×"},
+                             caption="Event interval per call, one variant over another within each round "
+                                     "(>1: the second is faster).")
 
 
 def layout_table(run):

@@ -617,7 +617,10 @@ def page_table(run, name: str):
         frame, note = frame.drop(columns="checks"), note + " Every traced run passed its checks."
     if name == "sweep":  # counts of the 128 B tasks as integers, so the column stays narrow
         frame["B before last A"] = frame["B before last A"].map(lambda text: int(text.split(" of ")[0]))
-        note += " B early: B tasks, of 128, that started before the last A task ended (trace, and the model)."
+        sms = run.record.device["sm_count"]
+        frame = frame.drop(columns="workers")  # blocks per SM x SMs, said in the note instead
+        note += (" B early: B tasks, of 128, that started before the last A task ended (trace, and the model)."
+                 f" Workers: blocks per SM × {sms} SMs.")
     if name == "pays":  # one narrow column for the two counts
         frame = frame.assign(**{"launches / grid syncs": frame["launches / invocation"] + " / " + frame["grid-wide syncs"]})
         frame = frame.drop(columns=["launches / invocation", "grid-wide syncs"])
