@@ -18,9 +18,8 @@ import importlib.util
 from pathlib import Path
 
 import cupy
-import numpy as np
 
-from launchlab.gpu.targets import Target
+from launchlab.gpu.targets import ArrayTarget
 
 NAMES = ("cudnn", "torch", "triton")
 
@@ -29,7 +28,7 @@ class BaselineUnavailable(RuntimeError):
     """The library is not installed, does not load, or cannot run here."""
 
 
-class LibrarySoftmax(Target):
+class LibrarySoftmax(ArrayTarget):
     """A library's plain softmax over the rows of `x` (a C-contiguous float32 CuPy matrix, shared with
     the other contenders) into an output buffer of its own. Subclasses set `name` and `invoke`."""
 
@@ -38,15 +37,6 @@ class LibrarySoftmax(Target):
             raise BaselineUnavailable(f"x must be a C-contiguous float32 matrix, not {x.dtype}{x.shape}")
         self.x, self.y = x, cupy.empty_like(x)
         self.rows, self.cols = x.shape
-
-    def poison(self) -> None:
-        self.y.fill(np.nan)
-
-    def load(self, x: np.ndarray) -> None:
-        self.x.set(np.ascontiguousarray(x, dtype=np.float32))
-
-    def output(self) -> np.ndarray:
-        return self.y.get()
 
     def version(self) -> str:
         raise NotImplementedError

@@ -21,7 +21,7 @@ import cupy
 import numpy as np
 
 from launchlab.gpu.build import BuiltModule
-from launchlab.gpu.targets import Target, allow_dynamic_shared, module_define
+from launchlab.gpu.targets import ArrayTarget, allow_dynamic_shared, module_define
 from launchlab.model.fused_policy import (KERNELS, MODES, PORTABLE_CLUSTER, SPLIT_BLOCKS_PER_SM, SPLIT_SLICE_BYTES, split_pieces, worst_chunks)
 
 # ---------------------------------------------------------------- targets (GPU)
@@ -37,7 +37,7 @@ def _shared_limit() -> int:
     return int(cupy.cuda.runtime.getDeviceProperties(cupy.cuda.runtime.getDevice())["sharedMemPerBlockOptin"])
 
 
-class _DesignTarget(Target):
+class _DesignTarget(ArrayTarget):
     """What the three designs share: the mode, the x and y buffers, the kernel of the mode."""
 
     design = ""
@@ -64,15 +64,6 @@ class _DesignTarget(Target):
     def invoke(self) -> None:
         (kernel, grid, block, args), = self.launches
         kernel(grid, block, args, shared_mem=self.shared_bytes)
-
-    def poison(self) -> None:
-        self.y.fill(np.nan)
-
-    def load(self, x: np.ndarray) -> None:
-        self.x.set(np.ascontiguousarray(x, dtype=np.float32))
-
-    def output(self) -> np.ndarray:
-        return self.y.get()
 
     def describe(self) -> dict:
         """The launch as recorded beside a measurement: grid, block, shared bytes and the design's own."""
@@ -177,5 +168,5 @@ class SplitRow(_DesignTarget):
 DESIGNS = {"narrow": NarrowRows, "cluster": ClusterRow, "split": SplitRow}
 
 
-def make_target(design: str, built: BuiltModule, rows: int, cols: int, mode: str = "rms", x=None, **options) -> Target:
+def make_target(design: str, built: BuiltModule, rows: int, cols: int, mode: str = "rms", x=None, **options) -> ArrayTarget:
     return DESIGNS[design](built, rows, cols, mode, x, **options)

@@ -84,10 +84,10 @@ class _OnTiles(Target):
             array.fill(np.nan)
 
     def load(self, values: np.ndarray) -> None:
-        self.path.x.set(np.ascontiguousarray(values, dtype=np.float32))
+        self.path.load(values)
 
     def output(self) -> np.ndarray:
-        return self.path.y.get()
+        return self.path.output()
 
     def task_graph(self) -> schedules.TaskGraph:
         """The graph whose task numbers the traced build records."""

@@ -90,7 +90,21 @@ def enqueue_launches(launches) -> None:
         kernel(grid, block, args)
 
 
-class RowPath(Target):
+class ArrayTarget(Target):
+    """A target that reads the float32 array `self.x` (a matrix, or packed rows) and writes `self.y` of the same
+    shape. Its `poison` covers y alone; a target with intermediates poisons them too."""
+
+    def poison(self) -> None:
+        self.y.fill(np.nan)
+
+    def load(self, x: np.ndarray) -> None:
+        self.x.set(np.ascontiguousarray(x, dtype=np.float32))
+
+    def output(self) -> np.ndarray:
+        return self.y.get()
+
+
+class RowPath(ArrayTarget):
     """The four-kernel row path on fixed buffers: K1 rho, K2 m, K3 e and z, K4 y.
 
     Each launch is (kernel, grid, block, args); `invoke` enqueues the four on the
@@ -123,12 +137,6 @@ class RowPath(Target):
         for array in (self.e, self.y, self.rho, self.m, self.z):
             array.fill(np.nan)
 
-    def load(self, x: np.ndarray) -> None:
-        self.x.set(np.ascontiguousarray(x, dtype=np.float32))
-
-    def output(self) -> np.ndarray:
-        return self.y.get()
-
     def native_launches(self) -> list[tuple[int, int, int, tuple]]:
         """(CUfunction, grid, block, args) for the native launch loop."""
         return [(kernel.kernel.ptr, grid[0], block[0], args) for kernel, grid, block, args in self.launches]
@@ -150,7 +158,7 @@ def allow_dynamic_shared(kernel, nbytes: int) -> None:
     cupy.cuda.driver.funcSetAttribute(kernel.kernel.ptr, attribute, int(nbytes))
 
 
-class FusedRow(Target):
+class FusedRow(ArrayTarget):
     """The fused row kernel (kernels/fused_softmax.cu) on fixed buffers: one launch, one block per row.
 
     mode "rms" launches fused_rms_softmax, "plain" fused_softmax (rho = 1). The block size is
@@ -182,17 +190,8 @@ class FusedRow(Target):
     def invoke(self) -> None:
         self.kernel((self.rows,), (self.block,), self.args, shared_mem=self.shared_bytes)
 
-    def poison(self) -> None:
-        self.y.fill(np.nan)
 
-    def load(self, x: np.ndarray) -> None:
-        self.x.set(np.ascontiguousarray(x, dtype=np.float32))
-
-    def output(self) -> np.ndarray:
-        return self.y.get()
-
-
-class DeviceCopy(Target):
+class DeviceCopy(ArrayTarget):
     """The ceiling: cudaMemcpyAsync of x into a second buffer, device to device, on the current
     stream — the same bytes a fused kernel must move at least (read X once, write Y once)."""
 
@@ -208,20 +207,11 @@ class DeviceCopy(Target):
         cupy.cuda.runtime.memcpyAsync(self.y.data.ptr, self.x.data.ptr, self.nbytes,
                                       cupy.cuda.runtime.memcpyDeviceToDevice, self.stream_ptr)
 
-    def poison(self) -> None:
-        self.y.fill(np.nan)
-
-    def load(self, x: np.ndarray) -> None:
-        self.x.set(np.ascontiguousarray(x, dtype=np.float32))
-
-    def output(self) -> np.ndarray:
-        return self.y.get()
-
 
 STAGE_KERNELS = ("tile_producer", "row_combiner", "tile_consumer")
 
 
-class TiledPath(Target):
+class TiledPath(ArrayTarget):
     """Buffers of one tiled case and the three launches (A: a block per tile, B: per row, C: per tile)."""
 
     name = "tiled3"
@@ -257,8 +247,3 @@ class TiledPath(Target):
         for array in (self.y, self.tile_stats, self.row_stats):
             array.fill(np.nan)
 
-    def load(self, values: np.ndarray) -> None:
-        self.x.set(np.ascontiguousarray(values, dtype=np.float32))  # the captured buffer: pointers stay fixed
-
-    def output(self) -> np.ndarray:
-        return self.y.get()

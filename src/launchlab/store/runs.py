@@ -74,6 +74,16 @@ def read_jsonl(path: Path) -> list[dict]:
     return [json.loads(line) for line in data.decode().splitlines() if line.strip()]
 
 
+def checks_by_phase(checks: list[dict]) -> dict:
+    """{phase: {"checks": n, "passed": n}} over a run's validation checks, in the order phases first appear."""
+    by_phase: dict = {}
+    for check in checks:
+        entry = by_phase.setdefault(check["phase"], {"checks": 0, "passed": 0})
+        entry["checks"] += 1
+        entry["passed"] += bool(check["passed"])
+    return by_phase
+
+
 def accepted_run(stem: str, root: Path = evidence.EVIDENCE_ROOT) -> Run:
     return Run.open(evidence.accepted_run(stem, root))
 

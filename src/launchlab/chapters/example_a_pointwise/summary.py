@@ -35,7 +35,7 @@ from launchlab.measure import stats
 from launchlab.measure.variant import VariantId
 from launchlab.model import dot
 from launchlab.runner import SAMPLES_FILE
-from launchlab.store.runs import read_jsonl
+from launchlab.store.runs import checks_by_phase, read_jsonl
 
 BUILD_RECORD = "builds/pointwise/record.json"
 READ, WRITE = "dram__bytes_read.sum", "dram__bytes_write.sum"
@@ -105,13 +105,8 @@ def dram_summary(run_dir: Path) -> dict | None:
 def check_counts(checks: list[dict]) -> dict:
     """Output checks (exact comparisons with the oracle) and every check, by phase: how many, how many passed."""
     outputs = [c for c in checks if c.get("what") == "output"]
-    by_phase: dict = {}
-    for check in checks:
-        entry = by_phase.setdefault(check["phase"], {"checks": 0, "passed": 0})
-        entry["checks"] += 1
-        entry["passed"] += bool(check["passed"])
     return {"exact_outputs": len(outputs), "exact_outputs_passed": sum(bool(c["passed"]) for c in outputs),
-            "all_exact": all(c.get("exact") for c in outputs), "by_phase": by_phase}
+            "all_exact": all(c.get("exact") for c in outputs), "by_phase": checks_by_phase(checks)}
 
 
 def headline(summaries: dict) -> dict:

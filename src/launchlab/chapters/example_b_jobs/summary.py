@@ -36,7 +36,7 @@ from launchlab.measure.variant import VariantId
 from launchlab.model import dot
 from launchlab.model import jobs as model
 from launchlab.runner import SAMPLES_FILE
-from launchlab.store.runs import read_jsonl
+from launchlab.store.runs import checks_by_phase, read_jsonl
 
 
 def summarize(run_dir: Path, record) -> dict:
@@ -117,13 +117,8 @@ def work(case: str, jobs: int) -> dict:
 def check_counts(checks: list[dict]) -> dict:
     outputs = [c for c in checks if c.get("what") == "output"]
     traces = [c for c in checks if c["phase"] == "trace"]
-    by_phase: dict = {}
-    for check in checks:
-        entry = by_phase.setdefault(check["phase"], {"checks": 0, "passed": 0})
-        entry["checks"] += 1
-        entry["passed"] += bool(check["passed"])
     return {"exact_outputs": len(outputs), "exact_outputs_passed": sum(bool(c["passed"]) for c in outputs),
-            "traces": len(traces), "traces_passed": sum(bool(c["passed"]) for c in traces), "by_phase": by_phase}
+            "traces": len(traces), "traces_passed": sum(bool(c["passed"]) for c in traces), "by_phase": checks_by_phase(checks)}
 
 
 def headline(summaries: dict) -> dict:
