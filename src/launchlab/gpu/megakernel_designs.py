@@ -84,10 +84,10 @@ class _OnTiles(Target):
             array.fill(np.nan)
 
     def load(self, values: np.ndarray) -> None:
-        self.path.load(values)
+        self.path.x.set(np.ascontiguousarray(values, dtype=np.float32))
 
     def output(self) -> np.ndarray:
-        return self.path.output()
+        return self.path.y.get()
 
     def task_graph(self) -> schedules.TaskGraph:
         """The graph whose task numbers the traced build records."""
