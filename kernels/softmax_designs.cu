@@ -15,6 +15,7 @@
 //            in its dynamic shared memory, reduces its own (max m_k, sum s_k = sum exp(x - m_k),
 //            sum of squares q_k), publishes them in shared memory, and after one cluster barrier
 //            every warp reads the CLUSTER triples through distributed shared memory and combines them.
+//            With SLICE_REGS = k > 0 a slice of up to k x BLOCK chunks stays in registers instead.
 //   split    (split_*):   rows x PIECES pieces over a cooperative grid of PIECES x (rows per iteration)
 //            blocks, every block resident at once. Each block reduces its piece (kept in dynamic shared
 //            memory when it fits, else streamed with an online max and sum) to (m_k, s_k, q_k) in a
@@ -43,6 +44,9 @@ namespace cg = cooperative_groups;
 #endif
 #ifndef UNROLL
 #define UNROLL 4       // cluster and split: chunks per thread in flight while a slice is read
+#endif
+#ifndef SLICE_REGS
+#define SLICE_REGS 0   // cluster: 0 keeps a block's slice in shared memory; k > 0 in registers, k chunks per thread
 #endif
 // DESIGN selects the kernels a module holds: 1 narrow, 2 cluster, 3 split, 0 (default) all three.
 // A target needs only its own pair, and a module of one pair compiles in a third of the time.
@@ -261,7 +265,47 @@ __device__ __forceinline__ void slice_from_shared(const Row& r, int begin, int e
     for (int c = threadIdx.x; c < end - begin; c += BLOCK) store_chunk(r, begin + c, scale4(slice[c], factor));
 }
 
+// Registers instead: thread t holds chunks begin + t + i BLOCK (i < SLICE_REGS) of the slice, read all at
+// once (SLICE_REGS x 16 bytes in flight per thread), then exp(x - m_k) in place. Same Stats as above.
+template <bool RMS, int K>
+__device__ __forceinline__ Stats slice_to_registers(const Row& r, int begin, int end, float4 (&v)[K], float* scratch) {
+    float m = NEG_INF, squares = 0.0f;
+#pragma unroll
+    for (int i = 0; i < K; ++i) {
+        const int c = begin + (int)threadIdx.x + i * BLOCK;
+        v[i] = c < end ? load_chunk(r, c) : neg_inf4();
+    }
+#pragma unroll
+    for (int i = 0; i < K; ++i) {
+        m = fmaxf(m, max4(v[i]));
+        if (RMS) squares += squares4(v[i]);
+    }
+    Stats local;
+    local.m = block_max(m, scratch);
+    local.q = RMS ? block_sum(squares, scratch) : 0.0f;
+    float s = 0.0f;
+    if (local.m > NEG_INF) {
+#pragma unroll
+        for (int i = 0; i < K; ++i) {
+            v[i] = exp4(v[i], local.m);
+            s += sum4(v[i]);
+        }
+    }
+    local.s = block_sum(s, scratch);
+    return local;
+}
+
+template <int K>
+__device__ __forceinline__ void slice_from_registers(const Row& r, int begin, int end, const float4 (&v)[K], float factor) {
+#pragma unroll
+    for (int i = 0; i < K; ++i) {
+        const int c = begin + (int)threadIdx.x + i * BLOCK;
+        if (c < end) store_chunk(r, c, scale4(v[i], factor));
+    }
+}
+
 // ---------------------------------------------------------------- cluster: a cluster of blocks per row
+// docs:begin cluster-row
 template <bool RMS>
 __device__ __forceinline__ void cluster_row(const float* __restrict__ x, float* __restrict__ y, int cols) {
     __shared__ float scratch[32];
@@ -272,7 +316,12 @@ __device__ __forceinline__ void cluster_row(const float* __restrict__ x, float* 
     const Row r = row_at(x, y, blockIdx.x / CLUSTER, cols);
     const int per_block = (r.chunks + CLUSTER - 1) / CLUSTER;
     const int begin = rank * per_block, end = min(begin + per_block, r.chunks);
+#if SLICE_REGS > 0
+    float4 v[SLICE_REGS];
+    const Stats local = slice_to_registers<RMS>(r, begin, end, v, scratch);
+#else
     const Stats local = slice_to_shared<RMS>(r, begin, end, slice, scratch);
+#endif
     if (threadIdx.x == 0) {
         published[0] = local.m;
         published[1] = local.s;
@@ -292,9 +341,17 @@ __device__ __forceinline__ void cluster_row(const float* __restrict__ x, float* 
     const float z = warp_sum(rescaled(sk, mk, m));
     const float rho = RMS ? sqrtf(warp_sum(qk) / (float)cols) : 1.0f;
     cluster.barrier_arrive();  // this block has read every remote triple it needs
-    if (local.m > NEG_INF) slice_from_shared(r, begin, end, slice, exp_shifted(local.m, m) * rho / z);
+    if (local.m > NEG_INF) {
+        const float factor = exp_shifted(local.m, m) * rho / z;
+#if SLICE_REGS > 0
+        slice_from_registers(r, begin, end, v, factor);
+#else
+        slice_from_shared(r, begin, end, slice, factor);
+#endif
+    }
     cluster.barrier_wait();    // no block leaves while another may still read its triple
 }
+// docs:end cluster-row
 
 #if EMITS(2)
 extern "C" __global__ void __cluster_dims__(CLUSTER, 1, 1) __launch_bounds__(BLOCK)

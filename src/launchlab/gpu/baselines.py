@@ -132,6 +132,18 @@ def cudnn_version_text(version: int) -> str:
     return f"{version // 1000}.{version % 1000 // 100}.{version % 100}"
 
 
+_CUDNN_HANDLES: dict = {}  # one cuDNN handle per stream, made once: cudnnCreate takes far longer than a call
+
+
+def _cudnn_handle(api, stream):
+    if stream.ptr not in _CUDNN_HANDLES:
+        handle = ctypes.c_void_p()
+        api.check(api.library.cudnnCreate(ctypes.byref(handle)), "cudnnCreate")
+        api.check(api.library.cudnnSetStream(handle, ctypes.c_void_p(stream.ptr)), "cudnnSetStream")
+        _CUDNN_HANDLES[stream.ptr] = handle
+    return _CUDNN_HANDLES[stream.ptr]
+
+
 class CudnnSoftmax(LibrarySoftmax):
     """cudnnSoftmaxForward(ACCURATE, MODE_INSTANCE) on an NCHW tensor n = rows, c = cols, h = w = 1,
     its handle bound to our stream with cudnnSetStream (so a capture of that stream records it)."""
@@ -144,9 +156,7 @@ class CudnnSoftmax(LibrarySoftmax):
         _CUDNN = _CUDNN or _Cudnn()
         self.api = _CUDNN
         rows, cols, y = self.rows, self.cols, self.y
-        handle, descriptor = ctypes.c_void_p(), ctypes.c_void_p()
-        self.api.check(self.api.library.cudnnCreate(ctypes.byref(handle)), "cudnnCreate")
-        self.api.check(self.api.library.cudnnSetStream(handle, ctypes.c_void_p(stream.ptr)), "cudnnSetStream")
+        handle, descriptor = _cudnn_handle(self.api, stream), ctypes.c_void_p()
         self.api.check(self.api.library.cudnnCreateTensorDescriptor(ctypes.byref(descriptor)), "cudnnCreateTensorDescriptor")
         self.api.check(self.api.library.cudnnSetTensor4dDescriptor(descriptor, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT,
                                                                    rows, cols, 1, 1), "cudnnSetTensor4dDescriptor")

@@ -96,14 +96,20 @@ class NarrowRows(_DesignTarget):
 
 class ClusterRow(_DesignTarget):
     """cluster_*: a cluster of CLUSTER blocks per row (grid = rows x CLUSTER), each block's slice of
-    ceil(chunks / CLUSTER) chunks in dynamic shared memory."""
+    ceil(chunks / CLUSTER) chunks in dynamic shared memory, or in registers where the module was built
+    with SLICE_REGS > 0."""
 
     design = "cluster"
 
     def __init__(self, built: BuiltModule, rows: int, cols: int, mode: str = "rms", x=None):
         super().__init__(built, rows, cols, mode, x)
         self.cluster = module_define(built, "CLUSTER", 8)
-        self.shared_bytes = 16 * -(-worst_chunks(rows, cols) // self.cluster)
+        self.slice_regs = module_define(built, "SLICE_REGS", 0)
+        slice_chunks = -(-worst_chunks(rows, cols) // self.cluster)
+        if self.slice_regs and slice_chunks > self.slice_regs * self.block:
+            raise ValueError(f"a slice of {slice_chunks} chunks exceeds the module's {self.slice_regs} x {self.block} "
+                             "chunks in registers")
+        self.shared_bytes = 0 if self.slice_regs else 16 * slice_chunks
         if self.shared_bytes > _shared_limit():
             raise ValueError(f"a slice of {self.shared_bytes} bytes exceeds the {_shared_limit()} a block may have")
         if self.shared_bytes > 48 * 1024:
@@ -114,7 +120,7 @@ class ClusterRow(_DesignTarget):
         self.launches = ((self.kernel, (rows * self.cluster,), (self.block,), (self.x, self.y, np.int32(cols))),)
 
     def describe(self) -> dict:
-        return super().describe() | {"cluster": self.cluster}
+        return super().describe() | {"cluster": self.cluster, "slice_regs": self.slice_regs}
 
 
 class SplitRow(_DesignTarget):
@@ -128,9 +134,10 @@ class SplitRow(_DesignTarget):
     design = "split"
 
     def __init__(self, built: BuiltModule, rows: int, cols: int, mode: str = "rms", x=None,
-                 blocks_per_sm: int = SPLIT_BLOCKS_PER_SM, pieces: int | None = None):
+                 blocks_per_sm: int = SPLIT_BLOCKS_PER_SM, pieces: int | None = None,
+                 slice_bytes: int = SPLIT_SLICE_BYTES):
         super().__init__(built, rows, cols, mode, x)
-        budget = min(SPLIT_SLICE_BYTES, _shared_limit())
+        budget = min(int(slice_bytes), _shared_limit())
         if budget > 48 * 1024:
             allow_dynamic_shared(self.kernel, budget)
         self.resident_per_sm = _resident_per_sm(self.kernel, self.block, budget)

@@ -1,8 +1,12 @@
 """DRAM bytes read and written per kernel, measured with Nsight Compute in a separate process.
 
 `ncu_dram_bytes` (parent) runs `ncu --clock-control none --metrics dram__bytes_read.sum,
-dram__bytes_write.sum` over `python -m launchlab.gpu.ncu target ...`, a small program that
-launches the four-kernel row path and the fused kernel (both modes) once each on one matrix.
+dram__bytes_write.sum` over `python -m launchlab.gpu.ncu target ...`, a small program that launches,
+once each on one matrix, a copy kernel, the four-kernel row path, the fused kernel the plan names (both
+modes) and, where asked, cuDNN's softmax, with the empty kernel (kernels/empty.cu) before each of them and
+after the last: the kernels between two markers are one variant's, whatever their names. The copy is
+CuPy's elementwise copy kernel: the chapter's copy contender is cudaMemcpyAsync, which is not a kernel and
+which Nsight Compute cannot profile.
 It never runs inside a timed region, and what it returns is raw text for the run to keep:
 ncu's CSV, or the error where counters cannot be read. `parse_ncu_csv` reads that text on
 any machine. ncu's default cache control flushes the caches before each profiled kernel, so
@@ -23,11 +27,9 @@ import tempfile
 from pathlib import Path
 
 METRICS = ("dram__bytes_read.sum", "dram__bytes_write.sum")
-KERNEL_FILTER = "regex:^(row_|fused_)"
 UNIT_BYTES = {"byte": 1, "kbyte": 1e3, "mbyte": 1e6, "gbyte": 1e9, "kibyte": 2**10, "mibyte": 2**20, "gibyte": 2**30}
-# Which launches of the target make up which variant (kernel names, in launch order).
-VARIANT_KERNELS = {"row4": ("row_rms", "row_max", "row_exp_sum", "row_scale"),
-                   "fused_rms": ("fused_rms_softmax",), "fused_plain": ("fused_softmax",)}
+MARKER = "empty_kernel"
+VARIANTS = ("copy", "row4", "fused_rms", "fused_plain", "cudnn")  # the order the target launches them in
 
 
 def find_ncu() -> str | None:
@@ -41,20 +43,20 @@ def find_ncu() -> str | None:
     return None
 
 
-def ncu_command(ncu: str, log_file: str, rows: int, cols: int, config: dict) -> list[str]:
+def ncu_command(ncu: str, log_file: str, rows: int, cols: int, plan: dict, cudnn: bool) -> list[str]:
     return [ncu, "--clock-control", "none", "--cache-control", "all", "--metrics", ",".join(METRICS),
-            "--kernel-name", KERNEL_FILTER, "--csv", "--print-units", "base", "--log-file", log_file,
-            sys.executable, "-m", "launchlab.gpu.ncu", "target", str(rows), str(cols), json.dumps(config, sort_keys=True)]
+            "--csv", "--print-units", "base", "--log-file", log_file, sys.executable, "-m", "launchlab.gpu.ncu",
+            "target", str(rows), str(cols), json.dumps(plan, sort_keys=True), "cudnn" if cudnn else "no-cudnn"]
 
 
-def ncu_dram_bytes(rows: int, cols: int, config: dict, timeout_s: int = 240) -> dict:
+def ncu_dram_bytes(rows: int, cols: int, plan: dict, cudnn: bool = True, timeout_s: int = 240) -> dict:
     """{"command", "returncode", "csv", "error"}: ncu's CSV text, or why there is none."""
     ncu = find_ncu()
     if ncu is None:
         return {"command": None, "returncode": None, "csv": "", "error": "ncu (Nsight Compute) is not on this host"}
     with tempfile.TemporaryDirectory() as scratch:
         log_file = str(Path(scratch) / "ncu.csv")
-        command = ncu_command(ncu, log_file, rows, cols, config)
+        command = ncu_command(ncu, log_file, rows, cols, plan, cudnn)
         environment = dict(os.environ)
         source = str(Path(__file__).resolve().parents[2])
         environment["PYTHONPATH"] = source + os.pathsep + environment.get("PYTHONPATH", "")
@@ -97,11 +99,14 @@ def parse_ncu_csv(text: str) -> list[dict]:
 
 
 def dram_by_variant(rows: list[dict]) -> dict:
-    """{variant: {"read_bytes", "write_bytes", "kernels"}} summed over each variant's kernels."""
+    """{variant: {"read_bytes", "write_bytes", "kernels"}}: the kernels between the k-th and (k+1)-th marker
+    belong to VARIANTS[k]; a variant without kernels there (not launched) is left out."""
+    ordered = sorted(rows, key=lambda r: r["id"])
+    marks = sorted({r["id"] for r in ordered if r["kernel"] == MARKER})
     result = {}
-    for variant, kernels in VARIANT_KERNELS.items():
-        picked = [r for r in rows if r["kernel"] in kernels]
-        if {r["kernel"] for r in picked} != set(kernels):
+    for variant, start, end in zip(VARIANTS, marks, marks[1:]):
+        picked = [r for r in ordered if start < r["id"] < end]
+        if not picked:
             continue
         result[variant] = {
             "read_bytes": math.fsum(r["bytes"] for r in picked if r["metric"] == "dram__bytes_read.sum"),
@@ -111,27 +116,40 @@ def dram_by_variant(rows: list[dict]) -> dict:
     return result
 
 
-def _target(rows: int, cols: int, config: dict) -> None:
-    """Launch the row path and both fused modes once each (under ncu); print nothing."""
+def _target(rows: int, cols: int, plan: dict, cudnn: bool) -> None:
+    """Under ncu: a marker, then each variant of VARIANTS once, each followed by a marker; print nothing."""
     import cupy
 
-    from launchlab.gpu import build
+    from launchlab.chapters.fusion.run import make_fused
+    from launchlab.gpu import baselines, build
     from launchlab.gpu.backend import CupyBackend
-    from launchlab.gpu.targets import FusedRow, RowPath
+    from launchlab.gpu.targets import RowPath
 
-    CupyBackend()
+    backend = CupyBackend()
+    marker = build.load_module("empty").kernel(MARKER)
     row_path = RowPath(build.load_module("row_softmax"), rows, cols)
-    fused_module = build.load_module("fused_softmax", config["defines"])
+    modules = {plan["module"]: build.load_module(plan["family"], plan["defines"])}
     row_path.x[...] = cupy.random.default_rng(1).standard_normal((rows, cols), dtype=cupy.float32)
-    cupy.cuda.get_current_stream().synchronize()
-    row_path.invoke()
+    y = cupy.empty_like(row_path.x)
+    copy = cupy.ElementwiseKernel("T x", "T y", "y = x", "copy_kernel")
+    launches = {"copy": lambda: copy(row_path.x, y), "row4": row_path.invoke}
     for mode in ("rms", "plain"):
-        FusedRow(fused_module, rows, cols, mode, config["shared_bytes"], x=row_path.x).invoke()
-    cupy.cuda.get_current_stream().synchronize()
+        launches[f"fused_{mode}"] = make_fused(modules, plan, rows, cols, mode, row_path.x).invoke
+    if cudnn:
+        target, _ = baselines.make_baseline("cudnn", row_path.x, backend.stream)
+        if target is not None:
+            launches["cudnn"] = target.invoke
+    backend.synchronize()
+    marker((1,), (1,), ())
+    for variant in VARIANTS:
+        if variant in launches:
+            launches[variant]()
+        marker((1,), (1,), ())
+    backend.synchronize()
 
 
 if __name__ == "__main__":
-    if len(sys.argv) == 5 and sys.argv[1] == "target":
-        _target(int(sys.argv[2]), int(sys.argv[3]), json.loads(sys.argv[4]))
+    if len(sys.argv) == 6 and sys.argv[1] == "target":
+        _target(int(sys.argv[2]), int(sys.argv[3]), json.loads(sys.argv[4]), sys.argv[5] == "cudnn")
     else:
-        sys.exit("usage: python -m launchlab.gpu.ncu target ROWS COLS CONFIG_JSON")
+        sys.exit("usage: python -m launchlab.gpu.ncu target ROWS COLS PLAN_JSON cudnn|no-cudnn")

@@ -25,7 +25,7 @@ import sys
 from pathlib import Path
 
 TOOLS = ("memcheck", "racecheck")
-EXAMPLES = ("pointwise", "jobs", "megakernels")
+EXAMPLES = ("pointwise", "jobs", "megakernels", "fusion")
 TAIL_LINES = 20
 RESULT_TAG = "SANITIZE-INNER "
 POINTWISE_SIZES = (1000, 32_768)  # a partial last block, and a few full ones
@@ -38,6 +38,9 @@ PROBLEMS = {  # what the child runs, in words for the pages
     "megakernels": ("every chapter 4 design (the run's `designs`) from the stream and as a graph replay, one "
                     "invocation each on a small balanced and a small ragged case (launchlab.chapters.megakernels."
                     "sanitize)"),
+    "fusion": ("every fused design (narrow rows, the row kernel's three tiers, a cluster with slices in registers "
+               "and in shared memory, split rows kept and streamed) in both modes, from the stream and as a graph "
+               "replay, on small irregular shapes (launchlab.chapters.fusion.sanitize)"),
 }
 
 
@@ -115,12 +118,13 @@ def sanitize(example: str, tools=TOOLS, timeout_s: int = 300) -> dict:
     return {"sanitizer": executable, "error": None, "tools": results, "clean": all(is_clean(r) for r in results)}
 
 
-def record(session, example: str, timeout_s: int = 300) -> dict:
+def record(session, example: str, tools=TOOLS, timeout_s: int = 300) -> dict:
     """Every tool over one example, kept in the run (runner.Session): sanitizer/<tool>.json and a note."""
-    result = sanitize(example, timeout_s=timeout_s)
+    result = sanitize(example, tools=tools, timeout_s=timeout_s)
     for tool in result["tools"]:
         session.writer.write_json(f"sanitizer/{tool['tool']}.json", tool)
-    session.note("sanitizer", {"executable": result["sanitizer"], "clean": result["clean"], "error": result["error"]})
+    session.note("sanitizer", {"executable": result["sanitizer"], "clean": result["clean"], "error": result["error"],
+                               "tools": list(tools), "problem": PROBLEMS[example]})
     return result
 
 
@@ -148,6 +152,10 @@ def inner(example: str) -> dict:
     backend = CupyBackend()
     if example == "megakernels":
         from launchlab.chapters.megakernels.sanitize import inner_checks
+
+        checks = inner_checks(backend)
+    elif example == "fusion":
+        from launchlab.chapters.fusion.sanitize import inner_checks
 
         checks = inner_checks(backend)
     else:

@@ -68,6 +68,9 @@ class Wrapped(Target):
     def output(self):
         return self.target.output()
 
+    def device_output(self):
+        return self.target.device_output()
+
     def compute(self, x, invoke=None):
         return self.target.compute(x, invoke or self.invoke)
 
@@ -97,11 +100,21 @@ class ArrayTarget(Target):
     def poison(self) -> None:
         self.y.fill(np.nan)
 
-    def load(self, x: np.ndarray) -> None:
-        self.x.set(np.ascontiguousarray(x, dtype=np.float32))
+    def load(self, x) -> None:
+        """A fixture into x: a NumPy array (copied from the host) or a CuPy array (copied on the device)."""
+        if isinstance(x, cupy.ndarray):
+            if x.shape != self.x.shape or x.dtype != self.x.dtype:
+                raise ValueError(f"fixture {x.dtype}{x.shape} does not match x {self.x.dtype}{self.x.shape}")
+            self.x[...] = x
+        else:
+            self.x.set(np.ascontiguousarray(x, dtype=np.float32))
 
     def output(self) -> np.ndarray:
         return self.y.get()
+
+    def device_output(self):
+        """y itself, on the device (valid until the next invocation)."""
+        return self.y
 
 
 class RowPath(ArrayTarget):

@@ -1,7 +1,7 @@
-"""The fused softmax designs' launch policy and compile-time configurations (plain arithmetic on the
-device identity: no CuPy), shared by the GPU targets (launchlab.gpu.fused_designs), the development sweep
-(tools/sweep_fused_designs.py) and the CPU tests. The thresholds are first estimates, to be confirmed by
-the sweep."""
+"""The fused softmax launch policy (which design serves which shape) and the compile-time configurations of
+kernels/softmax_designs.cu (plain arithmetic on the device identity: no CuPy), shared by the fusion chapter,
+the GPU targets (launchlab.gpu.fused_designs), the development sweep (tools/sweep_fused_designs.py) and the
+CPU tests."""
 from __future__ import annotations
 
 FAMILY = "softmax_designs"
@@ -11,43 +11,42 @@ DESIGN_DEFINE = {"narrow": 1, "cluster": 2, "split": 3}  # -DDESIGN=n: a module 
 MODES = ("rms", "plain")
 
 # ---------------------------------------------------------------- policy constants (why each value)
-# Narrow: a row fits the registers of one warp at 8 chunks (32 floats) per lane: 32 data registers
-# per thread keep the kernel near 64 registers, so 4 blocks of 256 threads stay resident per SM.
-NARROW_MAX_ROW_CHUNKS = 8
-NARROW_MAX_CHUNKS = 32 * NARROW_MAX_ROW_CHUNKS  # 256 chunks: rows up to 1024 floats (1021 when cols % 4 != 0)
-# Lanes per row: enough that each lane holds about 4 chunks (64 bytes in flight per lane, the
-# figure the one-block-per-row kernel holds in registers), fewer lanes for short rows so that the
-# shuffle reductions stay short and a warp serves several rows.
-NARROW_CHUNKS_PER_LANE = 4
-# Block size: the largest of these that still gives at least NARROW_MIN_BLOCKS_PER_SM blocks per SM,
-# so every SM has work and a second block to overlap with (4096 rows of 128 get 64-thread blocks).
-NARROW_BLOCKS = (256, 128, 64, 32)
-NARROW_MIN_BLOCKS_PER_SM = 2
+# Declared before the chapter's run from a development sweep on an H200 (tools/sweep_fused_designs.py and
+# device time of graphs of repeated calls, warm L2, plain mode): per shape, the fastest configuration of each design.
+#   4096 x 128:    narrow (32 lanes, 128 threads) 2.02 us, the one-block-per-row kernel 3.90 us, copy 1.51 us
+#   4096 x 256:    narrow (32 lanes, 128 threads) 2.56 us, row kernel 3.99 us, copy 2.07 us
+#   4096 x 512:    narrow (32 lanes, 256 threads) 3.85 us, row kernel 4.29 us, copy 3.23 us
+#   4096 x 1024:   row kernel (one warp per row) 6.58 us, narrow 6.88 us, copy 5.59 us
+#   128 x 4096:    row kernel 2.53 us, cluster of 2 3.19 us, copy 1.50 us
+#   128 x 65536:   row kernel (streamed) 22.5 us, cluster of 8 in registers 23.3 us, split 23.0 us, copy 17.6 us
+#   128 x 262144:  cluster of 16 in registers 86.6 us, in shared memory 102.6 us, row kernel 104.5 us, copy 65.7 us
+# Narrow: rows of at most NARROW_MAX_CHUNKS 16-byte chunks (512 floats) get 32 lanes (fewer only for rows of
+# fewer than 32 chunks) holding the row in registers; 128-thread blocks up to 64 chunks a row, 256 above.
+NARROW_MAX_CHUNKS = 128
+NARROW_MAX_ROW_CHUNKS = 8       # the most chunks per lane any narrow build holds (compile-time bound)
+NARROW_SMALL_ROW_CHUNKS = 64
+NARROW_BLOCKS = {"small": 128, "large": 256}
 
-# Cluster: 256 threads with 4 chunks each in flight; a slice of at most 112 KiB lets two blocks share
-# an SM's 228 KiB (less 1 KiB reserved per block), so a block's load phase overlaps another's stores.
+# Cluster: only for few long rows (fewer rows than SMs, each at least CLUSTER_MIN_COLS floats), where one
+# block per row leaves most of each SM idle; 16 blocks of 256 threads per row, each slice in registers
+# (up to CLUSTER_MAX_SLICE_REGS chunks per thread), in shared memory beyond that (up to CLUSTER_SLICE_BYTES).
+CLUSTER_MIN_COLS = 131072
 CLUSTER_BLOCK = 256
 CLUSTER_UNROLL = 4
+CLUSTER_MAX_SLICE_REGS = 16
 CLUSTER_SLICE_BYTES = 112 * 1024
 PORTABLE_CLUSTER = 8    # the portable limit
 MAX_CLUSTER = 16        # Hopper's non-portable limit (cudaFuncAttributeNonPortableClusterSizeAllowed)
-# The cluster is widened (up to MAX_CLUSTER) until rows x cluster gives this many blocks per SM:
-# 128 rows of 65,536 then run as 1024 blocks of 32 KiB rather than 128 blocks for 132 SMs.
-CLUSTER_TARGET_BLOCKS_PER_SM = 4
 
-# Split: 512 threads x 4 chunks in flight (32 KiB per block), two resident blocks per SM, each with
-# a slice of up to 112 KiB kept in shared memory; longer pieces stream and read x a second time.
+# Split: rows too long for a 16-block cluster's shared memory (and few of them): pieces of the row over a
+# cooperative grid, 512 threads x 4 chunks in flight, two resident blocks per SM, slices of up to 112 KiB
+# in shared memory, longer pieces streamed (x read twice).
 SPLIT_BLOCK = 512
 SPLIT_UNROLL = 4
 SPLIT_BLOCKS_PER_SM = 2
 SPLIT_SLICE_BYTES = 112 * 1024
-# Few long rows: where even the widest clusters leave SMs idle (rows x MAX_CLUSTER < SMs) and a row
-# is at least this long (256 KiB), the split design's global combine (a few microseconds) costs less
-# than the idle SMs; shorter rows are latency-bound either way and stay with the cluster.
-SPLIT_FEW_ROWS_MIN_COLS = 65536
 
 SHARED_RESERVED_PER_BLOCK = 1024  # bytes the hardware reserves per resident block on sm_90
-
 
 def worst_chunks(rows: int, cols: int) -> int:
     """16-byte chunks of the worst-aligned row (rows start at r*cols floats from an aligned base)."""
@@ -63,84 +62,66 @@ def module_label(design: str, defines: dict) -> str:
     return f"{FAMILY}_{design}_" + "_".join(f"{k.lower()}{v}" for k, v in sorted(defines.items()))
 
 
-def narrow_config(rows: int, cols: int, sm_count: int) -> dict:
+def narrow_config(rows: int, cols: int, sm_count: int, lanes: int | None = None) -> dict:
     chunks = worst_chunks(rows, cols)
-    if chunks > NARROW_MAX_CHUNKS:
-        raise ValueError(f"a row of {cols} floats ({chunks} chunks) exceeds the narrow design's {NARROW_MAX_CHUNKS}")
-    lanes = min(32, next_power_of_two(-(-chunks // NARROW_CHUNKS_PER_LANE)))
+    lanes = lanes or min(32, next_power_of_two(chunks))
     row_chunks = next_power_of_two(-(-chunks // lanes))
-    return {"defines": {"BLOCK": narrow_block(rows, lanes, sm_count), "DESIGN": DESIGN_DEFINE["narrow"],
-                        "LANES": lanes, "ROW_CHUNKS": row_chunks}}
+    if row_chunks > NARROW_MAX_ROW_CHUNKS:
+        raise ValueError(f"a row of {cols} floats ({chunks} chunks) does not fit {lanes} lanes of "
+                         f"{NARROW_MAX_ROW_CHUNKS} chunks")
+    block = NARROW_BLOCKS["small" if chunks <= NARROW_SMALL_ROW_CHUNKS else "large"]
+    return {"BLOCK": block, "DESIGN": DESIGN_DEFINE["narrow"], "LANES": lanes, "ROW_CHUNKS": row_chunks}
 
 
-def narrow_block(rows: int, lanes: int, sm_count: int) -> int:
-    """The largest of NARROW_BLOCKS whose grid (BLOCK / lanes rows per block) still gives every SM
-    NARROW_MIN_BLOCKS_PER_SM blocks; the smallest where none does."""
-    for block in NARROW_BLOCKS:
-        if -(-rows // (block // lanes)) >= NARROW_MIN_BLOCKS_PER_SM * sm_count:
-            return block
-    return NARROW_BLOCKS[-1]
-
-
-def cluster_width(rows: int, cols: int, sm_count: int, max_cluster: int = MAX_CLUSTER) -> int | None:
-    """The smallest power-of-two cluster whose slices fit CLUSTER_SLICE_BYTES and that gives
-    CLUSTER_TARGET_BLOCKS_PER_SM blocks per SM (or max_cluster); None if no cluster holds the row."""
-    chunks = worst_chunks(rows, cols)
-    width = 1
-    while width <= max_cluster:
-        fits = 16 * -(-chunks // width) <= CLUSTER_SLICE_BYTES
-        if fits and (rows * width >= CLUSTER_TARGET_BLOCKS_PER_SM * sm_count or width == max_cluster):
-            return width
-        width *= 2
-    return None
-
-
-def cluster_config(rows: int, cols: int, sm_count: int, max_cluster: int = MAX_CLUSTER) -> dict:
-    width = cluster_width(rows, cols, sm_count, max_cluster)
-    if width is None:
-        raise ValueError(f"a row of {cols} floats does not fit a cluster of {max_cluster} x {CLUSTER_SLICE_BYTES} bytes")
-    return {"defines": {"BLOCK": CLUSTER_BLOCK, "CLUSTER": width, "DESIGN": DESIGN_DEFINE["cluster"],
-                        "UNROLL": CLUSTER_UNROLL}}
+def cluster_config(rows: int, cols: int, sm_count: int, width: int = MAX_CLUSTER, block: int = CLUSTER_BLOCK) -> dict:
+    """A cluster of `width` blocks per row, each slice in registers where CLUSTER_MAX_SLICE_REGS chunks per thread
+    hold it, else in shared memory (SLICE_REGS 0)."""
+    slice_chunks = -(-worst_chunks(rows, cols) // width)
+    regs = next_power_of_two(-(-slice_chunks // block))
+    if regs > CLUSTER_MAX_SLICE_REGS:
+        regs = 0
+        if 16 * slice_chunks > CLUSTER_SLICE_BYTES:
+            raise ValueError(f"a row of {cols} floats does not fit a cluster of {width} x {CLUSTER_SLICE_BYTES} bytes")
+    return {"BLOCK": block, "CLUSTER": width, "DESIGN": DESIGN_DEFINE["cluster"], "SLICE_REGS": regs,
+            "UNROLL": CLUSTER_UNROLL}
 
 
 def split_config(rows: int, cols: int, sm_count: int) -> dict:
-    return {"defines": {"BLOCK": SPLIT_BLOCK, "DESIGN": DESIGN_DEFINE["split"], "UNROLL": SPLIT_UNROLL}}
+    return {"BLOCK": SPLIT_BLOCK, "DESIGN": DESIGN_DEFINE["split"], "UNROLL": SPLIT_UNROLL}
 
 
-def launch_policy(rows: int, cols: int, device: dict) -> tuple[str, dict]:
-    """(design, config) for a shape; `device` is `gpu.device.identity()` (sm_count is what is read).
+def cluster_holds(rows: int, cols: int) -> bool:
+    return 16 * -(-worst_chunks(rows, cols) // MAX_CLUSTER) <= CLUSTER_SLICE_BYTES
 
-    narrow  where a row fits a warp's registers (at most NARROW_MAX_CHUNKS chunks);
-    split   where no cluster holds the row, or where rows are so few that even MAX_CLUSTER-wide
-            clusters leave SMs idle and the row is long (SPLIT_FEW_ROWS_MIN_COLS);
-    cluster otherwise. config: {"defines", "module"} (the module label to build it under)."""
+
+def design_for(rows: int, cols: int, sm_count: int) -> str:
+    """The declared launch policy: which design serves a shape.
+
+    narrow   rows of at most NARROW_MAX_CHUNKS chunks (512 floats): several rows per block, each in registers;
+    cluster  fewer rows than SMs, each of at least CLUSTER_MIN_COLS floats, that a 16-block cluster holds;
+    split    fewer rows than SMs, each too long for a 16-block cluster;
+    row      everything else: one block per row (kernels/fused_softmax.cu), the row in registers, in shared
+             memory or streamed twice."""
     if rows <= 0 or cols <= 0:
         raise ValueError(f"shape {rows}x{cols} is empty")
-    sm_count = int(device["sm_count"])
     if worst_chunks(rows, cols) <= NARROW_MAX_CHUNKS:
-        design, config = "narrow", narrow_config(rows, cols, sm_count)
-    elif cluster_width(rows, cols, sm_count) is None or (
-            rows * MAX_CLUSTER < sm_count and cols >= SPLIT_FEW_ROWS_MIN_COLS):
-        design, config = "split", split_config(rows, cols, sm_count)
-    else:
-        design, config = "cluster", cluster_config(rows, cols, sm_count)
-    config["module"] = module_label(design, config["defines"])
-    return design, config
+        return "narrow"
+    if rows < sm_count and cols >= CLUSTER_MIN_COLS:
+        return "cluster" if cluster_holds(rows, cols) else "split"
+    return "row"
 
 
 def design_defines(design: str, rows: int, cols: int, sm_count: int, **choices) -> dict:
-    """The defines of one design for a shape, with `choices` (e.g. lanes=16, cluster=4, block=128)
-    overriding the policy's picks: how tests and the sweep force a design or a configuration."""
+    """The defines of one of this module's designs for a shape, with `choices` (e.g. lanes=16, cluster=4,
+    block=128) overriding the policy's picks: how tests and the sweep force a design or a configuration."""
     choices = {key.upper(): int(value) for key, value in choices.items()}
     if design == "narrow":
-        lanes = choices.get("LANES") or narrow_config(rows, cols, sm_count)["defines"]["LANES"]
-        defines = {"BLOCK": narrow_block(rows, lanes, sm_count), "DESIGN": DESIGN_DEFINE["narrow"], "LANES": lanes,
-                   "ROW_CHUNKS": next_power_of_two(-(-worst_chunks(rows, cols) // lanes))}
+        defines = narrow_config(rows, cols, sm_count, choices.get("LANES"))
     elif design == "cluster":
-        defines = {"BLOCK": CLUSTER_BLOCK, "DESIGN": DESIGN_DEFINE["cluster"], "UNROLL": CLUSTER_UNROLL,
-                   "CLUSTER": choices.get("CLUSTER") or cluster_config(rows, cols, sm_count)["defines"]["CLUSTER"]}
+        defines = cluster_config(rows, cols, sm_count, choices.get("CLUSTER", MAX_CLUSTER),
+                                 choices.get("BLOCK", CLUSTER_BLOCK))
     elif design == "split":
-        defines = split_config(rows, cols, sm_count)["defines"]
+        defines = split_config(rows, cols, sm_count)
     else:
         raise ValueError(f"unknown design {design!r}; expected one of narrow, cluster, split")
     defines.update(choices)

@@ -1,4 +1,7 @@
-"""Float64 reference results (NumPy only; this module never imports CuPy).
+"""Float64 reference results (NumPy; this module never imports CuPy).
+
+The row-wise oracles and `compare` also take `xp`, an array module with NumPy's interface: given CuPy they
+run the same float64 arithmetic on the GPU, where a fixture is too large to check on the host in time.
 
 Tolerances are declared here, before any run, and never loosened after a failure.
 """
@@ -41,12 +44,20 @@ def check_matrix(x: np.ndarray) -> None:
         raise ValueError(f"non-finite value {float(x[row, col])!r} at ({row}, {col}); the workload needs finite entries")
 
 
-def rms_softmax(x: np.ndarray) -> np.ndarray:
+def _checked(x, xp):
+    """x as a float64 matrix of module xp, after check_matrix (on the host, only where it fails on the device)."""
+    if xp is np:
+        check_matrix(x)
+    elif x.ndim != 2 or 0 in x.shape or not bool(xp.isfinite(x).all()):
+        check_matrix(x.get())
+    return xp.asarray(x, dtype=xp.float64)
+
+
+def rms_softmax(x: np.ndarray, xp=np) -> np.ndarray:
     """y_rj = rho_r * exp(x_rj - m_r) / z_r in float64."""
-    check_matrix(x)
-    x = np.asarray(x, dtype=np.float64)
-    rho = np.sqrt(np.mean(x * x, axis=1, keepdims=True))
-    shifted = np.exp(x - x.max(axis=1, keepdims=True))
+    x = _checked(x, xp)
+    rho = xp.sqrt(xp.mean(x * x, axis=1, keepdims=True))
+    shifted = xp.exp(x - x.max(axis=1, keepdims=True))
     return rho * shifted / shifted.sum(axis=1, keepdims=True)
 
 
@@ -56,31 +67,32 @@ def rms_softmax_packed(values: np.ndarray, row_offsets: np.ndarray) -> np.ndarra
                            for start, end in zip(row_offsets[:-1], row_offsets[1:])])
 
 
-def compare(out: np.ndarray, ref: np.ndarray, tolerance: Tolerance, row_offsets: np.ndarray | None = None) -> dict:
+def compare(out: np.ndarray, ref: np.ndarray, tolerance: Tolerance, row_offsets: np.ndarray | None = None,
+            xp=np) -> dict:
     """Element-wise check against the oracle; NaN (an unwritten, poisoned element) never passes.
 
-    `ref` is a matrix, or packed rows delimited by `row_offsets`."""
-    out = np.asarray(out, dtype=np.float64)
-    ref = np.asarray(ref, dtype=np.float64)
+    `ref` is a matrix, or packed rows delimited by `row_offsets` (NumPy only)."""
+    out = xp.asarray(out, dtype=xp.float64)
+    ref = xp.asarray(ref, dtype=xp.float64)
     if out.shape != ref.shape:
         return {"passed": False, "reason": f"shape {out.shape} differs from reference {ref.shape}"}
     if row_offsets is None:
-        scale = np.abs(ref).max(axis=1, keepdims=True)
+        scale = xp.abs(ref).max(axis=1, keepdims=True)
     else:
         lengths = np.diff(row_offsets)
         scale = np.repeat(np.maximum.reduceat(np.abs(ref), row_offsets[:-1]), lengths)
-    error = np.abs(out - ref)
-    allowed = tolerance.rtol * np.abs(ref) + tolerance.atol * scale
+    error = xp.abs(out - ref)
+    allowed = tolerance.rtol * xp.abs(ref) + tolerance.atol * scale
     within = error <= allowed  # False wherever out is NaN
-    norm_ref = float(np.linalg.norm(ref))
-    finite = np.isfinite(out)
+    norm_ref = float(xp.linalg.norm(ref))
+    finite = xp.isfinite(out)
     return {
         "passed": bool(within.all()),
         "elements": int(out.size),
         "failing_elements": int((~within).sum()),
         "non_finite_elements": int((~finite).sum()),
-        "max_abs_error": float(np.nanmax(error)) if finite.any() else None,
-        "relative_l2_error": float(np.linalg.norm(np.where(finite, out - ref, 0.0)) / norm_ref) if norm_ref else None,
+        "max_abs_error": float(xp.nanmax(error)) if bool(finite.any()) else None,
+        "relative_l2_error": float(xp.linalg.norm(xp.where(finite, out - ref, 0.0)) / norm_ref) if norm_ref else None,
         "rtol": tolerance.rtol,
         "atol": tolerance.atol,
     }
@@ -92,11 +104,10 @@ def compare(out: np.ndarray, ref: np.ndarray, tolerance: Tolerance, row_offsets:
 SOFTMAX_TOLERANCE = Tolerance(rtol=1e-4, atol=1e-6)
 
 
-def softmax(x: np.ndarray) -> np.ndarray:
+def softmax(x: np.ndarray, xp=np) -> np.ndarray:
     """Plain softmax y_rj = exp(x_rj - m_r) / z_r in float64: the RMS-scaled form with rho = 1."""
-    check_matrix(x)
-    x = np.asarray(x, dtype=np.float64)
-    shifted = np.exp(x - x.max(axis=1, keepdims=True))
+    x = _checked(x, xp)
+    shifted = xp.exp(x - x.max(axis=1, keepdims=True))
     return shifted / shifted.sum(axis=1, keepdims=True)
 
 

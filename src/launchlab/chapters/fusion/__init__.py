@@ -23,7 +23,7 @@ import re
 
 from launchlab.chapters.declaration import Chapter, VariantSpec
 from launchlab.measure.variant import VariantId
-from launchlab.model import workloads
+from launchlab.model import fused_policy, workloads
 
 CALLS_PER_GRAPH = 32                      # calls of a contender captured in one graph32 replay
 DEVICE = f"graph{CALLS_PER_GRAPH}"        # the submission of the warm device-time variants
@@ -51,17 +51,16 @@ class Contender:
         return self.read_per_element + self.written_per_element
 
 
-# The contenders in the order tables and figures show them. New fused designs (narrow rows, a cluster
-# per row, split rows; kernels/softmax_designs.cu, gpu/fused_designs.py) join as rows here with the
-# submissions ("stream", DEVICE); run.py's TARGET_BUILDERS maps each name to its Target, and every
-# summary, ratio over the copy and table follows this table.
+# The contenders in the order tables and figures show them; every summary, ratio over the copy and table
+# follows this table. "fused RMS" and "fused plain" are the kernel the launch policy picks for the shape
+# (fused_plan): the one-block-per-row kernel, or a design of kernels/softmax_designs.cu.
 CONTENDERS = {
     "copy": Contender("copy (cudaMemcpyAsync)", "DeviceCopy", "x itself (exact)", 4, 4, ("stream", DEVICE)),
     "row4": Contender("row path (4 kernels)", "RowPath", "rms_softmax (float64)", 16, 8,  # x 3x, e 1x; e, y
                       ("stream", "graph", DEVICE)),
-    "fused_rms": Contender("fused RMS", "FusedRow(mode='rms')", "rms_softmax (float64)", 4, 4,
+    "fused_rms": Contender("fused RMS", "fused_plan(mode='rms')", "rms_softmax (float64)", 4, 4,
                            ("stream", "graph", DEVICE)),
-    "fused_plain": Contender("fused plain", "FusedRow(mode='plain')", "softmax (float64)", 4, 4,
+    "fused_plain": Contender("fused plain", "fused_plan(mode='plain')", "softmax (float64)", 4, 4,
                              ("stream", "graph", DEVICE)),
     "cudnn": Contender("cuDNN softmax", "CudnnSoftmax", "softmax (float64)", 4, 4, ("stream", DEVICE), True),
     "torch": Contender("torch.softmax", "TorchSoftmax", "softmax (float64)", 4, 4, ("stream", DEVICE), True),
@@ -74,7 +73,63 @@ class Parameters:
     shapes: str = "4096x128,4096x512,4096x1024,4096x4096,4096x16384,128x65536"
     fixture_seed: int = 2026
     baselines: str = "cudnn,torch,triton"  # libraries to time where installed (skipped with a note where not)
-    profile_shape: str = "4096x4096"       # Nsight Compute's DRAM bytes for this shape ("" for none)
+    profile_shapes: str = "4096x4096,128x65536"  # Nsight Compute's DRAM bytes at these shapes ("" for none)
+    sweep_4096: str = "2:98:2"            # 4096 rows x N = 128 i for i = first:last:step ("" for none)
+    sweep_128: str = "4096,5000,8192,12345,16384,32768,50000,65536,100003,131072,200000,262144"  # 128 rows x N
+    sanitizer_tools: str = "memcheck,racecheck"  # compute-sanitizer tools over every fused design ("" for none)
+
+
+FUSED_MODES = {"fused_rms": "rms", "fused_plain": "plain"}  # with the copy and the libraries: a sweep point's contenders
+SWEEP_BYTES_PER_REPLAY = 1 << 28             # a sweep graph holds enough calls to move this many logical bytes ...
+SWEEP_MAX_CALLS = CALLS_PER_GRAPH            # ... up to this many calls (a power of two)
+
+
+def sweep_grid(parameters: Parameters) -> dict[str, list[tuple[int, int]]]:
+    """The sweep's two series of shapes, fixed shapes included where they fall on them:
+    {"4096": 4096 x 128 i over the `sweep_4096` range, "128": 128 x N over `sweep_128`}."""
+    grid = {"4096": [], "128": []}
+    if parameters.sweep_4096.strip():
+        try:
+            first, last, step = (int(v) for v in parameters.sweep_4096.split(":"))
+        except ValueError:
+            raise ValueError(f"sweep_4096 {parameters.sweep_4096!r} is not first:last:step") from None
+        if first < 1 or last < first or step < 1:
+            raise ValueError(f"sweep_4096 {parameters.sweep_4096!r} needs 1 <= first <= last and step >= 1")
+        grid["4096"] = [(4096, 128 * i) for i in range(first, last + 1, step)]
+    if parameters.sweep_128.strip():
+        try:
+            grid["128"] = list(dict.fromkeys((128, int(n)) for n in parameters.sweep_128.split(",") if n.strip()))
+        except ValueError:
+            raise ValueError(f"sweep_128 {parameters.sweep_128!r} is not a comma-separated list of row lengths") from None
+    if any(cols < 1 for series in grid.values() for _, cols in series):
+        raise ValueError("every sweep row length must be at least 1")
+    return grid
+
+
+def sweep_shapes(parameters: Parameters) -> list[tuple[int, int]]:
+    """The shapes the sweep itself measures: its grid without the fixed shapes (whose graph32 and cold figures
+    stand in the sweep at those points)."""
+    fixed = set(workloads.parse_shapes(parameters.shapes))
+    grid = sweep_grid(parameters)
+    return [shape for shape in dict.fromkeys(grid["4096"] + grid["128"]) if shape not in fixed]
+
+
+def device_submission(parameters: Parameters, rows: int, cols: int) -> str:
+    """The submission whose warm batches give a shape's warm device time: graph32 at a fixed shape, else the
+    sweep's graph of sweep_calls(rows, cols) calls."""
+    return DEVICE if (rows, cols) in set(workloads.parse_shapes(parameters.shapes)) else f"graph{sweep_calls(rows, cols)}"
+
+
+def all_shapes(parameters: Parameters) -> list[tuple[int, int]]:
+    """The fixed shapes, then the sweep's."""
+    return workloads.parse_shapes(parameters.shapes) + sweep_shapes(parameters)
+
+
+def sweep_calls(rows: int, cols: int) -> int:
+    """Calls in one replay of a sweep graph: the power of two that moves about SWEEP_BYTES_PER_REPLAY of the copy's
+    logical bytes, 1 to SWEEP_MAX_CALLS: every replay then keeps the GPU busy for tens of microseconds or more."""
+    calls = max(1, SWEEP_BYTES_PER_REPLAY // (8 * rows * cols))
+    return min(SWEEP_MAX_CALLS, 1 << (calls.bit_length() - 1))
 
 
 def requested_libraries(parameters: Parameters) -> list[str]:
@@ -103,19 +158,31 @@ def large(variant: VariantId) -> bool:
     return calls_per_invocation(variant) > 1 or rows * cols >= LARGE_ELEMENTS
 
 
+def sweep_contenders(parameters: Parameters) -> list[str]:
+    return [name for name in contenders(parameters) if name == "copy" or name in FUSED_MODES or CONTENDERS[name].library]
+
+
 def variants(parameters: Parameters) -> list[VariantSpec]:
-    """Every variant, with logical bytes per INVOCATION (a graph32 replay moves 32 calls' bytes)."""
+    """Every variant, with logical bytes per INVOCATION (a graph32 replay moves 32 calls' bytes). A sweep point
+    has a graph<k> variant (warm L2, k = sweep_calls) and a stream variant (cold L2) per sweep contender."""
     table = []
+
+    def add(name, rows, cols, submission):
+        contender = CONTENDERS[name]
+        vid = VariantId(name, workloads.shape_name(rows, cols), submission)
+        calls = calls_per_invocation(vid)
+        how = f"{contender.target}, {calls} calls per graph" if calls > 1 else contender.target
+        table.append(VariantSpec(vid, how, contender.oracle, calls * contender.read_per_element * rows * cols,
+                                 calls * contender.written_per_element * rows * cols))
+
     for rows, cols in workloads.parse_shapes(parameters.shapes):
-        shape = workloads.shape_name(rows, cols)
         for name in contenders(parameters):
-            contender = CONTENDERS[name]
-            for submission in contender.submissions:
-                vid = VariantId(name, shape, submission)
-                calls = calls_per_invocation(vid)
-                how = f"{contender.target}, {calls} calls per graph" if calls > 1 else contender.target
-                table.append(VariantSpec(vid, how, contender.oracle, calls * contender.read_per_element * rows * cols,
-                                         calls * contender.written_per_element * rows * cols))
+            for submission in CONTENDERS[name].submissions:
+                add(name, rows, cols, submission)
+    for rows, cols in sweep_shapes(parameters):
+        for name in sweep_contenders(parameters):
+            for submission in (f"graph{sweep_calls(rows, cols)}", "stream"):
+                add(name, rows, cols, submission)
     return table
 
 
@@ -129,6 +196,9 @@ COPY_RATIO_TARGET = 1.15                              # fused RMS time / copy ti
 COPY_RATIO_SHAPES = ("4096x4096", "4096x16384")       # ... at these shapes
 CUDNN_SPEEDUP_TARGET = 1.3                            # cuDNN time / fused plain time at least this ...
 CUDNN_SPEEDUP_SHAPE = "4096x4096"                     # ... at this shape; fused plain faster than cuDNN and torch everywhere
+# The sweep: each fused mode at most this many times the copy's device time at every sweep point with N >= 1024,
+# and below N = 1024; fused plain faster than every library at every point (issue targets, declared before the run).
+SWEEP_COPY_TARGETS = {"max_n_ge_1024": 1.10, "max_n_lt_1024": 1.25}
 
 # ---------------------------------------------------------------- the fused kernel's build policy per shape
 # Declared before any run. A row walks in 16-byte chunks; a block holds up to REG_CHUNKS chunks per
@@ -198,6 +268,23 @@ def min_blocks(block: int, register_budget: int = REGISTER_BUDGET["registers"]) 
 def module_label(defines: dict) -> str:
     return (f"fused_softmax_b{defines['BLOCK']}_r{defines['REG_CHUNKS']}_u{defines['UNROLL']}"
             f"_m{defines.get('MIN_BLOCKS', 1)}")
+
+
+def fused_plan(rows: int, cols: int, device: dict) -> dict:
+    """The fused kernel for a shape under the declared launch policy (model/fused_policy.design_for):
+    {"design", "family", "defines", "module", "shared_bytes"} (plus the row kernel's "block" and "tier")."""
+    design = fused_policy.design_for(rows, cols, int(device["sm_count"]))
+    if design == "row":
+        return {"design": "row", "family": "fused_softmax",
+                **fused_config(rows, cols, int(device["shared_bytes_per_block_optin"]))}
+    defines = fused_policy.design_defines(design, rows, cols, int(device["sm_count"]))
+    return {"design": design, "family": fused_policy.FAMILY, "defines": defines, "shared_bytes": None,
+            "module": fused_policy.module_label(design, defines)}
+
+
+def fused_plans(parameters: Parameters, device: dict) -> dict:
+    """{shape: fused_plan} for every shape of a run, fixed and swept."""
+    return {workloads.shape_name(r, c): fused_plan(r, c, device) for r, c in all_shapes(parameters)}
 
 
 CHAPTER = Chapter(

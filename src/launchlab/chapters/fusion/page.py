@@ -36,8 +36,10 @@ def shape_label(shape: str) -> str:
 
 
 def build_label(module: str) -> str:
-    """fused_softmax_b256_r4_u4_m5 -> b256 r4 u4 m5 (block, register chunks, unroll, min blocks per SM)."""
-    return module.removeprefix("fused_softmax_").replace("_", "\u00a0")   # never broken inside a build
+    """fused_softmax_b256_r4_u4_m5 -> b256 r4 u4 m5 (block, register chunks, unroll, min blocks per SM);
+    softmax_designs_narrow_block128_... -> narrow block128 ..."""
+    return (module.removeprefix("fused_softmax_").removeprefix("softmax_designs_").replace("_design1", "")
+            .replace("_design2", "").replace("_design3", "").replace("_", "\u00a0"))   # never broken inside a build
 
 
 def ratio_decimals(ratio: dict) -> int:
@@ -77,24 +79,69 @@ def interval_text(ratio: dict) -> str:
 
 
 # ---------------------------------------------------------------- build configurations and resources
+DESIGN_LABELS = {"narrow": "narrow rows (part of a warp per row)", "row": "one block per row",
+                 "cluster": "a cluster of blocks per row", "split": "split rows over a cooperative grid"}
+
+
+def plan_place(plan: dict) -> str:
+    """Where a design keeps a row, in words."""
+    defines = plan.get("defines", {})
+    if plan["design"] == "row":
+        return plan["tier"]
+    if plan["design"] == "narrow":
+        return f"registers, {defines['LANES']} lanes"
+    if plan["design"] == "cluster":
+        where = "registers" if defines.get("SLICE_REGS") else "shared memory"
+        return f"{where}, {defines['CLUSTER']} blocks"
+    return "shared memory or streamed"
+
+
+def plan_kernels(plan: dict) -> tuple[str, str]:
+    """(RMS kernel, plain kernel) of a plan."""
+    if plan["design"] == "row":
+        return "fused_rms_softmax", "fused_softmax"
+    return f"{plan['design']}_rms_softmax", f"{plan['design']}_softmax"
+
+
 def config_table(run):
-    """Which fused build serves which shape: where a row lives, threads per block, shared memory, registers."""
+    """Which fused design and build serves which fixed shape: where a row lives, threads, shared memory, registers."""
     s = _summaries(run)
     rows = []
     for shape in s["shapes"]:
-        config = s["configs"][shape]
-        resources = s["resources"].get(config["module"], {})
-        rows.append({"shape": shape_label(shape), "row kept in": config["tier"], "threads": config["block"],
-                     "dynamic shared": config["shared_bytes"],
-                     "registers, RMS": resources.get("fused_rms_softmax", {}).get("registers"),
-                     "registers, plain": resources.get("fused_softmax", {}).get("registers"),
-                     "build": build_label(config["module"])})
-    return _table(rows, "shape", formats={"build": "text", "row kept in": "text"},
+        plan = s["configs"][shape]
+        resources = s["resources"].get(plan["module"], {})
+        rms, plain = plan_kernels(plan)
+        rows.append({"shape": shape_label(shape), "design": plan["design"], "row kept in": plan_place(plan),
+                     "threads": plan.get("block") or plan["defines"]["BLOCK"],
+                     "dynamic shared": plan["shared_bytes"] if plan["shared_bytes"] is not None else "per launch",
+                     "registers, RMS": resources.get(rms, {}).get("registers"),
+                     "registers, plain": resources.get(plain, {}).get("registers"),
+                     "build": build_label(plan["module"])})
+    return _table(rows, "shape", formats={"build": "text", "row kept in": "text", "design": "text",
+                                          "dynamic shared": "text"},
                   units={"threads": "per block", "dynamic shared": "bytes", "registers, RMS": "per thread",
                          "registers, plain": "per thread"},
-                  note="Build: fused_softmax_b<threads>_r<register chunks>_u<unroll>_m<min blocks per SM>, the "
-                       "compile-time defines. Shapes with equal defines share a build. The policy is declared "
-                       "in the chapter before any run.")
+                  note="Build: the compile-time defines (for the row kernel b<threads> r<register chunks> u<unroll> "
+                       "m<min blocks per SM>). Shapes with equal defines share a build. The launch policy is declared "
+                       "in the chapter's code before any run.")
+
+
+def policy_table(run):
+    """The launch policy over every shape of the run (fixed and swept): which design served which row lengths."""
+    s = _summaries(run)
+    by_design: dict = {}
+    for series in ("4096", "128"):
+        for point in s["sweep"].get(series, []):
+            by_design.setdefault((point["design"], point["rows"]), []).append(point["cols"])
+    for shape in s["shapes"]:
+        rows_, cols = workloads.parse_shapes(shape)[0]
+        by_design.setdefault((s["configs"][shape]["design"], rows_), []).append(cols)
+    table = [{"design": DESIGN_LABELS[design], "rows": rows_, "shortest row": min(cols), "longest row": max(cols),
+              "shapes in this run": len(set(cols))} for (design, rows_), cols in sorted(by_design.items(), key=lambda kv: (kv[0][1], min(kv[1])))]
+    return _table(table, "design", formats={"design": "text"},
+                  units={"rows": "count", "shortest row": "floats", "longest row": "floats", "shapes in this run": "count"},
+                  note="Row lengths N in floats (4 bytes). The policy (model/fused_policy.design_for) was fixed before "
+                       "the run from a development sweep.")
 
 
 RESOURCE_COLUMNS = {"registers": ("Registers", "per thread"), "shared_bytes": ("Static shared", "bytes"),
@@ -429,6 +476,7 @@ def page_values(run) -> dict:
     values.update(_pacing_values(s))
     values.update(_library_values(s))
     values.update(finding_values(s))
+    values.update(sweep_values(s))
     return _with_defaults(values, s)
 
 
@@ -464,8 +512,9 @@ def _ratio_values(s: dict) -> dict:
 def _config_values(s: dict) -> dict:
     values = {}
     for shape, config in s["configs"].items():
-        values[f"tier_{shape}"] = config["tier"]
-        values[f"block_{shape}"] = str(config["block"])
+        values[f"tier_{shape}"] = plan_place(config)
+        values[f"design_{shape}"] = DESIGN_LABELS[config["design"]]
+        values[f"block_{shape}"] = str(config.get("block") or config["defines"]["BLOCK"])
         values[f"module_{shape}"] = config["module"]
     values["fused_builds"] = str(len({c["module"] for c in s["configs"].values()}))
     values.update(byte_values(s))
@@ -477,6 +526,8 @@ def byte_values(s: dict) -> dict:
     16 bytes), the dynamic shared memory, and the logical bytes of one call."""
     values = {}
     for shape, config in s["configs"].items():
+        if config["design"] != "row":
+            continue
         chunks, block = config.get("defines", {}).get("REG_CHUNKS", 0), config["block"]
         values[f"row_bytes_{shape}"] = f"{_columns(shape) * 4:,}"
         values[f"reg_chunks_{shape}"] = str(chunks)
@@ -619,7 +670,7 @@ def _with_defaults(values: dict, s: dict) -> dict:
     ratio_names = [f"{a}_over_copy" for a in names if a != "copy"] + ["row4_over_fused_rms", "fused_plain_over_fused_rms"]
     ratio_names += [f"{lib}_over_fused_plain" for lib in LIBRARIES]
     for shape in shapes:
-        for key in ("tier", "block", "module", "row_bytes", "reg_chunks", "thread_reg_bytes", "block_reg_bytes",
+        for key in ("tier", "design", "block", "module", "row_bytes", "reg_chunks", "thread_reg_bytes", "block_reg_bytes",
                     "shared_bytes", "logical_mib"):
             values.setdefault(f"{key}_{shape}", "n/a")
         for name in names:
@@ -638,3 +689,112 @@ def _with_defaults(values: dict, s: dict) -> dict:
         values.setdefault(f"dram_{shape}_status", "not profiled in this run")
     return values
 
+
+
+# ---------------------------------------------------------------- the sweep
+SWEEP_SERIES = {"4096": "4096 rows", "128": "128 rows"}
+SWEEP_NAMES = ("fused_plain", "fused_rms", "cudnn", "torch", "triton")
+
+
+def sweep_figure(run, series: str):
+    """Top: logical GB/s against the row length N, the same run's copy dashed; bottom: device time over the copy's.
+    Left warm L2, right cold L2."""
+    import numpy as np
+
+    from launchlab.present import figures
+
+    points = _summaries(run)["sweep"][series]
+    fig, axes = figures.figure(2, 2, height=2.9, layout="constrained", sharex=True, sharey="row")
+    xs = [p["cols"] for p in points]
+    names = [n for n in SWEEP_NAMES if any(n in p["device_us"] for p in points)]
+    for column, l2 in enumerate(L2_STATES):
+        copy = [p["device_us"].get("copy", {}).get(l2) for p in points]
+        gbs = {label(n): [p["gbs"].get(n, {}).get(l2) for p in points] for n in names}
+        figures.sweep(axes[0, column], xs, gbs, ceiling=[p["gbs"].get("copy", {}).get(l2, np.nan) for p in points],
+                      ceiling_label="copy", ylabel="logical GB/s" if column == 0 else None, band=False,
+                      logx=series == "128")
+        ratio = {label(n): [None if c is None or n not in p["device_us"] or l2 not in p["device_us"][n] else
+                            p["device_us"][n][l2] / c for p, c in zip(points, copy)] for n in names}
+        figures.sweep(axes[1, column], xs, ratio, ceiling=1.0, ceiling_label="copy", logy=True, band=False,
+                      logx=series == "128", xlabel="row length N (floats)",
+                      ylabel="device time / copy's" if column == 0 else None)
+        _plain_log_ticks(axes[1, column])
+        axes[0, column].set_title(f"{SWEEP_SERIES[series]} × N, {l2} L2", fontsize=figures.FONT_PT)
+    return figures.finish(fig, legend_where="right")
+
+
+def rho_figure(run):
+    """Fused RMS time over fused plain time at every sweep point (paired per round), warm and cold."""
+    from launchlab.present import figures
+
+    s = _summaries(run)
+    fig, axes = figures.figure(1, 2, height=2.8, layout="constrained", sharey="row")
+    for column, series in enumerate(("4096", "128")):
+        points = s["sweep"][series]
+        values = {f"{l2} L2": [p["ratios"].get("fused_rms_over_fused_plain", {}).get(l2) for p in points]
+                  for l2 in L2_STATES}
+        figures.sweep(axes[0, column], [p["cols"] for p in points], values, ceiling=1.0, ceiling_label="no cost",
+                      logx=series == "128", xlabel="row length N (floats)",
+                      ylabel="fused RMS / fused plain" if column == 0 else None)
+        axes[0, column].set_title(f"{SWEEP_SERIES[series]} × N", fontsize=figures.FONT_PT)
+    return figures.finish(fig, legend_where="right")
+
+
+def sweep_targets_table(run):
+    """The sweep's declared targets: the worst point of each, and the verdict."""
+    s = _summaries(run)
+    what = {"fused_plain_within": "fused plain time / copy time", "fused_rms_within": "fused RMS time / copy time",
+            "faster_than": "library time / fused plain time"}
+    rows = []
+    for target in s["sweep"]["targets"]:
+        name, which, l2 = target["key"].split(".")
+        kind = next(k for k in what if name.startswith(k))
+        where = {"max_n_ge_1024": "every point with N ≥ 1024", "max_n_lt_1024": "every point with N < 1024",
+                 "every_point": "every point"}[which]
+        library = name.removeprefix("faster_than_") if kind == "faster_than" else None
+        rows.append({"target": (f"{library}: " if library else "") + what[kind], "where": where, "L2": l2,
+                     "bound": ("above " if kind == "faster_than" else "at most ") + f"{target['threshold']:g}",
+                     "worst measured": None if target["measured"] is None else ratio_number(target["measured"]),
+                     "at": shape_label(target["shape"]) if target["shape"] else "—", "verdict": _verdict(target["met"])})
+    return _table(rows, "target", formats={k: "text" for k in ("target", "where", "L2", "bound", "worst measured", "at", "verdict")},
+                  units={"worst measured": "ratio"},
+                  note="Worst: the largest ratio over the copy, or the smallest library speed-up, over the sweep's points "
+                       "(the fixed shapes on the sweep's grids included); paired medians over the rounds.")
+
+
+def sanitizer_table(run):
+    """compute-sanitizer's tools over every fused design (a separate process, small irregular shapes)."""
+    s = _summaries(run)
+    rows = [{"tool": tool, "ran": "yes" if r["ran"] else "no", "errors": r["errors"], "checks in the child": r["child_checks"],
+             "all checks passed": "yes" if r["child_passed"] else "no", "clean": "yes" if r["clean"] else "no"}
+            for tool, r in sorted(s.get("sanitizer", {}).items())]
+    if not rows:
+        rows = [{"tool": "—", "ran": "no", "errors": None, "checks in the child": None, "all checks passed": "—", "clean": "—"}]
+    return _table(rows, "tool", formats={k: "text" for k in ("tool", "ran", "all checks passed", "clean")},
+                  units={"errors": "count", "checks in the child": "count"},
+                  note=run.record.details.get("sanitizer", {}).get("problem", ""))
+
+
+def sweep_values(s: dict) -> dict:
+    """Glue names for the sweep's extremes: sweep_<ratio>_<which>_<l2> and ..._at (the shape)."""
+    from launchlab.chapters.fusion import SWEEP_BYTES_PER_REPLAY, SWEEP_COPY_TARGETS, SWEEP_MAX_CALLS
+    from launchlab.model import fused_policy
+
+    values = {"sweep_target_ge_1024": f"{SWEEP_COPY_TARGETS['max_n_ge_1024']:g}",
+              "sweep_target_lt_1024": f"{SWEEP_COPY_TARGETS['max_n_lt_1024']:g}",
+              "sweep_mib_per_replay": f"{SWEEP_BYTES_PER_REPLAY / 2**20:.0f}", "sweep_max_calls": str(SWEEP_MAX_CALLS),
+              "narrow_max_floats": f"{4 * fused_policy.NARROW_MAX_CHUNKS:,}",
+              "cluster_min_cols": f"{fused_policy.CLUSTER_MIN_COLS:,}", "max_cluster": str(fused_policy.MAX_CLUSTER),
+              "sanitizer_memcheck": "not run", "sanitizer_racecheck": "not run",
+              "sweep_points": str(sum(len(s["sweep"].get(k, [])) for k in ("4096", "128"))),
+              "sweep_points_4096": str(len(s["sweep"].get("4096", []))),
+              "sweep_points_128": str(len(s["sweep"].get("128", [])))}
+    for key, entry in s["sweep"].get("extremes", {}).items():
+        name = "sweep_" + key.replace(".", "_")
+        values[name] = ratio_number(entry["value"])
+        values[f"{name}_at"] = shape_label(entry["shape"]) if entry.get("shape") else "over all points"
+    for target in s["sweep"].get("targets", []):
+        values["sweep_verdict_" + target["key"].replace(".", "_")] = _verdict(target["met"])
+    for tool, r in s.get("sanitizer", {}).items():
+        values[f"sanitizer_{tool}"] = ("clean" if r["clean"] else f"{r['errors']} errors") + f" over {r['child_checks']} checks"
+    return values

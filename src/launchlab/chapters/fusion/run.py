@@ -1,12 +1,13 @@
 """Chapter 3 on the GPU: build, validate every contender, capture its graphs, time warm and cold through
-the protocol, validate again on the held-out fixture, then profile DRAM bytes in a separate process."""
+the protocol, validate again on the held-out fixture; then the sweep (sweep.py); then DRAM bytes with Nsight
+Compute and compute-sanitizer over every fused design, each in a separate process."""
 from __future__ import annotations
 
-from launchlab.chapters.fusion import (CALLS_PER_GRAPH, CONTENDERS, DEVICE, FUSED_KERNELS, ROW_KERNELS,
-                                       contenders, fused_config, fused_configs, large, requested_libraries)
+from launchlab.chapters.fusion import (CALLS_PER_GRAPH, CONTENDERS, DEVICE, FUSED_KERNELS, ROW_KERNELS, contenders,
+                                       fused_plan, fused_plans, large, requested_libraries)
 from launchlab.measure.protocol import Measured
 from launchlab.measure.variant import VariantId
-from launchlab.model import dot, oracles, workloads
+from launchlab.model import dot, fused_policy, oracles, workloads
 
 # The declared oracle of each contender (chapters/fusion/__init__.py) -> the reference and its tolerance;
 # "x itself (exact)" is checked bit for bit against the input.
@@ -22,6 +23,21 @@ def graph_of_calls(target, stream, calls: int = CALLS_PER_GRAPH):
     return GraphReplay(Repeated(target, calls), stream)
 
 
+def plan_kernels(plan: dict) -> tuple[str, ...]:
+    return FUSED_KERNELS if plan["design"] == "row" else tuple(fused_policy.KERNELS[plan["design"]].values())
+
+
+def make_fused(modules: dict, plan: dict, rows: int, cols: int, mode: str, x):
+    """The fused kernel the plan names, in `mode` (rms or plain), reading x."""
+    from launchlab.gpu import fused_designs
+    from launchlab.gpu.targets import FusedRow
+
+    module = modules[plan["module"]]
+    if plan["design"] == "row":
+        return FusedRow(module, rows, cols, mode, plan["shared_bytes"], x=x)
+    return fused_designs.make_target(plan["design"], module, rows, cols, mode, x)
+
+
 def graph_nodes(replay) -> int | None:
     """Nodes of a captured graph, from CUDA's DOT description (None where it does not parse)."""
     try:
@@ -34,14 +50,16 @@ def graph_nodes(replay) -> int | None:
 def run(session) -> None:
     from launchlab.gpu.instruments import KERNELS as INSTRUMENT_KERNELS, ColdL2
 
+    from launchlab.chapters.fusion.sweep import run_sweep
+
     parameters, identity = session.parameters, session.record.device
-    configs = fused_configs(parameters.shapes, identity["shared_bytes_per_block_optin"])
-    session.note("fused_configs", configs)
+    plans = fused_plans(parameters, identity)
+    session.note("fused_plans", plans)
     session.note("calls_per_graph", CALLS_PER_GRAPH)
     modules = {"row_softmax": session.build("row_softmax", "row_softmax", ROW_KERNELS)}
-    for config in configs.values():
-        if config["module"] not in modules:
-            modules[config["module"]] = session.build(config["module"], "fused_softmax", FUSED_KERNELS, config["defines"])
+    for plan in plans.values():
+        if plan["module"] not in modules:
+            modules[plan["module"]] = session.build(plan["module"], plan["family"], plan_kernels(plan), plan["defines"])
     cold = ColdL2(session.build("instruments", "instruments", INSTRUMENT_KERNELS), identity["l2_bytes"],
                   identity["sm_count"], session.protocol.cold_wait_ns)
     session.note("cold_l2", cold.describe())
@@ -52,7 +70,7 @@ def run(session) -> None:
     by_shape, setup = {}, {}
     for rows, cols in workloads.parse_shapes(parameters.shapes):
         shape = workloads.shape_name(rows, cols)
-        targets = make_targets(session, modules, configs[shape], rows, cols, libraries)
+        targets = make_targets(session, modules, plans[shape], rows, cols, libraries)
         screen_libraries(session, targets, rows, cols, libraries)
         streamed = {VariantId(name, shape, "stream"): target for name, target in targets.items()}
         for index in range(workloads.FIXTURES_BEFORE_TIMING):
@@ -61,7 +79,6 @@ def run(session) -> None:
         validate(session, graphs, rows, cols, 0, "before")
         by_shape[shape] = {**streamed, **graphs}
     session.require_passed("before timing")
-    session.writer.write_json("graphs/setup.json", setup)
     session.phase("setup and validation before timing")
 
     for shape, variants in by_shape.items():
@@ -75,20 +92,25 @@ def run(session) -> None:
     session.require_passed("after timing")
     session.phase("validation after timing")
 
-    profile(session, configs)
+    run_sweep(session, modules, plans, libraries, cold, setup)
+    session.writer.write_json("graphs/setup.json", setup)
+    session.phase("sweep")
+
+    profile(session, plans)
     session.phase("profile")
+    sanitize(session)
+    session.phase("compute-sanitizer")
 
 
-def make_targets(session, modules, config, rows, cols, libraries) -> dict:
+def make_targets(session, modules, plan, rows, cols, libraries) -> dict:
     """{contender: Target} on one shared input matrix; a library that cannot be set up is noted, not made."""
     from launchlab.gpu import baselines
-    from launchlab.gpu.targets import DeviceCopy, FusedRow, RowPath
+    from launchlab.gpu.targets import DeviceCopy, RowPath
 
     row = RowPath(modules["row_softmax"], rows, cols)
-    fused = modules[config["module"]]
     targets = {"copy": DeviceCopy(row.x), "row4": row,
-               "fused_rms": FusedRow(fused, rows, cols, "rms", config["shared_bytes"], x=row.x),
-               "fused_plain": FusedRow(fused, rows, cols, "plain", config["shared_bytes"], x=row.x)}
+               "fused_rms": make_fused(modules, plan, rows, cols, "rms", row.x),
+               "fused_plain": make_fused(modules, plan, rows, cols, "plain", row.x)}
     shape = workloads.shape_name(rows, cols)
     for name in libraries:
         target, reason = baselines.make_baseline(name, row.x, session.backend.stream)
@@ -157,16 +179,25 @@ def measured(vid: VariantId, target) -> Measured:
     return Measured(vid, target.invoke, launches=target.submissions, large=large(vid))
 
 
-def profile(session, configs: dict) -> None:
-    """Nsight Compute's DRAM bytes of the row path and both fused modes at the profile shape, after timing."""
+def profile(session, plans: dict) -> None:
+    """Nsight Compute's DRAM bytes of one call of the copy kernel, the row path, both fused modes and cuDNN at
+    each profile shape, after timing, in a separate process."""
     from launchlab.gpu.ncu import ncu_dram_bytes
 
-    shape_text = session.parameters.profile_shape.strip()
-    if not shape_text:
-        return
-    rows, cols = workloads.parse_shapes(shape_text)[0]
-    shape = workloads.shape_name(rows, cols)
-    config = configs.get(shape) or fused_config(rows, cols, session.record.device["shared_bytes_per_block_optin"])
-    result = ncu_dram_bytes(rows, cols, config)
-    session.writer.write_text(f"profiles/ncu_{shape}.csv", result["csv"])
-    session.writer.write_json(f"profiles/ncu_{shape}.json", {k: v for k, v in result.items() if k != "csv"})
+    text = session.parameters.profile_shapes.strip()
+    for rows, cols in (workloads.parse_shapes(text) if text else []):
+        shape = workloads.shape_name(rows, cols)
+        plan = plans.get(shape) or fused_plan(rows, cols, session.record.device)
+        result = ncu_dram_bytes(rows, cols, plan, cudnn="cudnn" in requested_libraries(session.parameters))
+        session.writer.write_text(f"profiles/ncu_{shape}.csv", result["csv"])
+        session.writer.write_json(f"profiles/ncu_{shape}.json", {k: v for k, v in result.items() if k != "csv"})
+
+
+def sanitize(session) -> None:
+    """compute-sanitizer's tools (the `sanitizer_tools` parameter) over every fused design, small, in a child
+    process (chapters/fusion/sanitize.py); kept under sanitizer/. A finding is recorded and shown, not a failed run."""
+    from launchlab.gpu import sanitizer
+
+    tools = tuple(t.strip() for t in session.parameters.sanitizer_tools.split(",") if t.strip())
+    if tools:
+        sanitizer.record(session, "fusion", tools=tools)

@@ -17,7 +17,16 @@ Headline keys (<l2> is warm or cold):
   device_logical_gbs.<contender>.<shape>.<l2>   logical bytes per call over device time per call
   graph32_device_paced.<shape>            every graph32 batch at the shape was enqueued faster than the GPU ran it
   target_met.<target>.<shape>.<l2>        verdict on a declared performance target (True/False)
-  dram_over_logical.<contender>.<shape>   Nsight Compute's DRAM bytes over logical bytes at the profile shape
+  dram_over_logical.<contender>.<shape>   Nsight Compute's DRAM bytes over logical bytes at a profile shape
+  sweep.<a>_over_copy.max_n_ge_1024.<l2>  the largest paired device-time ratio over the sweep's points with N >= 1024
+  sweep.<a>_over_copy.max_n_lt_1024.<l2>  ... and below N = 1024 (a: fused_plain, fused_rms)
+  sweep.min_speedup.<lib>.<l2>            the smallest library time / fused plain time over the sweep's points
+  sweep.price_of_rho.{min,median,max}.<l2>  fused RMS time / fused plain time over the sweep's points
+  sweep_target_met.<target>.<l2>          verdicts on the sweep's declared targets
+
+The sweep (4096 x 128 i and 128 x N) is summarised under "sweep": per point and contender, device time per call,
+logical GB/s and paired ratios; its warm figures come from graphs of sweep_calls(rows, cols) calls (graph32 at a
+fixed shape), its cold figures from flushed stream calls.
 """
 from __future__ import annotations
 
@@ -26,7 +35,9 @@ from collections import defaultdict
 from pathlib import Path
 
 from launchlab.chapters.fusion import (CONTENDERS, COPY_RATIO_SHAPES, COPY_RATIO_TARGET, CUDNN_SPEEDUP_SHAPE,
-                                       CUDNN_SPEEDUP_TARGET, DEVICE, L2_STATES, Parameters, calls_per_invocation, contenders, logical_bytes_per_call)
+                                       CUDNN_SPEEDUP_TARGET, DEVICE, L2_STATES, SWEEP_COPY_TARGETS, Parameters,
+                                       calls_per_invocation, contenders, device_submission, logical_bytes_per_call,
+                                       sweep_contenders, sweep_grid)
 from launchlab.measure import stats
 from launchlab.measure.variant import VariantId
 from launchlab.model import workloads
@@ -47,9 +58,11 @@ def per_call(summary: dict, calls: int) -> dict:
     return {key: (value / calls if key in QUANTILE_KEYS else value) for key, value in summary.items()}
 
 
-def call_ratio(samples: list[dict], numerator: str, denominator: str, measurement: str) -> dict:
-    """numerator/denominator of the event time per CALL, paired per round, with its bootstrap interval."""
-    ratio = stats.paired_ratio(samples, numerator, denominator, measurement, "event_us")
+def call_ratio(grouped: dict, numerator: str, denominator: str, measurement: str) -> dict:
+    """numerator/denominator of the event time per CALL, paired per round, with its bootstrap interval
+    (`grouped`: the run's samples by variant)."""
+    pair = grouped.get(numerator, []) + grouped.get(denominator, [])
+    ratio = stats.paired_ratio(pair, numerator, denominator, measurement, "event_us")
     scale = calls_per_invocation(denominator) / calls_per_invocation(numerator)
     return {key: (value * scale if key in QUANTILE_KEYS else value) for key, value in ratio.items()}
 
@@ -63,22 +76,30 @@ def ratio_pairs(names: list[str]) -> list[tuple[str, str]]:
     return pairs
 
 
+def by_variant(samples: list[dict]) -> dict[str, list[dict]]:
+    grouped = defaultdict(list)
+    for sample in samples:
+        grouped[sample["variant"]].append(sample)
+    return grouped
+
+
 def summarize(run_dir: Path, record) -> dict:
     run_dir = Path(run_dir)
     samples = read_jsonl(run_dir / SAMPLES_FILE)
     parameters = Parameters(**record.parameters)
     shapes = [workloads.shape_name(*s) for s in workloads.parse_shapes(parameters.shapes)]
     timing = stats.summarize(samples)
+    grouped = by_variant(samples)
     measured = [n for n in contenders(parameters) if any(variant(n, s, "stream") in timing for s in shapes)]
     device = device_times(timing, measured, shapes)
-    paired = ratios(samples, timing, measured, shapes)
+    paired = ratios(grouped, timing, measured, shapes)
     return {
         "shapes": shapes,
         "contenders": measured,
         "timing": timing,
         "device": device,
         "graph_pacing": graph_pacing(samples),
-        "host_view": host_view(timing),
+        "host_view": host_view(timing, shapes),
         "cold_pacing": cold_pacing(samples, record.protocol["cold_wait_ns"]),
         "bandwidth": bandwidth(device, shapes),
         "ratios": paired,
@@ -86,7 +107,9 @@ def summarize(run_dir: Path, record) -> dict:
         "resources": summarize_resources(run_dir),
         "dram": summarize_dram(run_dir),
         "graph_setup": json.loads((run_dir / "graphs/setup.json").read_text()),
-        "configs": record.details["fused_configs"],
+        "configs": record.details["fused_plans"],
+        "sweep": summarize_sweep(grouped, timing, parameters, record.details["fused_plans"]),
+        "sanitizer": read_sanitizer(run_dir),
         "baselines": record.details.get("baselines", {}),
         "cold_l2": record.details.get("cold_l2", {}),
     }
@@ -124,12 +147,13 @@ def graph_pacing(samples: list[dict]) -> dict:
             for name in sorted(shares)}
 
 
-def host_view(timing: dict) -> dict:
-    """Per one-call variant (stream launches, one-call graphs), warm batches: event time and host enqueue per
-    call, and whether the host set the pace (its enqueue took at least HOST_BOUND_SHARE of the event time)."""
+def host_view(timing: dict, shapes: list[str]) -> dict:
+    """Per one-call variant at a fixed shape (stream launches, one-call graphs), warm batches: event time and host
+    enqueue per call, and whether the host set the pace (its enqueue took at least HOST_BOUND_SHARE of the event
+    time)."""
     result = {}
     for name, measurements in timing.items():
-        if calls_per_invocation(name) != 1 or "warm_batch" not in measurements:
+        if calls_per_invocation(name) != 1 or "warm_batch" not in measurements or VariantId.parse(name).case not in shapes:
             continue
         batch = measurements["warm_batch"]
         result[name] = {"event_us": batch["event_us"], "enqueue_us": batch["enqueue_us"],
@@ -165,7 +189,7 @@ def bandwidth(device: dict, shapes: list[str]) -> dict:
     return result
 
 
-def device_ratio_table(samples, timing, names, shapes) -> dict:
+def device_ratio_table(grouped, timing, names, shapes) -> dict:
     """{"<a>_over_<b>": {shape: {"warm": graph32 ratio, "cold": flushed stream ratio}}} where both sides ran."""
     table = {}
     for a, b in ratio_pairs(names):
@@ -174,13 +198,13 @@ def device_ratio_table(samples, timing, names, shapes) -> dict:
             for l2, submission, measurement in (("warm", DEVICE, "warm_batch"), ("cold", "stream", "cold")):
                 top, bottom = variant(a, shape, submission), variant(b, shape, submission)
                 if measurement in timing.get(top, {}) and measurement in timing.get(bottom, {}):
-                    entry[l2] = call_ratio(samples, top, bottom, measurement)
+                    entry[l2] = call_ratio(grouped, top, bottom, measurement)
             if entry:
                 table.setdefault(f"{a}_over_{b}", {})[shape] = entry
     return table
 
 
-def ratios(samples, timing, names, shapes) -> dict:
+def ratios(grouped, timing, names, shapes) -> dict:
     """Paired ratios: `graph` (device time, warm and cold), `stream` (warm stream launches: the host-path
     view), `submission` (a path's stream launch over its one-call graph, warm and cold)."""
     stream = {}
@@ -188,17 +212,17 @@ def ratios(samples, timing, names, shapes) -> dict:
         for shape in shapes:
             top, bottom = variant(a, shape, "stream"), variant(b, shape, "stream")
             if "warm_batch" in timing.get(top, {}) and "warm_batch" in timing.get(bottom, {}):
-                stream.setdefault(f"{a}_over_{b}", {})[shape] = {"warm": call_ratio(samples, top, bottom, "warm_batch")}
+                stream.setdefault(f"{a}_over_{b}", {})[shape] = {"warm": call_ratio(grouped, top, bottom, "warm_batch")}
     submission = {}
     for name in (n for n in SUBMISSION_PATHS if n in names):
         for shape in shapes:
             top, bottom = variant(name, shape, "stream"), variant(name, shape, "graph")
-            entry = {l2: call_ratio(samples, top, bottom, measurement)
+            entry = {l2: call_ratio(grouped, top, bottom, measurement)
                      for l2, measurement in (("warm", "warm_batch"), ("cold", "cold"))
                      if measurement in timing.get(top, {}) and measurement in timing.get(bottom, {})}
             if entry:
                 submission.setdefault(f"{name}_stream_over_graph", {})[shape] = entry
-    return {"graph": device_ratio_table(samples, timing, names, shapes), "stream": stream, "submission": submission}
+    return {"graph": device_ratio_table(grouped, timing, names, shapes), "stream": stream, "submission": submission}
 
 
 TARGET_NAMES = {"fused_rms_over_copy": "fused_rms_within_copy", "cudnn_over_fused_plain": "faster_than_cudnn",
@@ -235,6 +259,111 @@ def target_key(ratio_name: str, threshold: float, sense: str, shape: str, l2: st
     elif sense == "at most":
         name = f"{name}_{threshold}x"
     return f"{name}.{shape}.{l2}"
+
+
+# ---------------------------------------------------------------- the sweep
+SWEEP_RATIOS = ("fused_plain_over_copy", "fused_rms_over_copy", "fused_rms_over_fused_plain")
+
+
+def sweep_pairs(names: list[str]) -> list[tuple[str, str]]:
+    pairs = [(a, b) for a, b in (("fused_plain", "copy"), ("fused_rms", "copy"), ("fused_rms", "fused_plain"))
+             if a in names and b in names]
+    return pairs + [(name, "fused_plain") for name in names if CONTENDERS[name].library and "fused_plain" in names]
+
+
+def summarize_sweep(grouped: dict, timing: dict, parameters: Parameters, plans: dict) -> dict:
+    """Per series ("4096", "128") and point: N, the design, device time per call and logical GB/s per
+    contender (warm, cold), and paired ratios (over the copy, RMS over plain, each library over fused plain)."""
+    names = sweep_contenders(parameters)
+    result = {}
+    for series, shapes in sweep_grid(parameters).items():
+        points = []
+        for rows, cols in shapes:
+            shape = workloads.shape_name(rows, cols)
+            warm_submission = device_submission(parameters, rows, cols)
+            submissions = {"warm": (warm_submission, "warm_batch"), "cold": ("stream", "cold")}
+            point = {"shape": shape, "rows": rows, "cols": cols, "design": plans[shape]["design"],
+                     "module": plans[shape]["module"], "calls_per_replay": calls_per_invocation(variant("copy", shape, warm_submission)),
+                     "device_us": {}, "gbs": {}, "ratios": {}}
+            for name in names:
+                for l2, (submission, measurement) in submissions.items():
+                    vid = variant(name, shape, submission)
+                    if measurement not in timing.get(vid, {}):
+                        continue
+                    summary = per_call(timing[vid][measurement]["event_us"], calls_per_invocation(vid))
+                    point["device_us"].setdefault(name, {})[l2] = summary["median"]
+                    point["gbs"].setdefault(name, {})[l2] = stats.gigabytes_per_second(
+                        logical_bytes_per_call(name, rows, cols), summary["median"])
+            for a, b in sweep_pairs(names):
+                for l2, (submission, measurement) in submissions.items():
+                    top, bottom = variant(a, shape, submission), variant(b, shape, submission)
+                    if measurement in timing.get(top, {}) and measurement in timing.get(bottom, {}):
+                        ratio = call_ratio(grouped, top, bottom, measurement)
+                        point["ratios"].setdefault(f"{a}_over_{b}", {})[l2] = {k: ratio[k] for k in QUANTILE_KEYS}
+            points.append(point)
+        result[series] = points
+    result["extremes"] = sweep_extremes(result)
+    result["targets"] = sweep_targets(result)
+    return result
+
+
+def _points(sweep: dict) -> list[dict]:
+    return [point for series in ("4096", "128") for point in sweep.get(series, [])]
+
+
+def sweep_extremes(sweep: dict) -> dict:
+    """{"<ratio>.<which>.<l2>": {"value", "shape"}}: the largest ratio over the copy at N >= 1024 and below,
+    the smallest library speed-up, and the price of rho (min, median, max)."""
+    import numpy as np
+
+    found = {}
+    points = _points(sweep)
+    for l2 in L2_STATES:
+        for ratio in ("fused_plain_over_copy", "fused_rms_over_copy"):
+            for which, keep in (("max_n_ge_1024", lambda n: n >= 1024), ("max_n_lt_1024", lambda n: n < 1024)):
+                values = [(p["ratios"][ratio][l2]["median"], p["shape"]) for p in points
+                          if keep(p["cols"]) and l2 in p["ratios"].get(ratio, {})]
+                if values:
+                    value, shape = max(values)
+                    found[f"{ratio}.{which}.{l2}"] = {"value": value, "shape": shape}
+        for lib in ("cudnn", "torch", "triton"):
+            values = [(p["ratios"][f"{lib}_over_fused_plain"][l2]["median"], p["shape"]) for p in points
+                      if l2 in p["ratios"].get(f"{lib}_over_fused_plain", {})]
+            if values:
+                value, shape = min(values)
+                found[f"min_speedup.{lib}.{l2}"] = {"value": value, "shape": shape, "points": len(values)}
+        prices = [(p["ratios"]["fused_rms_over_fused_plain"][l2]["median"], p["shape"]) for p in points
+                  if l2 in p["ratios"].get("fused_rms_over_fused_plain", {})]
+        if prices:
+            found[f"price_of_rho.min.{l2}"] = dict(zip(("value", "shape"), min(prices)))
+            found[f"price_of_rho.max.{l2}"] = dict(zip(("value", "shape"), max(prices)))
+            found[f"price_of_rho.median.{l2}"] = {"value": float(np.median([v for v, _ in prices])), "shape": None}
+    return found
+
+
+def sweep_targets(sweep: dict) -> list[dict]:
+    """The sweep's declared targets against its paired medians: each fused mode within SWEEP_COPY_TARGETS of the
+    copy (by row length), and faster than every library at every point."""
+    extremes, found = sweep["extremes"], []
+    for l2 in L2_STATES:
+        for mode in ("fused_plain", "fused_rms"):
+            for which, threshold in SWEEP_COPY_TARGETS.items():
+                entry = extremes.get(f"{mode}_over_copy.{which}.{l2}")
+                found.append({"key": f"{mode}_within_copy_{threshold}x.{which}.{l2}", "l2": l2, "threshold": threshold,
+                              "measured": entry and entry["value"], "shape": entry and entry["shape"],
+                              "met": None if entry is None else bool(entry["value"] <= threshold)})
+        for lib in ("cudnn", "torch", "triton"):
+            entry = extremes.get(f"min_speedup.{lib}.{l2}")
+            found.append({"key": f"faster_than_{lib}.every_point.{l2}", "l2": l2, "threshold": 1.0,
+                          "measured": entry and entry["value"], "shape": entry and entry["shape"],
+                          "met": None if entry is None else bool(entry["value"] > 1.0)})
+    return found
+
+
+def read_sanitizer(run_dir: Path) -> dict:
+    from launchlab.gpu.sanitizer import read_results
+
+    return read_results(run_dir)
 
 
 def summarize_resources(run_dir: Path) -> dict:
@@ -293,5 +422,10 @@ def headline(summaries: dict) -> dict:
     for shape, entry in summaries["dram"].items():
         for name, values in entry["contenders"].items():
             figures[f"dram_over_logical.{name}.{shape}"] = values["measured_over_logical"]
+    for key, entry in summaries["sweep"]["extremes"].items():
+        figures[f"sweep.{key}"] = entry["value"]
+    for target in summaries["sweep"]["targets"]:
+        if target["met"] is not None:
+            figures[f"sweep_target_met.{target['key']}"] = target["met"]
     return figures
 
