@@ -743,17 +743,15 @@ def rho_figure(run):
 def sweep_targets_table(run):
     """The sweep's declared targets: the worst point of each, and the verdict."""
     s = _summaries(run)
-    what = {"fused_plain_within": "fused plain time / copy time", "fused_rms_within": "fused RMS time / copy time",
-            "faster_than": "library time / fused plain time"}
+    what = {"fused_plain": "fused plain time / copy time", "fused_rms": "fused RMS time / copy time"}
+    where = {"max_n_ge_1024": "every point with N ≥ 1024", "max_n_lt_1024": "every point with N < 1024",
+             "every_point": "every point"}
     rows = []
     for target in s["sweep"]["targets"]:
-        name, which, l2 = target["key"].split(".")
-        kind = next(k for k in what if name.startswith(k))
-        where = {"max_n_ge_1024": "every point with N ≥ 1024", "max_n_lt_1024": "every point with N < 1024",
-                 "every_point": "every point"}[which]
-        library = name.removeprefix("faster_than_") if kind == "faster_than" else None
-        rows.append({"target": (f"{library}: " if library else "") + what[kind], "where": where, "L2": l2,
-                     "bound": ("above " if kind == "faster_than" else "at most ") + f"{target['threshold']:g}",
+        library = target["kind"] not in what
+        rows.append({"target": f"{target['kind']} time / fused plain time" if library else what[target["kind"]],
+                     "where": where[target["where"]], "L2": target["l2"],
+                     "bound": ("above " if library else "at most ") + f"{target['threshold']:g}",
                      "worst measured": None if target["measured"] is None else ratio_number(target["measured"]),
                      "at": shape_label(target["shape"]) if target["shape"] else "—", "verdict": _verdict(target["met"])})
     return _table(rows, "target", formats={k: "text" for k in ("target", "where", "L2", "bound", "worst measured", "at", "verdict")},

@@ -349,12 +349,14 @@ def sweep_targets(sweep: dict) -> list[dict]:
         for mode in ("fused_plain", "fused_rms"):
             for which, threshold in SWEEP_COPY_TARGETS.items():
                 entry = extremes.get(f"{mode}_over_copy.{which}.{l2}")
-                found.append({"key": f"{mode}_within_copy_{threshold}x.{which}.{l2}", "l2": l2, "threshold": threshold,
+                found.append({"key": f"{mode}_within_copy_{threshold}x.{which}.{l2}", "kind": mode, "where": which,
+                              "l2": l2, "threshold": threshold,
                               "measured": entry and entry["value"], "shape": entry and entry["shape"],
                               "met": None if entry is None else bool(entry["value"] <= threshold)})
         for lib in ("cudnn", "torch", "triton"):
             entry = extremes.get(f"min_speedup.{lib}.{l2}")
-            found.append({"key": f"faster_than_{lib}.every_point.{l2}", "l2": l2, "threshold": 1.0,
+            found.append({"key": f"faster_than_{lib}.every_point.{l2}", "kind": lib, "where": "every_point", "l2": l2,
+                          "threshold": 1.0,
                           "measured": entry and entry["value"], "shape": entry and entry["shape"],
                           "met": None if entry is None else bool(entry["value"] > 1.0)})
     return found
