@@ -12,7 +12,7 @@ import json
 
 from launchlab.claims.spec import (ARITHMETIC, COLD_RATIO, DEVICE_PER_CALL, DEVICE_QUERY, DEVICE_WARM_AND_COLD_RATIO,
                                    DEVICE_WARM_RATIO, EVENT_BATCH, EVENT_DIFFERENCE, EVENT_RATIO, GRAPH_DOT,
-                                   HOST_COMPLETION, HOST_ENQUEUE, NCU_DRAM, OCCUPANCY, ORACLE, TRACE,
+                                   HOST_COMPLETION, HOST_ENQUEUE, NCU_DRAM, OCCUPANCY, ORACLE, SWEEP_RATIO, TRACE,
                                    WARM_AND_COLD_RATIO, Beside,
                                    BookClaim, Decided, Ratio, Value)
 
@@ -56,6 +56,35 @@ def _device_paced_cold(view, variants) -> bool:
 def _device_paced_warm(view, shape: str) -> bool:
     """Every graph-of-32-calls batch at the shape was enqueued faster than the GPU ran it."""
     return view.headline[f"graph32_device_paced.{shape}"] is True
+
+
+def _sweep_points(view) -> list[dict]:
+    sweep = view.summaries["sweep"]
+    return [point for series in ("4096", "128") for point in sweep.get(series, [])]
+
+
+def _every_sweep_point_above(view, ratio: str, bound: float) -> bool:
+    """At every sweep point, warm and cold, the ratio's 95% interval lies above `bound`."""
+    points = _sweep_points(view)
+    return bool(points) and all(point["ratios"][ratio][l2]["ci_low"] > bound
+                                for point in points for l2 in ("warm", "cold"))
+
+
+def _worst_sweep_point_above(view, ratio: str, bound: float) -> bool:
+    """Warm and cold, the point with the largest median ratio at N >= 1024 has its 95% interval above `bound`."""
+    points = [p for p in _sweep_points(view) if p["cols"] >= 1024]
+    for l2 in ("warm", "cold"):
+        worst = max((p for p in points if l2 in p["ratios"].get(ratio, {})), key=lambda p: p["ratios"][ratio][l2]["median"],
+                    default=None)
+        if worst is None or worst["ratios"][ratio][l2]["ci_low"] <= bound:
+            return False
+    return True
+
+
+def _sweep_cold_paced(view, names: tuple[str, ...]) -> bool:
+    """No cold call of these contenders at any sweep point was enqueued after the GPU wait ended."""
+    return _device_paced_cold(view, tuple(f"{name}.{point['shape']}.stream" for point in _sweep_points(view)
+                                          for name in names))
 
 
 def _range_over_shapes(view, table: tuple[str, ...]) -> dict:
@@ -448,6 +477,34 @@ BOOK_CLAIMS = (
                         "kernel boundary, on the balanced and the ragged case?"),
               value=Value("µs per kernel boundary, graph without PDL minus graph with PDL", EVENT_DIFFERENCE,
                           intervals=tuple((case, ("pdl_saving_us_per_boundary", case)) for case in CASES))),
+    BookClaim("B27", "fusion", "Fusion",
+              "At every point of the fusion sweep (4096 rows by 256 to 12,544 floats, 128 rows by 4,096 to 262,144 "
+              "floats), torch.softmax takes more device time per call than the fused plain softmax, with a warm "
+              "and with a cold L2.",
+              "At each of the sweep's points, the within-round ratio of device time per call, torch.softmax over the "
+              "fused kernel in plain mode (the design the launch policy picks for the shape), has its 95% "
+              "bootstrap interval above 1, warm and cold; every cold call of both started after the host had "
+              "enqueued it. Our value is the smallest median over the points.",
+              FUSION_FILES,
+              holds=lambda v: _every_sweep_point_above(v, "torch_over_fused_plain", 1.0)
+              and _sweep_cold_paced(v, ("torch", "fused_plain")),
+              needs=(("sweep",), ("cold_pacing",)),
+              value=Value("torch time / fused plain time, smallest over the sweep", SWEEP_RATIO,
+                          keys=("sweep.min_speedup.torch.warm", "sweep.min_speedup.torch.cold"))),
+    BookClaim("B28", "fusion", "Fusion",
+              "Over the fusion sweep's points with rows of at least 1,024 floats, the fused plain softmax does not "
+              "stay within 1.10 times the device time of a copy of the same bytes: at its worst point it takes "
+              "longer than that, with a warm and with a cold L2.",
+              "A missed target, kept. The largest within-round ratio of device time per call, fused plain over the "
+              "same run's cudaMemcpyAsync, over the sweep's points with N >= 1024 (the fixed shapes on the sweep's "
+              "grids included), has its 95% bootstrap interval above 1.10, warm and cold. The worst points are "
+              "128-row shapes, where the design in use leaves most SMs short of work.",
+              FUSION_FILES,
+              holds=lambda v: _worst_sweep_point_above(v, "fused_plain_over_copy", 1.10),
+              needs=(("sweep",),),
+              value=Value("fused plain time / copy time, largest over the sweep at N >= 1024", SWEEP_RATIO,
+                          keys=("sweep.fused_plain_over_copy.max_n_ge_1024.warm",
+                                "sweep.fused_plain_over_copy.max_n_ge_1024.cold"))),
     BookClaim("B26", "megakernels", "Megakernels",
               "In one traced replay each of the task-queue graph on the ragged case, {1 block per SM} of its 128 B "
               "tasks started before the last A task ended with one worker block per SM, and {8 blocks per SM} with "

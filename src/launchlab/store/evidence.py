@@ -146,7 +146,10 @@ def verify_run(run_dir: Path) -> list[str]:
     manifest_path = run_dir / MANIFEST
     if not manifest_path.exists():
         return [f"{run_dir.name}: no {MANIFEST} (unsealed run)"]
-    listed = json.loads(manifest_path.read_text())["files"]
+    try:
+        listed = json.loads(manifest_path.read_text())["files"]
+    except (ValueError, KeyError, TypeError) as error:
+        return [f"{run_dir.name}/{MANIFEST}: unreadable ({type(error).__name__}: {error})"]
     actual = build_manifest(run_dir)["files"]
     problems = []
     for relative, entry in sorted(listed.items()):
