@@ -719,6 +719,8 @@ def sweep_figure(run, series: str):
                       logx=series == "128", xlabel="row length N (floats)",
                       ylabel="device time / copy's" if column == 0 else None)
         _plain_log_ticks(axes[1, column])
+        if series == "4096":
+            axes[1, column].set_xticks([0, 4096, 8192, 12288], ["0", "4096", "8192", "12288"])
         axes[0, column].set_title(f"{SWEEP_SERIES[series]} × N, {l2} L2", fontsize=figures.FONT_PT)
     return figures.finish(fig, legend_where="right")
 
