@@ -751,7 +751,7 @@ def sweep_targets_table(run):
     rows = []
     for target in s["sweep"]["targets"]:
         library = target["kind"] not in what
-        rows.append({"target": f"{target['kind']} time / fused plain time" if library else what[target["kind"]],
+        rows.append({"target": f"{label(target['kind'])} time / fused plain time" if library else what[target["kind"]],
                      "where": where[target["where"]], "L2": target["l2"],
                      "bound": ("above " if library else "at most ") + f"{target['threshold']:g}",
                      "worst measured": None if target["measured"] is None else ratio_number(target["measured"]),
