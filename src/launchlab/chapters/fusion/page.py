@@ -4,6 +4,8 @@ Comparisons are device time per call: warm L2 from graphs of CALLS_PER_GRAPH cap
 stream call after the flush and the GPU wait. Stream launches' warm batches appear only as the host-path view."""
 from __future__ import annotations
 
+import re
+
 from launchlab.chapters.fusion import (CALLS_PER_GRAPH, CONTENDERS, COPY_RATIO_TARGET, CUDNN_SPEEDUP_TARGET, DEVICE,
                                        L2_STATES, LIBRARIES)
 from launchlab.chapters.fusion.summary import SUBMISSION_PATHS, variant
@@ -37,9 +39,14 @@ def shape_label(shape: str) -> str:
 
 def build_label(module: str) -> str:
     """fused_softmax_b256_r4_u4_m5 -> b256 r4 u4 m5 (block, register chunks, unroll, min blocks per SM);
-    softmax_designs_narrow_block128_... -> narrow block128 ..."""
-    return (module.removeprefix("fused_softmax_").removeprefix("softmax_designs_").replace("_design1", "")
-            .replace("_design2", "").replace("_design3", "").replace("_", "\u00a0"))   # never broken inside a build
+    softmax_designs_narrow_block128_design1_lanes32_row_chunks1 -> narrow b128 l32 r1 (block, lanes, row chunks;
+    a cluster's c<blocks> s<slice chunks in registers> u<unroll>)."""
+    short = module.removeprefix("fused_softmax_").removeprefix("softmax_designs_")
+    short = re.sub(r"_design\d", "", short)
+    for word, letter in (("row_chunks", "r"), ("slice_regs", "s"), ("block", "b"), ("lanes", "l"), ("unroll", "u")):
+        short = short.replace(word, letter)
+    short = re.sub(r"_cluster(\d)", r"_c\1", short)
+    return short.replace("_", "\u00a0")   # never broken inside a build
 
 
 def ratio_decimals(ratio: dict) -> int:
@@ -121,8 +128,8 @@ def config_table(run):
                                           "dynamic shared": "text"},
                   units={"threads": "per block", "dynamic shared": "bytes", "registers, RMS": "per thread",
                          "registers, plain": "per thread"},
-                  note="Build: the compile-time defines (for the row kernel b<threads> r<register chunks> u<unroll> "
-                       "m<min blocks per SM>). Shapes with equal defines share a build. The launch policy is declared "
+                  note="Build: the compile-time defines (row kernel: b<threads> r<register chunks> u<unroll> "
+                       "m<min blocks per SM>; designs: b<threads> l<lanes> r<chunks per lane> c<cluster blocks> s<slice chunks in registers>). Shapes with equal defines share a build. The launch policy is declared "
                        "in the chapter's code before any run.")
 
 
