@@ -261,12 +261,12 @@ def test_fusion_declarations_follow_its_summary_layout(tmp_path):
     guard the made-up timings pass becomes a record (its files sealed in the run)."""
     from test_fusion import write_synthetic_run
 
-    path = write_synthetic_run(tmp_path)
+    path = write_synthetic_run(tmp_path, absent=None)  # every library timed: B27 reads torch at every sweep point
     evidence.seal(path)
     view = Run.open(path)
     assert reads_and_records(view, "fusion") == dict.fromkeys(reads_and_records(view, "fusion"), [])
     made = [book.book_record(claim, view) for claim in declared.BOOK_CLAIMS
-            if claim.chapter == "fusion" and claim.id != "B11"]  # synthetic cuDNN is slower everywhere
+            if claim.chapter == "fusion" and claim.id not in ("B11", "B28")]  # synthetic: cuDNN slower, fused near the copy
     assert all(record["evidence"] for record in made)
     specs = {spec.id: spec for spec in declared.BESIDE}
     c61 = book.beside_record(bare("C61"), specs["C61"], {"fusion": view})["our_value"]["value"]

@@ -1,6 +1,7 @@
-"""Chapter 3 on the CPU: the declaration (variants, bytes, calls per graph, build policy), the plain-softmax
-oracle, Nsight Compute parsing, and summaries, headline, tables, figures and page values recomputed from a
-SYNTHETIC run (fake samples for every declared variant, written through RunWriter and RunRecord)."""
+"""Chapter 3 on the CPU: the declaration (variants, bytes, calls per graph, the sweep's grid, build policy and
+fused plans), the plain-softmax oracle, Nsight Compute parsing (marker kernels), the sweep's summary on hand-set
+timings, and summaries, headline, tables, figures and page values recomputed from a SYNTHETIC run (fake samples
+for every declared variant, written through RunWriter and RunRecord); run.py end to end on fake GPU modules."""
 import dataclasses
 import json
 import math
@@ -11,11 +12,13 @@ import pytest
 
 from launchlab.chapters import fusion
 from launchlab.chapters.fusion import summary
+from launchlab.chapters.fusion.summary import by_variant
+from launchlab.gpu import ncu
 from launchlab.gpu.ncu import dram_by_variant, parse_ncu_csv
 from launchlab.measure import stats
 from launchlab.measure.protocol import FROZEN
 from launchlab.measure.variant import VariantId
-from launchlab.model import oracles, workloads
+from launchlab.model import fused_policy, oracles, workloads
 from launchlab.runner import SAMPLES_FILE
 from launchlab.store import evidence
 from launchlab.store.record import RunRecord
@@ -23,6 +26,9 @@ from launchlab.store.runs import Run, analyze, recompute
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 H200_SHARED_OPTIN = 232448  # 227 KiB opt-in shared memory per block
+H200 = {"name": "Synthetic GPU", "compute_capability": "9.0", "sm_count": 132, "l2_bytes": 62914560,
+        "shared_bytes_per_block_optin": H200_SHARED_OPTIN}
+ACCEPTED_RUN = REPO_ROOT / "evidence/runs/20261130T112110Z-ch03"
 
 
 # ---------------------------------------------------------------- the declaration
@@ -48,7 +54,16 @@ def test_variant_table_has_every_contender_submission_and_bytes_per_invocation()
     assert table["copy.4096x1024.stream"].logical_bytes == 8 * rows * cols
     assert table["row4.4096x1024.stream"].bytes_read == 16 * rows * cols
     assert table["row4.4096x1024.graph32"].logical_bytes == 32 * 24 * rows * cols  # one replay = 32 calls
-    assert len(table) == 6 * (7 * 2 + 3)
+    # the sweep: 4096 x 128 i for i = 2, 4, .., 98 (49 shapes, 3 of them fixed: 512, 1024, 4096) and 12 of
+    # 128 x N (one fixed: 65536), each with a graph<k> and a stream variant of the copy, both fused modes and the
+    # three libraries; never the row path
+    assert len(table) == 6 * (7 * 2 + 3) + (46 + 11) * 6 * 2
+    assert table["copy.4096x2560.graph2"].logical_bytes == 2 * 8 * 4096 * 2560   # 2^28 / 80 MiB: 3 -> 2 calls
+    assert table["fused_rms.4096x256.graph32"].logical_bytes == 32 * 8 * 4096 * 256
+    assert table["triton.128x262144.graph1"].bytes_written == 4 * 128 * 262144
+    assert "cudnn.128x100003.stream" in table and "row4.4096x256.stream" not in table
+    assert not any(key.startswith("row4.") and spec.id.case not in shapes for key, spec in table.items())
+    assert "fused_plain.4096x512.graph16" not in table  # a fixed shape on the grid keeps its graph32
 
 
 def test_libraries_follow_the_parameter_and_unknown_ones_are_refused():
@@ -62,11 +77,124 @@ def test_libraries_follow_the_parameter_and_unknown_ones_are_refused():
 
 def test_calls_per_invocation_and_batch_size():
     assert fusion.calls_per_invocation("fused_rms.4096x4096.graph32") == fusion.CALLS_PER_GRAPH == 32
+    assert fusion.calls_per_invocation("copy.4096x1280.graph4") == 4
+    assert fusion.calls_per_invocation("copy.128x262144.graph1") == 1
     assert fusion.calls_per_invocation(VariantId("row4", "128x65536", "graph")) == 1
     assert fusion.calls_per_invocation("cudnn.4096x128.stream") == 1
     assert fusion.large(VariantId("copy", "4096x128", "graph32"))        # many calls: the smaller batch
     assert not fusion.large(VariantId("copy", "4096x128", "stream"))
     assert fusion.large(VariantId("copy", "4096x4096", "stream"))        # 2^24 elements
+
+
+# ---------------------------------------------------------------- the sweep's grid
+def test_sweep_grid_parses_both_series_with_the_fixed_shapes_on_them():
+    grid = fusion.sweep_grid(fusion.Parameters(sweep_4096="2:10:4", sweep_128="4096, 65536,4096,100003"))
+    assert grid == {"4096": [(4096, 256), (4096, 768), (4096, 1280)],
+                    "128": [(128, 4096), (128, 65536), (128, 100003)]}  # a repeated N once, in the order given
+    default = fusion.sweep_grid(fusion.Parameters())
+    assert [cols for _, cols in default["4096"]] == list(range(256, 12544 + 1, 256))  # 128 i, i = 2, 4, .., 98
+    assert [cols for _, cols in default["128"]] == [4096, 5000, 8192, 12345, 16384, 32768, 50000, 65536, 100003,
+                                                    131072, 200000, 262144]
+    assert (4096, 4096) in default["4096"] and (128, 65536) in default["128"]  # fixed shapes stay on the grid
+    assert fusion.sweep_grid(fusion.Parameters(sweep_4096="3:3:1", sweep_128=" 7 ")) == {"4096": [(4096, 384)],
+                                                                                         "128": [(128, 7)]}
+    assert fusion.sweep_grid(fusion.Parameters(sweep_4096="", sweep_128=" ")) == {"4096": [], "128": []}
+
+
+def test_sweep_shapes_leave_out_the_fixed_shapes_and_all_shapes_put_those_first():
+    parameters = fusion.Parameters(shapes="4096x1024,128x65536", sweep_4096="6:10:2", sweep_128="65536,4096,4096")
+    assert fusion.sweep_shapes(parameters) == [(4096, 768), (4096, 1280), (128, 4096)]
+    assert fusion.all_shapes(parameters) == [(4096, 1024), (128, 65536), (4096, 768), (4096, 1280), (128, 4096)]
+    assert fusion.device_submission(parameters, 4096, 1024) == fusion.DEVICE == "graph32"  # fixed: graph32
+    assert fusion.device_submission(parameters, 4096, 768) == "graph8"
+    assert fusion.device_submission(parameters, 4096, 1280) == "graph4"
+    assert fusion.sweep_shapes(fusion.Parameters(sweep_4096="", sweep_128="")) == []
+    assert fusion.all_shapes(fusion.Parameters(sweep_4096="", sweep_128="")) == list(workloads.FUSION_SHAPES)
+
+
+@pytest.mark.parametrize("field, text, message", [
+    ("sweep_4096", "2:98", "is not first:last:step"), ("sweep_4096", "2:x:2", "is not first:last:step"),
+    ("sweep_4096", "2:98:2:1", "is not first:last:step"), ("sweep_4096", "2-98-2", "is not first:last:step"),
+    ("sweep_4096", "0:10:2", "needs 1 <= first <= last"), ("sweep_4096", "10:2:2", "needs 1 <= first <= last"),
+    ("sweep_4096", "2:10:0", "step >= 1"), ("sweep_4096", "2:10:-2", "step >= 1"),
+    ("sweep_128", "4096;8192", "is not a comma-separated list"), ("sweep_128", "4096,8k", "is not a comma-separated"),
+    ("sweep_128", "4096,1.5", "is not a comma-separated"), ("sweep_128", "4096,0", "at least 1"),
+    ("sweep_128", "-5", "at least 1")])
+def test_sweep_grid_refuses_bad_input_with_a_clear_error(field, text, message):
+    parameters = fusion.Parameters(**{field: text})
+    with pytest.raises(ValueError, match=message):
+        fusion.sweep_grid(parameters)
+    with pytest.raises(ValueError, match=message):  # the declaration too: refused before any run
+        fusion.variants(parameters)
+
+
+def test_sweep_calls_are_powers_of_two_from_1_to_32():
+    assert fusion.SWEEP_MAX_CALLS == 32 and fusion.SWEEP_BYTES_PER_REPLAY == 256 * 2**20
+    assert fusion.sweep_calls(4096, 128) == 32      # 4 MiB a call: 64 would fit, at most 32
+    assert fusion.sweep_calls(4096, 1024) == 8      # 32 MiB a call
+    assert fusion.sweep_calls(4096, 1280) == 4      # 40 MiB: 6.4 calls, rounded down to a power of two
+    assert fusion.sweep_calls(128, 131072) == 2
+    assert fusion.sweep_calls(128, 262144) == 1     # exactly 256 MiB a call
+    assert fusion.sweep_calls(4096, 12544) == 1     # more than a replay's bytes: still one call
+    assert fusion.sweep_calls(1, 1) == 32
+    for rows in (1, 7, 128, 4096):
+        for cols in (1, 3, 1000, 12544, 131072, 262144, 10**7):
+            calls, per_call = fusion.sweep_calls(rows, cols), 8 * rows * cols
+            assert 1 <= calls <= fusion.SWEEP_MAX_CALLS and calls & (calls - 1) == 0, (rows, cols, calls)
+            assert calls == 1 or calls * per_call <= fusion.SWEEP_BYTES_PER_REPLAY          # within the budget ...
+            assert calls == fusion.SWEEP_MAX_CALLS or 2 * calls * per_call > fusion.SWEEP_BYTES_PER_REPLAY  # ... the most
+
+
+def test_sweep_contenders_are_the_copy_the_fused_modes_and_the_libraries():
+    assert fusion.sweep_contenders(fusion.Parameters()) == ["copy", "fused_rms", "fused_plain", "cudnn", "torch", "triton"]
+    assert fusion.sweep_contenders(fusion.Parameters(baselines="")) == ["copy", "fused_rms", "fused_plain"]
+
+
+# ---------------------------------------------------------------- the fused plans (launch policy per shape)
+def test_fused_plans_follow_the_declared_policy_at_fixed_and_swept_shapes():
+    parameters = fusion.Parameters(shapes="4096x128,4096x4096,128x65536", sweep_4096="",
+                                   sweep_128="131072,1000003")
+    plans = fusion.fused_plans(parameters, H200)
+    assert list(plans) == ["4096x128", "4096x4096", "128x65536", "128x131072", "128x1000003"]
+    assert {shape: plan["design"] for shape, plan in plans.items()} == {
+        "4096x128": "narrow", "4096x4096": "row", "128x65536": "row", "128x131072": "cluster", "128x1000003": "split"}
+    assert plans["4096x4096"] == {"design": "row", "family": "fused_softmax",
+                                  **fusion.fused_config(4096, 4096, H200_SHARED_OPTIN)}
+    assert plans["4096x128"] == {"design": "narrow", "family": fused_policy.FAMILY, "shared_bytes": None,
+                                 "defines": {"BLOCK": 128, "DESIGN": 1, "LANES": 32, "ROW_CHUNKS": 1},
+                                 "module": "softmax_designs_narrow_block128_design1_lanes32_row_chunks1"}
+    assert plans["128x131072"]["defines"] == {"BLOCK": 256, "CLUSTER": 16, "DESIGN": 2, "SLICE_REGS": 8, "UNROLL": 4}
+    assert plans["128x1000003"]["module"] == "softmax_designs_split_block512_design3_unroll4"
+    # the SM count is the run's device's: 128 rows fill a GPU of 128 SMs, one block per row
+    assert fusion.fused_plan(128, 131072, H200 | {"sm_count": 128})["design"] == "row"
+
+
+def test_the_accepted_run_was_planned_by_the_declared_policy():
+    """The accepted chapter 3 run: its plans are what the code declares for its parameters and device, every plan's
+    module was built, and its summaries and headline recompute exactly from its raw files."""
+    run = Run.open(evidence.accepted_run("fusion"))
+    parameters = fusion.Parameters(**run.record.parameters)
+    plans = run.record.details["fused_plans"]
+    assert plans == fusion.fused_plans(parameters, run.record.device)
+    assert {plan["module"] for plan in plans.values()} <= {p.name for p in (run.path / "builds").iterdir()}
+    assert {plan["design"] for plan in plans.values()} == {"narrow", "row", "cluster"}
+    summaries, headline = recompute(run.path)
+    assert json.dumps(summaries, sort_keys=True) == json.dumps(run.summaries, sort_keys=True)
+    assert headline == run.headline
+    sweep = summaries["sweep"]
+    assert [(p["rows"], p["cols"]) for p in sweep["4096"]] == fusion.sweep_grid(parameters)["4096"]
+    assert [(p["rows"], p["cols"]) for p in sweep["128"]] == fusion.sweep_grid(parameters)["128"]
+    points = sweep["4096"] + sweep["128"]
+    for l2 in fusion.L2_STATES:  # the extremes are the points' own, recomputed here independently
+        ge = [p["ratios"]["fused_plain_over_copy"][l2]["median"] for p in points if p["cols"] >= 1024]
+        assert sweep["extremes"][f"fused_plain_over_copy.max_n_ge_1024.{l2}"]["value"] == max(ge)
+        speedups = [p["ratios"]["cudnn_over_fused_plain"][l2]["median"] for p in points]
+        assert sweep["extremes"][f"min_speedup.cudnn.{l2}"]["value"] == min(speedups)
+    # compute-sanitizer: both tools over every case, both modes, stream and graph
+    from launchlab.chapters.fusion import sanitize
+
+    assert {tool: r["child_checks"] for tool, r in summaries["sanitizer"].items()} == {
+        "memcheck": 4 * len(sanitize.CASES), "racecheck": 4 * len(sanitize.CASES)}
 
 
 def test_parameters_cell_equals_declared_defaults():
@@ -151,9 +279,15 @@ def test_per_call_and_call_ratio_divide_by_the_calls_of_each_side():
         samples.append(sample("warm_batch", r, "a.1x1.graph32", 32, 32 * 3.0 * drift))
         samples.append(sample("warm_batch", r, "b.1x1.graph32", 32, 32 * 2.0 * drift))
         samples.append(sample("warm_batch", r, "a.1x1.stream", 128, 4.5 * drift))
-    assert summary.call_ratio(samples, "a.1x1.graph32", "b.1x1.graph32", "warm_batch")["median"] == pytest.approx(1.5)
-    stream_over_device = summary.call_ratio(samples, "a.1x1.stream", "a.1x1.graph32", "warm_batch")
+    grouped = by_variant(samples)
+    assert sorted(grouped) == ["a.1x1.graph32", "a.1x1.stream", "b.1x1.graph32"] and len(grouped["a.1x1.stream"]) == 21
+    assert summary.call_ratio(grouped, "a.1x1.graph32", "b.1x1.graph32", "warm_batch")["median"] == pytest.approx(1.5)
+    stream_over_device = summary.call_ratio(grouped, "a.1x1.stream", "a.1x1.graph32", "warm_batch")
     assert stream_over_device["median"] == pytest.approx(1.5) and stream_over_device["ci_high"] == pytest.approx(1.5)
+    graph_over_stream = summary.call_ratio(grouped, "a.1x1.graph32", "a.1x1.stream", "warm_batch")
+    assert graph_over_stream["median"] == pytest.approx(1 / 1.5)  # the scale follows which side holds 32 calls
+    with pytest.raises(ValueError, match="no round"):
+        summary.call_ratio(grouped, "a.1x1.graph32", "c.1x1.graph32", "warm_batch")  # a side never measured
 
 
 def test_graph_pacing_flags_a_host_paced_round():
@@ -177,37 +311,92 @@ def test_bandwidth_is_logical_bytes_per_call_over_device_time():
 
 
 # ---------------------------------------------------------------- Nsight Compute output
-NCU_CSV = '''==PROF== Connected to process 1234
-"ID","Process ID","Process Name","Host Name","Kernel Name","Context","Stream","Block Size","Grid Size","Device","CC","Section Name","Metric Name","Metric Unit","Metric Value"
-"0","1234","python3","127.0.0.1","row_rms","1","13","(256, 1, 1)","(4096, 1, 1)","0","9.0","Command line profiler metrics","dram__bytes_read.sum","byte","67,108,864"
-"0","1234","python3","127.0.0.1","row_rms","1","13","(256, 1, 1)","(4096, 1, 1)","0","9.0","Command line profiler metrics","dram__bytes_write.sum","byte","1,024"
-"1","1234","python3","127.0.0.1","row_max","1","13","(256, 1, 1)","(4096, 1, 1)","0","9.0","Command line profiler metrics","dram__bytes_read.sum","byte","67108864"
-"1","1234","python3","127.0.0.1","row_max","1","13","(256, 1, 1)","(4096, 1, 1)","0","9.0","Command line profiler metrics","dram__bytes_write.sum","byte","0"
-"2","1234","python3","127.0.0.1","row_exp_sum","1","13","(256, 1, 1)","(4096, 1, 1)","0","9.0","Command line profiler metrics","dram__bytes_read.sum","Mbyte","67.108864"
-"2","1234","python3","127.0.0.1","row_exp_sum","1","13","(256, 1, 1)","(4096, 1, 1)","0","9.0","Command line profiler metrics","dram__bytes_write.sum","byte","67108864"
-"3","1234","python3","127.0.0.1","row_scale","1","13","(256, 1, 1)","(4096, 1, 1)","0","9.0","Command line profiler metrics","dram__bytes_read.sum","byte","67108864"
-"3","1234","python3","127.0.0.1","row_scale","1","13","(256, 1, 1)","(4096, 1, 1)","0","9.0","Command line profiler metrics","dram__bytes_write.sum","byte","67108864"
-"4","1234","python3","127.0.0.1","fused_rms_softmax","1","13","(256, 1, 1)","(4096, 1, 1)","0","9.0","Command line profiler metrics","dram__bytes_read.sum","byte","67108864"
-"4","1234","python3","127.0.0.1","fused_rms_softmax","1","13","(256, 1, 1)","(4096, 1, 1)","0","9.0","Command line profiler metrics","dram__bytes_write.sum","byte","60000000"
-==PROF== Disconnected from process 1234
-'''
+NCU_HEADER = ('"ID","Process ID","Process Name","Host Name","Kernel Name","Context","Stream","Block Size","Grid Size",'
+              '"Device","CC","Section Name","Metric Name","Metric Unit","Metric Value"')
 
 
-def test_ncu_csv_is_parsed_with_units_and_summed_per_contender():
+def ncu_lines(kernel_id: int, kernel: str, read: str, write: str, unit: str = "byte", read_unit: str | None = None):
+    prefix = (f'"{kernel_id}","1234","python3","127.0.0.1","{kernel}","1","13","(256, 1, 1)","(4096, 1, 1)","0","9.0",'
+              '"Command line profiler metrics"')
+    return [f'{prefix},"dram__bytes_read.sum","{read_unit or unit}","{read}"',
+            f'{prefix},"dram__bytes_write.sum","{unit}","{write}"']
+
+
+# As gpu/ncu.py's target launches them: the fixture's kernel (before the first marker), then the copy, the row
+# path, fused RMS, fused plain and cuDNN, each followed by the marker (empty_kernel). Here fused plain launched
+# nothing and a stray kernel follows the last marker.
+NCU_KERNELS = [
+    (0, "normal_float32", "1,000", "67108864"),                        # drawing the input: before the first marker
+    (1, "empty_kernel", "0", "0"),
+    (2, "copy_kernel", "67108864", "67108864"),                        # copy
+    (3, "empty_kernel", "0", "0"),
+    (4, "row_rms", "67,108,864", "1,024"), (5, "row_max", "67108864", "0"),
+    (6, "row_exp_sum", "67.108864", "67108864"), (7, "row_scale", "67108864", "67108864"),   # row4
+    (8, "empty_kernel", "0", "0"),
+    (9, "narrow_rms_softmax", "67108864", "60000000"),                  # fused RMS (any design's kernel)
+    (10, "empty_kernel", "0", "0"),
+    (11, "empty_kernel", "0", "0"),                                     # fused plain: nothing between the markers
+    (12, "void cudnn::softmax_fw_kernel<float>(int, float *)", "67108864", "33554432"),
+    (13, "void cudnn::softmax_fw_kernel<float>(int, float *)", "33554432", "33554432"),  # cuDNN: two kernels
+    (14, "empty_kernel", "0", "0"),
+    (15, "stray_kernel", "5", "5"),                                     # after the last marker: no variant's
+]
+NCU_CSV = "\n".join(["==PROF== Connected to process 1234", NCU_HEADER]
+                    + [line for kernel_id, kernel, read, write in NCU_KERNELS
+                       for line in ncu_lines(kernel_id, kernel, read, write, read_unit="Mbyte" if kernel == "row_exp_sum" else None)]
+                    + ["==PROF== Disconnected from process 1234", ""])
+
+
+def test_ncu_csv_is_parsed_with_units():
     rows = parse_ncu_csv(NCU_CSV)
-    assert len(rows) == 10 and rows[4]["bytes"] == pytest.approx(67108864)
-    by_variant = dram_by_variant(rows)
-    assert by_variant["row4"] == {"read_bytes": 4 * 67108864, "write_bytes": 1024 + 2 * 67108864, "kernels": 4}
-    assert by_variant["fused_rms"]["write_bytes"] == 60000000
-    assert "fused_plain" not in by_variant  # its kernel was not profiled
+    assert len(rows) == 2 * len(NCU_KERNELS)
+    by_id = {(r["id"], r["metric"]): r for r in rows}
+    assert by_id[(4, "dram__bytes_read.sum")]["bytes"] == 67108864                  # thousands separators
+    assert by_id[(6, "dram__bytes_read.sum")]["bytes"] == pytest.approx(67108864)   # Mbyte
+    assert by_id[(12, "dram__bytes_read.sum")]["kernel"] == "void cudnn::softmax_fw_kernel<float>"
     assert parse_ncu_csv("==ERROR== Failed to initialize the profiler\n") == []
 
 
+def test_ncu_dram_bytes_are_attributed_by_the_markers():
+    rows = parse_ncu_csv(NCU_CSV)
+    by_variant = dram_by_variant(rows)
+    assert list(by_variant) == ["copy", "row4", "fused_rms", "cudnn"]  # fused plain launched nothing: left out
+    assert by_variant["copy"] == {"read_bytes": 67108864, "write_bytes": 67108864, "kernels": 1}  # not the fixture's
+    assert by_variant["row4"] == {"read_bytes": 4 * 67108864, "write_bytes": 1024 + 2 * 67108864, "kernels": 4}
+    assert by_variant["fused_rms"] == {"read_bytes": 67108864, "write_bytes": 60000000, "kernels": 1}
+    assert by_variant["cudnn"] == {"read_bytes": 3 * 33554432, "write_bytes": 2 * 33554432, "kernels": 2}
+    assert dram_by_variant(list(reversed(rows))) == by_variant  # by kernel ID, not by line order
+    assert ncu.VARIANTS == ("copy", "row4", "fused_rms", "fused_plain", "cudnn") and ncu.MARKER == "empty_kernel"
+
+
+def test_ncu_without_markers_attributes_nothing():
+    unmarked = [r for r in parse_ncu_csv(NCU_CSV) if r["kernel"] != ncu.MARKER]
+    assert dram_by_variant(unmarked) == {}
+    first = [r for r in parse_ncu_csv(NCU_CSV) if r["id"] <= 2]  # the target stopped after the copy: no closing marker
+    assert dram_by_variant(first) == {}
+    assert dram_by_variant([]) == {}
+
+
+def test_ncu_command_runs_the_target_with_the_plan():
+    plan = fusion.fused_plan(4096, 128, H200)
+    command = ncu.ncu_command("/opt/ncu", "/tmp/log.csv", 4096, 128, plan, cudnn=False)
+    assert command[:3] == ["/opt/ncu", "--clock-control", "none"] and "--csv" in command
+    assert command[command.index("--metrics") + 1] == "dram__bytes_read.sum,dram__bytes_write.sum"
+    assert command[-6:] == ["launchlab.gpu.ncu", "target", "4096", "128", json.dumps(plan, sort_keys=True), "no-cudnn"]
+    assert ncu.ncu_command("ncu", "log", 1, 2, plan, cudnn=True)[-1] == "cudnn"
+
+
 # ---------------------------------------------------------------- a synthetic run of every declared variant
-# Device time per call (µs) at 4096x4096; other shapes scale by their elements. torch is declared but absent.
-DEVICE_US = {"copy": 30.0, "row4": 100.0, "fused_rms": 33.0, "fused_plain": 32.0, "cudnn": 48.0, "triton": 36.0}
+# Device time per call (µs) at 4096x4096; other shapes scale by their elements. torch is declared but absent
+# (but in `every_library_run`).
+DEVICE_US = {"copy": 30.0, "row4": 100.0, "fused_rms": 33.0, "fused_plain": 32.0, "cudnn": 48.0, "triton": 36.0,
+             "torch": 40.0}  # torch: in the run with every library
 HOST_US = {"row4": 16.0}  # host enqueue per stream call; 4 µs for the others
 ABSENT = "torch"
+# The chapter's fixed shapes with a small sweep (sweep-only points 4096x256, 4096x768, 128x4096 and 128x262144;
+# 4096x512, 4096x1024 and 128x65536 are fixed shapes on its grid).
+SYNTHETIC_PARAMETERS = fusion.Parameters(sweep_4096="2:8:2", sweep_128="4096,65536,262144")
+SANITIZER_CHECKS = 44
 
 
 def per_call_us(name: str, shape: str) -> float:
@@ -215,49 +404,79 @@ def per_call_us(name: str, shape: str) -> float:
     return DEVICE_US[name] * max(0.05, rows * cols / 4096**2)
 
 
-def synthetic_samples(parameters) -> list[dict]:
+def synthetic_samples(parameters, warm_us=per_call_us, cold_us=None, absent=ABSENT) -> list[dict]:
+    """Samples of every declared variant (but the absent library's) as run.py and sweep.py take them: at a fixed
+    shape every variant warm, stream and one-call graph variants cold too; at a sweep point its graph<k> warm
+    and its stream variant cold. warm_us(name, shape): device time per call; cold: 1.5 times that by default.
+    The `absent` library (None: none) has no samples."""
+    cold_us = cold_us or (lambda name, shape: 1.5 * warm_us(name, shape))
+    fixed = {workloads.shape_name(*shape) for shape in workloads.parse_shapes(parameters.shapes)}
     samples = []
     for spec in fusion.variants(parameters):
         vid = spec.id
-        if vid.target == ABSENT:
+        if vid.target == absent:
             continue
         calls = fusion.calls_per_invocation(vid)
         count = FROZEN.large_batch if fusion.large(vid) else FROZEN.batch
         enqueue = 3.0 if calls > 1 else HOST_US.get(vid.target, 4.0)
+        warm = vid.case in fixed or vid.submission.startswith("graph")
+        cold = vid.submission == "stream" or (vid.case in fixed and vid.submission == "graph")
         for r in range(FROZEN.rounds):
             wobble = 1 + 0.01 * ((r * 7) % 5)
-            device = calls * per_call_us(vid.target, vid.case) * wobble
+            device = calls * warm_us(vid.target, vid.case) * wobble
             stream_event = max(device, enqueue)  # a stream batch runs at the slower of host and GPU
             event = device if calls > 1 else stream_event
-            samples.append(sample("warm_single", r, vid, 1, None, enqueue) | {"complete_ns": int((event + 9) * 1e3)})
-            samples.append(sample("warm_batch", r, vid, count, event, enqueue))
-            if vid.submission in ("stream", "graph"):
-                samples += [sample("cold", r, vid, 1, 1.5 * device, enqueue) for _ in range(FROZEN.cold_repeats)]
+            if warm:
+                samples.append(sample("warm_single", r, vid, 1, None, enqueue) | {"complete_ns": int((event + 9) * 1e3)})
+                samples.append(sample("warm_batch", r, vid, count, event, enqueue))
+            if cold:
+                samples += [sample("cold", r, vid, 1, cold_us(vid.target, vid.case) * wobble, enqueue)
+                            for _ in range(FROZEN.cold_repeats)]
     return samples
 
 
-def write_synthetic_run(root: Path, run_id: str = "20990101T000000Z-ch03", parameters=None) -> Path:
-    parameters = parameters or fusion.Parameters()
+def sanitizer_result(tool: str, errors: int) -> dict:
+    """sanitizer/<tool>.json as gpu/sanitizer.record writes it."""
+    return {"tool": tool, "example": "fusion", "command": ["compute-sanitizer", "--tool", tool], "exit_code": 0,
+            "errors": errors, "inner": {"passed": True, "checks": {f"case{i}": True for i in range(SANITIZER_CHECKS)}},
+            "tail": [], "error": None}
+
+
+def plan_build_kernels(plan: dict) -> tuple[str, ...]:
+    return fusion.FUSED_KERNELS if plan["design"] == "row" else tuple(fused_policy.KERNELS[plan["design"]].values())
+
+
+def write_synthetic_run(root: Path, run_id: str = "20990101T000000Z-ch03", parameters=None,
+                        sanitizer: dict | None = None, absent: str | None = ABSENT) -> Path:
+    """A run of `parameters` (SYNTHETIC_PARAMETERS by default) with made-up timings, Nsight Compute bytes at 4096x4096
+    (and an error at 128x65536), compute-sanitizer results {tool: errors} (default: memcheck clean, racecheck
+    with 2 errors; {} for none: no sanitizer/ directory) and one library `absent` (torch; None: none)."""
+    parameters = parameters or SYNTHETIC_PARAMETERS
+    sanitizer = {"memcheck": 0, "racecheck": 2} if sanitizer is None else sanitizer
     writer = evidence.RunWriter(run_id, root)
-    configs = fusion.fused_configs(parameters.shapes, H200_SHARED_OPTIN)
-    shapes = list(configs)
+    plans = fusion.fused_plans(parameters, H200)
+    shapes = [workloads.shape_name(*shape) for shape in workloads.parse_shapes(parameters.shapes)]
     libraries = {name: {"requested": True, "unavailable": {}, "setup": {}} for name in fusion.requested_libraries(parameters)}
-    libraries["cudnn"]["setup"] = {shape: {"cudnn_version": 91002, "call": "cudnnSoftmaxForward"} for shape in shapes}
-    libraries["triton"]["setup"] = {shape: {"kernel": "softmax_row_resident" if shape != "128x65536" else
-                                            "softmax_row_looped"} for shape in shapes}
-    libraries[ABSENT]["unavailable"] = {shape: "PyTorch cannot be imported" for shape in shapes}
+    if "cudnn" in libraries:
+        libraries["cudnn"]["setup"] = {shape: {"cudnn_version": 91002, "call": "cudnnSoftmaxForward"} for shape in plans}
+    if "triton" in libraries:
+        libraries["triton"]["setup"] = {shape: {"kernel": "softmax_row_resident" if shape != "128x65536" else
+                                                "softmax_row_looped"} for shape in plans}
+    if absent in libraries:
+        libraries[absent]["unavailable"] = {shape: f"{absent} cannot be imported" for shape in plans}
+    details = {"fused_plans": plans, "baselines": libraries, "calls_per_graph": 32,
+               "cold_l2": {"flush_bytes": 2 * 62914560, "wait_ns": FROZEN.cold_wait_ns}}
+    if sanitizer:
+        details["sanitizer"] = {"executable": "compute-sanitizer", "clean": not any(sanitizer.values()), "error": None,
+                                "tools": list(sanitizer), "problem": "every fused design (synthetic)"}
     record = RunRecord(chapter="fusion", run_id=run_id, parameters=dataclasses.asdict(parameters),
-                       protocol=FROZEN.record(), host_path=fusion.CHAPTER.host_path,
-                       device={"name": "Synthetic GPU", "compute_capability": "9.0", "sm_count": 132,
-                               "l2_bytes": 62914560, "shared_bytes_per_block_optin": H200_SHARED_OPTIN},
+                       protocol=FROZEN.record(), host_path=fusion.CHAPTER.host_path, device=dict(H200),
                        environment={"driver": "0", "libraries": {"cudnn": "9.10.2"}}, git_commit="0" * 40,
                        source_tree_sha256="0" * 64, states={},
-                       validation={"verdict": "passed", "checks": 2 * len(shapes)},
-                       details={"fused_configs": configs, "baselines": libraries, "calls_per_graph": 32,
-                                "cold_l2": {"flush_bytes": 2 * 62914560, "wait_ns": FROZEN.cold_wait_ns}})
-    writer.write_jsonl(SAMPLES_FILE, synthetic_samples(parameters))
-    for label in {c["module"] for c in configs.values()} | {"row_softmax"}:
-        kernels = fusion.ROW_KERNELS if label == "row_softmax" else fusion.FUSED_KERNELS
+                       validation={"verdict": "passed", "checks": 2 * len(shapes)}, details=details)
+    writer.write_jsonl(SAMPLES_FILE, synthetic_samples(parameters, absent=absent))
+    builds = {plan["module"]: plan_build_kernels(plan) for plan in plans.values()} | {"row_softmax": fusion.ROW_KERNELS}
+    for label, kernels in builds.items():
         writer.write_json(f"builds/{label}/record.json", {
             "resources_loaded": {k: {"registers": 40, "shared_bytes": 128, "local_bytes": 0} for k in kernels},
             "nvcc": {"resources": {k: {"spill_stores": 0, "spill_loads": 0, "stack_bytes": 0} for k in kernels}}})
@@ -265,9 +484,14 @@ def write_synthetic_run(root: Path, run_id: str = "20990101T000000Z-ch03", param
         str(spec.id): {"capture_us": 10.0, "end_capture_us": 20.0, "instantiate_us": 0.0, "upload_us": 5.0,
                        "first_replay_us": 40.0, "instantiated_in_end_capture": True,
                        "calls": fusion.calls_per_invocation(spec.id), "nodes": fusion.calls_per_invocation(spec.id)}
-        for spec in fusion.variants(parameters) if spec.id.submission != "stream" and spec.id.target != ABSENT})
+        for spec in fusion.variants(parameters) if spec.id.submission != "stream" and spec.id.target != absent})
     writer.write_text("profiles/ncu_4096x4096.csv", NCU_CSV)
     writer.write_json("profiles/ncu_4096x4096.json", {"command": ["ncu"], "returncode": 0, "error": None})
+    writer.write_text("profiles/ncu_128x65536.csv", "")
+    writer.write_json("profiles/ncu_128x65536.json", {"command": ["ncu"], "returncode": 1,
+                                                      "error": "ncu exited with status 1 and no counter values: ERR_NVGPUCTRPERM"})
+    for tool, errors in sanitizer.items():
+        writer.write_json(f"sanitizer/{tool}.json", sanitizer_result(tool, errors))
     writer.write_json("validation.json", [
         {"phase": phase, "variant": f"fused_rms.{shape}.stream", "fixture": fixture, "passed": True,
          "failing_elements": 0, "max_abs_error": 1e-8, "relative_l2_error": 1e-7}
@@ -312,6 +536,167 @@ def test_device_time_is_per_call_and_ratios_are_paired(synthetic_run):
     assert s["cold_pacing"]["row4.4096x4096.stream"] == {"samples": 63, "host_enqueue_exceeded_wait": 0}
     assert s["ratios"]["submission"]["row4_stream_over_graph"]["4096x4096"]["warm"]["median"] == pytest.approx(1.0)
     assert s["dram"]["4096x4096"]["contenders"]["row4"]["measured_over_logical"] == pytest.approx(1.0, rel=1e-4)
+    assert s["dram"]["4096x4096"]["contenders"]["fused_rms"]["measured_over_logical"] == pytest.approx(
+        (67108864 + 60000000) / (8 * 4096 * 4096))
+    assert "fused_plain" not in s["dram"]["4096x4096"]["contenders"]  # nothing between its markers
+    assert s["dram"]["128x65536"] == {"error": "ncu exited with status 1 and no counter values: ERR_NVGPUCTRPERM",
+                                      "contenders": {}}
+    assert s["configs"] == fusion.fused_plans(SYNTHETIC_PARAMETERS, H200)
+    assert {tool: (r["clean"], r["errors"], r["child_checks"]) for tool, r in s["sanitizer"].items()} == {
+        "memcheck": (True, 0, SANITIZER_CHECKS), "racecheck": (False, 2, SANITIZER_CHECKS)}
+
+
+def test_the_sweep_holds_its_points_with_the_fixed_shapes_standing_in(synthetic_run):
+    sweep = synthetic_run.summaries["sweep"]
+    assert [(p["shape"], p["design"], p["calls_per_replay"]) for p in sweep["4096"]] == [
+        ("4096x256", "narrow", 32), ("4096x512", "narrow", 32), ("4096x768", "row", 8), ("4096x1024", "row", 32)]
+    assert [(p["shape"], p["design"], p["calls_per_replay"]) for p in sweep["128"]] == [
+        ("128x4096", "row", 32), ("128x65536", "row", 32), ("128x262144", "cluster", 1)]
+    point = sweep["128"][2]
+    assert sorted(point["device_us"]) == ["copy", "cudnn", "fused_plain", "fused_rms", "triton"]  # torch absent
+    assert point["device_us"]["fused_rms"]["warm"] == pytest.approx(33.0 * 2 * 1.02)  # 2 x 4096^2 elements
+    assert point["device_us"]["fused_rms"]["cold"] == pytest.approx(1.5 * 33.0 * 2 * 1.02)
+    assert point["ratios"]["triton_over_fused_plain"]["warm"]["median"] == pytest.approx(36 / 32)
+    # a fixed shape's point is its graph32 and cold figures
+    fixed = sweep["4096"][3]
+    assert fixed["device_us"]["copy"] == {l2: synthetic_run.summaries["device"]["copy"]["4096x1024"][l2]["median"]
+                                         for l2 in ("warm", "cold")}
+    extremes = sweep["extremes"]
+    assert extremes["fused_plain_over_copy.max_n_ge_1024.warm"]["value"] == pytest.approx(32 / 30)
+    assert extremes["min_speedup.cudnn.cold"]["value"] == pytest.approx(1.5)
+    assert extremes["min_speedup.cudnn.cold"]["points"] == 7
+    assert not any(".torch." in key for key in extremes)  # absent: no figure, never a faked one
+    targets = {t["key"]: t for t in sweep["targets"]}
+    assert targets["fused_plain_within_copy_1.1x.max_n_ge_1024.warm"]["met"] is True
+    assert targets["faster_than_cudnn.every_point.cold"]["met"] is True
+    assert targets["faster_than_torch.every_point.warm"]["met"] is None
+
+
+# ---------------------------------------------------------------- the sweep's summary on hand-set timings
+SWEEP_PARAMETERS = fusion.Parameters(shapes="4096x1024,128x65536", baselines="cudnn", sweep_4096="4:10:2",
+                                     sweep_128="4096,65536,131072")
+# Per point, warm L2: (fused plain / copy, fused RMS / fused plain, cuDNN / fused plain); the copy takes 10 µs a call.
+# Cold L2 every time doubles, except fused plain at 4096x512 (1.3 times the copy's, fused RMS and cuDNN unchanged)
+# and cuDNN at 4096x1280 (1.1 times fused plain's).
+SWEEP_TIMES = {"4096x512": (1.22, 1.02, 2.0), "4096x768": (1.20, 1.05, 2.0), "4096x1024": (1.05, 1.04, 2.0),
+               "4096x1280": (1.08, 1.10, 0.98), "128x4096": (1.02, 1.00, 1.5), "128x65536": (1.04, 1.08, 2.0),
+               "128x131072": (1.06, 1.09, 1.25)}
+
+
+def sweep_warm_us(name: str, shape: str) -> float:
+    plain, rho, cudnn = SWEEP_TIMES[shape]
+    return 10.0 * {"copy": 1.0, "fused_plain": plain, "fused_rms": plain * rho, "cudnn": plain * cudnn, "row4": 3.0}[name]
+
+
+def sweep_cold_us(name: str, shape: str) -> float:
+    if (name, shape) == ("fused_plain", "4096x512"):
+        return 2 * 10.0 * 1.3
+    if (name, shape) == ("cudnn", "4096x1280"):
+        return 2 * 10.0 * 1.08 * 1.1
+    return 2 * sweep_warm_us(name, shape)
+
+
+@pytest.fixture(scope="module")
+def hand_sweep() -> dict:
+    samples = synthetic_samples(SWEEP_PARAMETERS, sweep_warm_us, sweep_cold_us)
+    plans = fusion.fused_plans(SWEEP_PARAMETERS, H200)
+    return summary.summarize_sweep(by_variant(samples), stats.summarize(samples), SWEEP_PARAMETERS, plans)
+
+
+def test_sweep_points_on_hand_set_timings(hand_sweep):
+    assert [p["shape"] for p in hand_sweep["4096"]] == ["4096x512", "4096x768", "4096x1024", "4096x1280"]
+    assert [p["shape"] for p in hand_sweep["128"]] == ["128x4096", "128x65536", "128x131072"]
+    points = {p["shape"]: p for p in hand_sweep["4096"] + hand_sweep["128"]}
+    assert {shape: p["design"] for shape, p in points.items()} == {
+        "4096x512": "narrow", "4096x768": "row", "4096x1024": "row", "4096x1280": "row", "128x4096": "row",
+        "128x65536": "row", "128x131072": "cluster"}
+    assert {shape: p["calls_per_replay"] for shape, p in points.items()} == {  # the fixed shapes' graph32 stand in
+        "4096x512": 16, "4096x768": 8, "4096x1024": 32, "4096x1280": 4, "128x4096": 32, "128x65536": 32,
+        "128x131072": 2}
+    point = points["4096x768"]
+    assert set(point["device_us"]) == {"copy", "fused_rms", "fused_plain", "cudnn"}  # never the row path
+    assert point["device_us"]["copy"] == {"warm": pytest.approx(10.2), "cold": pytest.approx(20.4)}  # wobble 1.02
+    assert point["device_us"]["fused_rms"]["warm"] == pytest.approx(10.2 * 1.2 * 1.05)
+    assert point["gbs"]["copy"]["warm"] == pytest.approx(8 * 4096 * 768 / 10.2e3)
+    ratios = points["4096x512"]["ratios"]
+    assert set(ratios) == {"fused_plain_over_copy", "fused_rms_over_copy", "fused_rms_over_fused_plain",
+                           "cudnn_over_fused_plain"}
+    assert ratios["fused_plain_over_copy"]["warm"]["median"] == pytest.approx(1.22)
+    assert ratios["fused_plain_over_copy"]["cold"]["median"] == pytest.approx(1.3)
+    assert ratios["fused_rms_over_fused_plain"]["cold"]["median"] == pytest.approx(1.22 * 1.02 / 1.3)
+    assert ratios["cudnn_over_fused_plain"]["cold"]["median"] == pytest.approx(1.22 * 2.0 / 1.3)
+
+
+def test_sweep_extremes_on_hand_set_timings(hand_sweep):
+    """The largest ratio over the copy at N >= 1024 and below, the smallest library speed-up and the price of rho,
+    warm and cold, with where each was."""
+    expected = {
+        "fused_plain_over_copy.max_n_ge_1024.warm": (1.08, "4096x1280"),
+        "fused_plain_over_copy.max_n_lt_1024.warm": (1.22, "4096x512"),
+        "fused_rms_over_copy.max_n_ge_1024.warm": (1.08 * 1.10, "4096x1280"),
+        "fused_rms_over_copy.max_n_lt_1024.warm": (1.20 * 1.05, "4096x768"),
+        "min_speedup.cudnn.warm": (0.98, "4096x1280"),
+        "price_of_rho.min.warm": (1.00, "128x4096"),
+        "price_of_rho.max.warm": (1.10, "4096x1280"),
+        "price_of_rho.median.warm": (1.05, None),     # of 1.00 1.02 1.04 1.05 1.08 1.09 1.10
+        "fused_plain_over_copy.max_n_ge_1024.cold": (1.08, "4096x1280"),
+        "fused_plain_over_copy.max_n_lt_1024.cold": (1.3, "4096x512"),
+        "fused_rms_over_copy.max_n_ge_1024.cold": (1.08 * 1.10, "4096x1280"),
+        "fused_rms_over_copy.max_n_lt_1024.cold": (1.20 * 1.05, "4096x768"),   # above 4096x512's 1.22 x 1.02
+        "min_speedup.cudnn.cold": (1.1, "4096x1280"),
+        "price_of_rho.min.cold": (1.22 * 1.02 / 1.3, "4096x512"),
+        "price_of_rho.max.cold": (1.10, "4096x1280"),
+        "price_of_rho.median.cold": (1.05, None)}     # of 0.957 1.00 1.04 1.05 1.08 1.09 1.10
+    extremes = hand_sweep["extremes"]
+    assert set(extremes) == set(expected)
+    for key, (value, shape) in expected.items():
+        assert (extremes[key]["value"], extremes[key]["shape"]) == (pytest.approx(value), shape), key
+    assert extremes["min_speedup.cudnn.warm"]["points"] == extremes["min_speedup.cudnn.cold"]["points"] == 7
+
+
+def test_sweep_targets_on_hand_set_timings(hand_sweep):
+    """Each fused mode within SWEEP_COPY_TARGETS of the copy (1.10 at N >= 1024, 1.25 below), fused plain faster
+    than every library at every point; a library not requested is not measured (None), never met."""
+    assert fusion.SWEEP_COPY_TARGETS == {"max_n_ge_1024": 1.10, "max_n_lt_1024": 1.25}
+    found = {t["key"]: (t["measured"], t["shape"], t["met"]) for t in hand_sweep["targets"]}
+    expected = {}
+    for l2, plain_lt, cudnn in (("warm", (1.22, "4096x512", True), (0.98, False)),
+                                ("cold", (1.3, "4096x512", False), (1.1, True))):
+        expected |= {
+            f"fused_plain_within_copy_1.1x.max_n_ge_1024.{l2}": (1.08, "4096x1280", True),
+            f"fused_plain_within_copy_1.25x.max_n_lt_1024.{l2}": plain_lt,
+            f"fused_rms_within_copy_1.1x.max_n_ge_1024.{l2}": (1.188, "4096x1280", False),
+            f"fused_rms_within_copy_1.25x.max_n_lt_1024.{l2}": (1.26, "4096x768", False),
+            f"faster_than_cudnn.every_point.{l2}": (cudnn[0], "4096x1280", cudnn[1]),
+            f"faster_than_torch.every_point.{l2}": (None, None, None),
+            f"faster_than_triton.every_point.{l2}": (None, None, None)}
+    assert set(found) == set(expected)
+    for key, (value, shape, met) in expected.items():
+        assert found[key] == (value if value is None else pytest.approx(value), shape, met), key
+    target = next(t for t in hand_sweep["targets"] if t["key"] == "fused_rms_within_copy_1.25x.max_n_lt_1024.warm")
+    assert (target["kind"], target["where"], target["l2"], target["threshold"]) == ("fused_rms", "max_n_lt_1024", "warm", 1.25)
+
+
+def test_sweep_headline_keys_on_hand_set_timings(hand_sweep):
+    empty = {"ratios": {"graph": {}, "stream": {}}, "device": {}, "shapes": [], "graph_pacing": {}, "targets": [],
+             "dram": {}}
+    headline = summary.headline(empty | {"sweep": hand_sweep})
+    assert set(headline) == ({f"sweep.{key}" for key in hand_sweep["extremes"]}
+                             | {f"sweep_target_met.{t['key']}" for t in hand_sweep["targets"] if t["met"] is not None})
+    assert len(headline) == 16 + 10
+    assert headline["sweep.price_of_rho.median.cold"] == pytest.approx(1.05)
+    assert headline["sweep_target_met.fused_plain_within_copy_1.25x.max_n_lt_1024.warm"] is True
+    assert headline["sweep_target_met.faster_than_cudnn.every_point.warm"] is False
+    assert "sweep_target_met.faster_than_torch.every_point.warm" not in headline  # not measured: no verdict
+
+
+def test_an_empty_sweep_summarises_to_nothing():
+    parameters = fusion.Parameters(shapes="4096x1024", baselines="", sweep_4096="", sweep_128="")
+    samples = synthetic_samples(parameters, sweep_warm_us, sweep_cold_us)
+    sweep = summary.summarize_sweep(by_variant(samples), stats.summarize(samples), parameters,
+                                    fusion.fused_plans(parameters, H200))
+    assert sweep["4096"] == sweep["128"] == [] and sweep["extremes"] == {}
+    assert {t["met"] for t in sweep["targets"]} == {None} and len(sweep["targets"]) == 2 * (4 + 3)
 
 
 def test_headline_keys_say_what_they_hold(synthetic_run):
@@ -330,6 +715,13 @@ def test_headline_keys_say_what_they_hold(synthetic_run):
     assert headline["target_met.fused_rms_within_copy_1.15x.4096x16384.cold"] is True
     assert "target_met.faster_than_torch.4096x4096.warm" not in headline  # not measured
     assert headline["dram_over_logical.row4.4096x4096"] == pytest.approx(1.0, rel=1e-4)
+    assert not any(key.startswith("dram_over_logical.") and key.endswith(".128x65536") for key in headline)  # ncu failed
+    for l2 in ("warm", "cold"):
+        assert headline[f"sweep.fused_plain_over_copy.max_n_ge_1024.{l2}"] == pytest.approx(32 / 30)
+        assert headline[f"sweep.min_speedup.triton.{l2}"] == pytest.approx(36 / 32)
+        assert headline[f"sweep_target_met.faster_than_triton.every_point.{l2}"] is True
+        assert f"sweep.min_speedup.torch.{l2}" not in headline
+        assert f"sweep_target_met.faster_than_torch.every_point.{l2}" not in headline
     json.dumps(headline, allow_nan=False)
 
 
@@ -346,32 +738,72 @@ def test_tables_figures_and_page_values_render(synthetic_run):
     assert values["torch_warm_summary"] == "not measured (library absent)"
     assert values["torch_4096x4096_warm_us"] == "n/a" and "torch" in values["libraries_absent"].lower()
     assert values["tier_128x65536"] == "streamed"
+    assert values["tier_4096x128"] == "registers, 32 lanes" and values["design_4096x128"].startswith("narrow rows")
+    assert values["fused_builds"] == "8"  # narrow at 128, 256 and 512 floats, 4 of the row kernel, 1 cluster
+    assert values["dram_4096x4096_status"] == "read by Nsight Compute"
+    assert values["dram_128x65536_status"].startswith("not read: ncu exited with status 1")
+    assert values["dram_fused_plain_4096x4096_ratio"] == "n/a"
+    assert values["sanitizer_memcheck"] == f"clean over {SANITIZER_CHECKS} checks"
+    assert values["sanitizer_racecheck"] == f"2 errors over {SANITIZER_CHECKS} checks"
+    assert values["sweep_points"] == "7" and values["sweep_points_4096"] == "4" and values["sweep_points_128"] == "3"
+    assert values["sweep_min_speedup_cudnn_warm"] == "1.50"
+    assert values["narrow_max_floats"] == "512" and values["cluster_min_cols"] == "131,072"
     assert all(isinstance(v, str) and v.strip() for v in values.values())
-    for table in (page.config_table, page.resource_table, page.device_table, page.copy_ratio_table,
+    for table in (page.config_table, page.policy_table, page.resource_table, page.device_table, page.copy_ratio_table,
                   page.library_ratio_table, page.pacing_table, page.host_table, page.submission_table,
-                  page.dram_table, page.targets_table, page.baseline_table):
+                  page.dram_table, page.targets_table, page.baseline_table, page.sweep_targets_table,
+                  page.sanitizer_table):
         rendered = table(synthetic_run)
         assert len(rendered) > 0, table.__name__
         assert "nan" not in rendered.to_html().lower(), table.__name__
-    for figure in (page.ratio_figure, page.bandwidth_figure, page.bytes_figure):
+    assert len(page.policy_table(synthetic_run)) == 4  # narrow and row at 4096 rows, row and cluster at 128
+    assert len(page.sweep_targets_table(synthetic_run)) == 2 * (4 + 3)
+    for figure in (page.ratio_figure, page.bandwidth_figure, page.bytes_figure, page.rho_figure):
         figure(synthetic_run)
+    for series in ("4096", "128"):
+        page.sweep_figure(synthetic_run, series)
     assert len(validation_summary(synthetic_run)) == 2
     assert dict(environment_rows(synthetic_run))["libraries"] == "cudnn 9.10.2"
 
 
-def test_every_glued_name_in_the_notebook_is_a_page_value(synthetic_run):
+def glued_names() -> set[str]:
+    import re
+
+    notebook = json.loads((REPO_ROOT / "book/fusion.ipynb").read_text())
+    prose = "".join("".join(c["source"]) for c in notebook["cells"] if c["cell_type"] == "markdown")
+    return set(re.findall(r"\{glue:md\}`([^`]+)`", prose))
+
+
+@pytest.fixture(scope="module")
+def every_library_run(tmp_path_factory) -> Run:
+    """The synthetic run with torch present too, the sanitizer not run."""
+    return Run.open(write_synthetic_run(tmp_path_factory.mktemp("evidence"), absent=None, sanitizer={}),
+                    require_sealed=False)
+
+
+def test_every_glued_name_in_the_notebook_is_a_page_value(every_library_run):
     import re
 
     from launchlab.chapters.fusion import page
 
+    glued = glued_names()
+    assert len(glued) > 50 and {"sweep_min_speedup_torch_warm", "sanitizer_memcheck", "sweep_points"} <= glued
+    values = page.page_values(every_library_run)
+    assert sorted(glued - set(values)) == []
+    assert values["sanitizer_memcheck"] == values["sanitizer_racecheck"] == "not run"
+    assert every_library_run.summaries["sanitizer"] == {} and not (every_library_run.path / "sanitizer").exists()
     notebook = json.loads((REPO_ROOT / "book/fusion.ipynb").read_text())
-    prose = "".join("".join(c["source"]) for c in notebook["cells"] if c["cell_type"] == "markdown")
-    glued = set(re.findall(r"\{glue:md\}`([^`]+)`", prose))
-    assert len(glued) > 50
-    assert sorted(glued - set(page.page_values(synthetic_run))) == []
     code = "".join("".join(c["source"]) for c in notebook["cells"] if c["cell_type"] == "code")
-    for called in re.findall(r"chapter\.(\w+)\(run\)", code):
+    for called in re.findall(r"chapter\.(\w+)\(run\b", code):
         assert callable(getattr(page, called)), called
+
+
+@pytest.mark.xfail(strict=True, reason="src defect: page.sweep_values gives no 'n/a' default for the sweep extremes "
+                                       "of a library absent from the run (sweep_min_speedup_torch_*), which the prose glues")
+def test_every_glued_name_is_a_page_value_with_a_library_absent(synthetic_run):
+    from launchlab.chapters.fusion import page
+
+    assert sorted(glued_names() - set(page.page_values(synthetic_run))) == []
 
 
 # ---------------------------------------------------------------- run.py end to end on fake GPU modules
@@ -414,12 +846,18 @@ class FakeTarget:
         return self.output()
 
 
-def fake_gpu_modules(monkeypatch, broken_library="triton"):
-    """Stand-ins for gpu.targets, gpu.capture, gpu.instruments, gpu.baselines and ncu's subprocess."""
+def fake_gpu_modules(monkeypatch, broken_library="triton") -> dict:
+    """Stand-ins for gpu.targets, gpu.fused_designs, gpu.capture, gpu.instruments, gpu.baselines, ncu's and
+    compute-sanitizer's subprocesses. Returns what the fakes were asked: {"designs": [(design, rows, cols, mode,
+    module)], "ncu": [(rows, cols, plan, cudnn)], "sanitizer": [(example, tools)]}."""
+    import importlib.util
     import sys
     import types
 
-    from launchlab.gpu import ncu
+    import launchlab.gpu
+    from launchlab.gpu import sanitizer
+
+    asked = {"designs": [], "ncu": [], "sanitizer": []}
 
     def as_float32(function):
         return lambda x: function(x).astype(np.float32)
@@ -430,6 +868,13 @@ def fake_gpu_modules(monkeypatch, broken_library="triton"):
     targets.FusedRow = lambda built, rows, cols, mode, shared, x: FakeTarget(
         x, as_float32(oracles.rms_softmax if mode == "rms" else oracles.softmax), 8, f"fused_{mode}")
     targets.DeviceCopy = lambda x: FakeTarget(x, lambda v: v.copy(), 8, "copy")
+    fused_designs = types.ModuleType("launchlab.gpu.fused_designs")
+
+    def make_target(design, built, rows, cols, mode="rms", x=None, **options):
+        asked["designs"].append((design, rows, cols, mode, built))
+        return FakeTarget(x, as_float32(oracles.rms_softmax if mode == "rms" else oracles.softmax), 8, f"{design}_{mode}")
+
+    fused_designs.make_target = make_target
 
     class Repeated:  # as gpu.targets.Repeated: `calls` calls of a target as one invocation, on its buffers
         def __init__(self, target, calls):
@@ -487,11 +932,25 @@ def fake_gpu_modules(monkeypatch, broken_library="triton"):
         return target, None
 
     baselines.make_baseline = make_baseline
-    for name, module in (("targets", targets), ("capture", capture), ("instruments", instruments),
-                         ("baselines", baselines)):
+    for name, module in (("targets", targets), ("fused_designs", fused_designs), ("capture", capture),
+                         ("instruments", instruments), ("baselines", baselines)):
         monkeypatch.setitem(sys.modules, f"launchlab.gpu.{name}", module)
-    monkeypatch.setattr(ncu, "ncu_dram_bytes",
-                        lambda rows, cols, config: {"command": ["ncu"], "returncode": 0, "csv": NCU_CSV, "error": None})
+        monkeypatch.setattr(launchlab.gpu, name, module, raising=False)  # `from launchlab.gpu import name` too
+    if importlib.util.find_spec("cupy") is None:  # sweep.run_sweep imports CuPy even for an empty sweep
+        monkeypatch.setitem(sys.modules, "cupy", types.ModuleType("cupy"))
+
+    def ncu_dram_bytes(rows, cols, plan, cudnn=True):
+        asked["ncu"].append((rows, cols, plan, cudnn))
+        return {"command": ["ncu"], "returncode": 0, "csv": NCU_CSV, "error": None}
+
+    def sanitize(example, tools=sanitizer.TOOLS, timeout_s=300):
+        asked["sanitizer"].append((example, tuple(tools)))
+        results = [sanitizer_result(tool, 0) for tool in tools]
+        return {"sanitizer": "/fake/compute-sanitizer", "error": None, "tools": results, "clean": True}
+
+    monkeypatch.setattr(ncu, "ncu_dram_bytes", ncu_dram_bytes)
+    monkeypatch.setattr(sanitizer, "sanitize", sanitize)
+    return asked
 
 
 def fake_session(writer, parameters):
@@ -543,11 +1002,14 @@ def fake_session(writer, parameters):
 
 def test_run_py_end_to_end_on_fake_gpu_modules(tmp_path, monkeypatch):
     """run.run(session) through the real Session, protocol, checks, samples and summary: every declared
-    variant of the contenders that set up is measured; a library failing the oracle is dropped with a note."""
+    variant of the contenders that set up is measured; a library failing the oracle is dropped with a note; the
+    fused kernel of each shape is the plan's; Nsight Compute and compute-sanitizer are asked as the parameters say.
+    (The sweep draws and checks its fixtures with CuPy on the GPU: left empty here.)"""
     from launchlab.chapters.fusion import run as chapter_run
 
-    fake_gpu_modules(monkeypatch)
-    parameters = fusion.Parameters(shapes="64x128,16x1001", profile_shape="64x128")
+    asked = fake_gpu_modules(monkeypatch)
+    parameters = fusion.Parameters(shapes="64x128,16x1001", profile_shapes="64x128", sweep_4096="", sweep_128="",
+                                   sanitizer_tools="memcheck")
     writer = evidence.RunWriter("20990101T000000Z-fake", tmp_path)
     session = fake_session(writer, parameters)
     chapter_run.run(session)
@@ -557,6 +1019,20 @@ def test_run_py_end_to_end_on_fake_gpu_modules(tmp_path, monkeypatch):
     declared = {str(spec.id) for spec in fusion.variants(parameters)}
     assert measured == {v for v in declared if VariantId.parse(v).target not in ("torch", "triton")}
     details = session.record.details
+    plans = details["fused_plans"]
+    assert plans == fusion.fused_plans(parameters, session.record.device)
+    assert {shape: plan["design"] for shape, plan in plans.items()} == {"64x128": "narrow", "16x1001": "row"}
+    assert set(session.builds) == {"row_softmax", "instruments", plans["64x128"]["module"], plans["16x1001"]["module"]}
+    assert {(design, rows, cols, mode) for design, rows, cols, mode, _ in asked["designs"]} == {
+        ("narrow", 64, 128, "rms"), ("narrow", 64, 128, "plain")}   # the row kernel (FusedRow) serves 16x1001
+    assert all(built.defines == plans["64x128"]["defines"] for *_, built in asked["designs"])
+    assert asked["ncu"] == [(64, 128, plans["64x128"], True)]
+    assert asked["sanitizer"] == [("fusion", ("memcheck",))]
+    assert json.loads((writer.path / "sanitizer/memcheck.json").read_text())["errors"] == 0
+    assert details["sanitizer"]["tools"] == ["memcheck"] and details["sanitizer"]["clean"] is True
+    assert summaries["sanitizer"]["memcheck"]["clean"] and "racecheck" not in summaries["sanitizer"]
+    assert summaries["sweep"]["4096"] == summaries["sweep"]["128"] == [] and summaries["sweep"]["extremes"] == {}
+    assert not any(key.startswith("sweep") for key in headline)
     assert "PyTorch cannot be imported" in details["baselines"]["torch"]["unavailable"]["64x128"]
     assert "failed the float64 softmax oracle" in details["baselines"]["triton"]["unavailable"]["16x1001"]
     assert session.record.environment["libraries"] == {"cudnn": "1.0", "triton": "1.0"}

@@ -1,10 +1,16 @@
 """GPU: the three fused softmax designs (kernels/softmax_designs.cu) against the float64 oracles, in
-both modes, on fresh seeds: the launch policy's picks, every design forced onto irregular shapes
-(1823x781, one row, one column, cols not a multiple of 4 or of the cluster width, rows longer
-than a cluster's shared memory), repeated and graph-replayed invocations, and poisoned outputs."""
+both modes, on fresh seeds: the launch policy's picks (the row kernel of kernels/fused_softmax.cu where the
+policy says "row"), every design forced onto irregular shapes (1823x781, one row, one column, cols not a
+multiple of 4 or of the cluster width, rows longer than a cluster's shared memory), cluster slices in
+registers (SLICE_REGS > 0) and in shared memory, repeated and graph-replayed invocations, and poisoned
+outputs.
+
+`forced_configurations` lists every build this file asks for; tests/test_fused_designs.py compiles each
+with nvcc on the CPU (no spills, no local memory)."""
 import numpy as np
 import pytest
 
+from launchlab.chapters import fusion
 from launchlab.model import fused_policy, oracles
 from launchlab.model import workloads
 
@@ -32,12 +38,12 @@ def device(backend):
 _MODULES = {}
 
 
-def module(defines):
+def module(defines, family=fused_policy.FAMILY):
     from launchlab.gpu import build
 
-    key = tuple(sorted(defines.items()))
+    key = (family, tuple(sorted(defines.items())))
     if key not in _MODULES:
-        _MODULES[key] = build.load_module(fused_policy.FAMILY, defines)
+        _MODULES[key] = build.load_module(family, defines)
     return _MODULES[key]
 
 
@@ -54,36 +60,105 @@ def check(target, seed_index=0, label=""):
     y = target.compute(x)
     function, tolerance = ORACLES[target.mode]
     result = oracles.compare_by_row_blocks(y, oracles.by_row_blocks(function, x), tolerance)
+    described = target.describe() if hasattr(target, "describe") else {}
     assert result["passed"], f"seed {FRESH_SEED}, {target.name} {target.rows}x{target.cols} {label}: " \
-                             f"{target.describe()} {result}"
+                             f"{described} {result}"
     return y
+
+
+# ---------------------------------------------------------------- the parameters of the cases below
+# (shared with forced_configurations, so that the CPU compile test builds exactly what this file builds)
+POLICY_SHAPES = {  # shape: the design the declared policy (fused_policy.design_for) picks on a 132-SM H200
+    (4096, 128): "narrow", (4096, 512): "narrow", (1, 1): "narrow", (3, 257): "narrow", (2, 509): "narrow",
+    (4096, 1024): "row", (4096, 4096): "row", (128, 65536): "row", (1823, 781): "row", (33, 1030): "row",
+    (9, 65536): "row", (132, 131072): "row",
+    (3, 131075): "cluster", (128, 131072): "cluster", (128, 262144): "cluster", (16, 300000): "cluster",
+    (2, 1_000_003): "split", (8, 458753): "split"}
+LANES = [1, 2, 4, 8, 16, 32]
+LANES_SHAPE = (77, 29)  # cols % 4 = 1: rows start at every alignment; 8 chunks, which one lane still holds
+NARROW_IRREGULAR = [(1823, 781, 32), (1, 1, 1), (1, 1, 32), (5, 1, 4), (1, 3, 8), (37, 17, 2), (64, 1021, 32),
+                    (64, 1024, 32), (100, 128, 8), (99, 130, 16), (40000, 6, 1)]
+NARROW_STRIDE = (300_000, 33, {"lanes": 4, "block": 32})
+CLUSTER_WIDTHS = [1, 2, 4, 8, 16]
+CLUSTER_SHAPES = [(3, 4099), (5, 1), (1, 1), (2, 31), (1823, 781), (7, 20001)]
+CLUSTER_PLACES = {"policy": {}, "shared": {"slice_regs": 0}}  # the slice where the config puts it, or forced to shared
+CLUSTER_LARGE = [(2, 450_001, 16), (3, 228_001, 8), (128, 65536, 4), (4, 57337, 2)]  # the last: CLUSTER_SLICE_BYTES
+CLUSTER_REGISTERS = [  # (rows, cols, choices): slices in registers, SLICE_REGS > 0
+    (3, 131075, {}),                              # the policy's config: 16 blocks x 16 chunks per thread
+    (128, 131072, {}),                            # the policy's config at the sweep's 128 x 131072: 8 chunks
+    (5, 8001, {"cluster": 4, "slice_regs": 2}),   # slices of 501 (the last 498) of 2 x 256 chunks, rows unaligned
+    (3, 30001, {"cluster": 8, "block": 128}),     # 128 threads x 8 chunks
+    (1, 5, {"cluster": 16}),                      # 2 chunks: fourteen blocks of the cluster hold nothing
+    (2, 31, {"cluster": 16, "slice_regs": 4})]    # more registers than the slice needs
+SPLIT_CASES = [
+    (1, 1, {}, True), (3, 1, {}, True), (1, 1_000_003, {}, True),          # one row over every resident block
+    (2, 1_000_003, {}, True),                  # longer than a cluster's shared memory, kept over 132 pieces
+    (2, 1_000_003, {"pieces": 8}, False),      # the same over 8 pieces: too long to keep, x read twice
+    (3, 70001, {"pieces": 2}, False), (5, 4097, {"pieces": 3}, True),
+    (300, 5001, {}, True),                                                  # more rows than resident blocks
+    (600, 3001, {"pieces": 2}, True),                                       # several grid steps with barriers
+    (1823, 781, {"blocks_per_sm": 1}, True)]
+REPEATED = [("split", 2, 1_000_003), ("split", 1, 4099), ("cluster", 3, 4099), ("cluster", 3, 131075),
+            ("narrow", 1823, 781)]
+POISONED = {"narrow": ("narrow", {}), "cluster-registers": ("cluster", {}),
+            "cluster-shared": ("cluster", {"slice_regs": 0}), "split": ("split", {})}
+POISON_SHAPE = (9, 1021)  # the longest unaligned row 32 lanes x 8 chunks hold
+
+
+def forced_configurations(sm_count: int) -> list[tuple[str, dict]]:
+    """(design, defines) of every softmax_designs build this file loads on a GPU of `sm_count` SMs."""
+    found = []
+    for shape, design in POLICY_SHAPES.items():
+        if design != "row":
+            found.append((design, fused_policy.design_defines(design, *shape, sm_count)))
+    found += [("narrow", fused_policy.design_defines("narrow", *LANES_SHAPE, sm_count, lanes=lanes)) for lanes in LANES]
+    found += [("narrow", fused_policy.design_defines("narrow", rows, cols, sm_count, lanes=lanes))
+              for rows, cols, lanes in NARROW_IRREGULAR]
+    found.append(("narrow", fused_policy.design_defines("narrow", *NARROW_STRIDE[:2], sm_count, **NARROW_STRIDE[2])))
+    found += [("cluster", fused_policy.design_defines("cluster", rows, cols, sm_count, cluster=width, **place))
+              for width in CLUSTER_WIDTHS for rows, cols in CLUSTER_SHAPES for place in CLUSTER_PLACES.values()]
+    found += [("cluster", fused_policy.design_defines("cluster", rows, cols, sm_count, cluster=width, slice_regs=0))
+              for rows, cols, width in CLUSTER_LARGE]
+    found += [("cluster", fused_policy.design_defines("cluster", rows, cols, sm_count, **choices))
+              for rows, cols, choices in CLUSTER_REGISTERS]
+    found += [(design, fused_policy.design_defines(design, rows, cols, sm_count)) for design, rows, cols in REPEATED]
+    found += [(design, fused_policy.design_defines(design, *POISON_SHAPE, sm_count, **choices))
+              for design, choices in POISONED.values()]
+    found.append(("split", fused_policy.design_defines("split", 1, 1, sm_count)))
+    found.append(("cluster", fused_policy.design_defines("cluster", 513, 1000, sm_count, cluster=2)))
+    found.append(("narrow", fused_policy.design_defines("narrow", 513, 1000, sm_count)))
+    found.append(("narrow", fused_policy.design_defines("narrow", 4, 128, sm_count, lanes=8, row_chunks=4)))
+    found.append(("cluster", fused_policy.design_defines("cluster", 5, 8001, sm_count, cluster=4, slice_regs=1)))
+    return found
 
 
 # ---------------------------------------------------------------- the policy's picks
 @pytest.mark.parametrize("mode", MODES)
-@pytest.mark.parametrize("shape", [(4096, 128), (4096, 512), (4096, 1024), (4096, 4096), (128, 65536),
-                                   (1823, 781), (1, 1), (3, 257), (33, 1030), (9, 65536), (8, 65536),
-                                   (2, 1_000_003)])
+@pytest.mark.parametrize("shape", list(POLICY_SHAPES))
 def test_policy_pick_matches_oracle(device, shape, mode):
-    from launchlab.gpu import fused_designs as designs
+    """The fused kernel the chapter runs for a shape (fusion.fused_plan: the declared policy and its config)."""
+    from launchlab.chapters.fusion.run import make_fused
 
-    design, config = fused_policy.launch_policy(*shape, device)
-    target = designs.make_target(design, module(config["defines"]), *shape, mode)
-    check(target, label=f"policy {design} {config['defines']}")
+    plan = fusion.fused_plan(*shape, device)
+    assert plan["design"] == POLICY_SHAPES[shape], plan
+    built = {plan["module"]: module(plan["defines"], plan["family"])}
+    target = make_fused(built, plan, *shape, mode, None)
+    check(target, label=f"policy {plan['design']} {plan['defines']}")
 
 
 # ---------------------------------------------------------------- narrow
 @pytest.mark.parametrize("mode", MODES)
-@pytest.mark.parametrize("lanes", [1, 2, 4, 8, 16, 32])
+@pytest.mark.parametrize("lanes", LANES)
 def test_narrow_every_lane_count(device, lanes, mode):
-    """77 rows of 61: cols % 4 = 1, so rows start at every alignment and straddle chunks."""
-    check(target_for("narrow", 77, 61, mode, device["sm_count"], lanes=lanes))
+    """77 rows of 29: cols % 4 = 1, so rows start at every alignment and straddle chunks; 8 chunks at the worst
+    alignment, so one lane (of at most NARROW_MAX_ROW_CHUNKS chunks) still holds a row."""
+    target = target_for("narrow", *LANES_SHAPE, mode, device["sm_count"], lanes=lanes)
+    assert target.lanes == lanes and target.lanes * target.row_chunks >= fused_policy.worst_chunks(*LANES_SHAPE)
+    check(target)
 
 
 @pytest.mark.parametrize("mode", MODES)
-@pytest.mark.parametrize("rows, cols, lanes", [
-    (1823, 781, 32), (1, 1, 1), (1, 1, 32), (5, 1, 4), (1, 3, 8), (37, 17, 2), (64, 1021, 32), (64, 1024, 32),
-    (100, 128, 8), (99, 130, 16), (40000, 6, 1)])
+@pytest.mark.parametrize("rows, cols, lanes", NARROW_IRREGULAR)
 def test_narrow_irregular_shapes(device, rows, cols, lanes, mode):
     check(target_for("narrow", rows, cols, mode, device["sm_count"], lanes=lanes))
 
@@ -91,7 +166,8 @@ def test_narrow_irregular_shapes(device, rows, cols, lanes, mode):
 @pytest.mark.parametrize("mode", MODES)
 def test_narrow_grid_strides_past_the_resident_blocks(device, mode):
     """More row groups than SMs x resident blocks: warps take several groups each."""
-    target = target_for("narrow", 300_000, 33, mode, device["sm_count"], lanes=4, block=32)
+    rows, cols, choices = NARROW_STRIDE
+    target = target_for("narrow", rows, cols, mode, device["sm_count"], **choices)
     (_, grid, block, _), = target.launches
     assert grid[0] * block[0] // target.lanes < target.rows
     check(target)
@@ -99,40 +175,69 @@ def test_narrow_grid_strides_past_the_resident_blocks(device, mode):
 
 # ---------------------------------------------------------------- cluster
 @pytest.mark.parametrize("mode", MODES)
-@pytest.mark.parametrize("width", [1, 2, 4, 8, 16])
-@pytest.mark.parametrize("rows, cols", [(3, 4099), (5, 1), (1, 1), (2, 31), (1823, 781), (7, 20001)])
-def test_cluster_every_width(device, rows, cols, width, mode):
-    """cols not a multiple of 4 nor of the width; one column leaves all but one block empty."""
-    check(target_for("cluster", rows, cols, mode, device["sm_count"], cluster=width))
+@pytest.mark.parametrize("place", list(CLUSTER_PLACES))
+@pytest.mark.parametrize("width", CLUSTER_WIDTHS)
+@pytest.mark.parametrize("rows, cols", CLUSTER_SHAPES)
+def test_cluster_every_width(device, rows, cols, width, place, mode):
+    """cols not a multiple of 4 nor of the width; one column leaves all but one block empty. Each slice where
+    cluster_config puts it (registers, but shared memory for 7 x 20001 in one block) and forced to shared memory."""
+    target = target_for("cluster", rows, cols, mode, device["sm_count"], cluster=width, **CLUSTER_PLACES[place])
+    assert (target.shared_bytes == 0) == (target.slice_regs > 0)
+    if place == "shared":
+        assert target.slice_regs == 0 and target.shared_bytes == 16 * -(-fused_policy.worst_chunks(rows, cols) // width)
+    check(target)
 
 
 @pytest.mark.parametrize("mode", MODES)
-@pytest.mark.parametrize("rows, cols, width", [(2, 450_001, 16), (3, 230_001, 8), (128, 65536, 4), (4, 65537, 2)])
+@pytest.mark.parametrize("rows, cols, width", CLUSTER_LARGE)
 def test_cluster_large_slices(device, rows, cols, width, mode):
-    """Slices past 48 KiB (the opt-in dynamic shared memory), up to about 110 KiB per block."""
-    target = target_for("cluster", rows, cols, mode, device["sm_count"], cluster=width)
+    """Slices past 48 KiB (the opt-in dynamic shared memory), up to CLUSTER_SLICE_BYTES per block (112 KiB, where
+    cluster_config stops), in shared memory."""
+    target = target_for("cluster", rows, cols, mode, device["sm_count"], cluster=width, slice_regs=0)
     assert target.shared_bytes > 48 * 1024
     check(target)
 
 
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("rows, cols, choices", CLUSTER_REGISTERS)
+def test_cluster_slices_in_registers(device, rows, cols, choices, mode):
+    """SLICE_REGS > 0: each thread keeps up to SLICE_REGS chunks of its block's slice in registers, no dynamic
+    shared memory; unaligned rows, a short last slice, empty blocks, a smaller block."""
+    target = target_for("cluster", rows, cols, mode, device["sm_count"], **choices)
+    assert target.slice_regs > 0 and target.shared_bytes == 0
+    assert target.slice_regs * target.block >= -(-fused_policy.worst_chunks(rows, cols) // target.cluster)
+    check(target, seed_index=1)
+
+
+def test_cluster_policy_config_keeps_slices_in_registers(device):
+    """3 x 131075 is the policy's cluster in registers: 16 blocks, 16 chunks per thread, one launch per call."""
+    plan = fusion.fused_plan(3, 131075, device)
+    assert plan["design"] == "cluster" and plan["defines"]["CLUSTER"] == fused_policy.MAX_CLUSTER
+    assert plan["defines"]["SLICE_REGS"] == fused_policy.CLUSTER_MAX_SLICE_REGS
+    target = target_for("cluster", 3, 131075, "rms", device["sm_count"])
+    assert target.describe() == {"design": "cluster", "grid": 3 * 16, "block": 256, "shared_bytes": 0,
+                                 "cluster": 16, "slice_regs": 16}
+    check(target, seed_index=2)
+
+
+def test_cluster_rejects_a_slice_longer_than_its_registers(device):
+    from launchlab.gpu import fused_designs as designs
+
+    defines = fused_policy.design_defines("cluster", 5, 8001, device["sm_count"], cluster=4, slice_regs=1)
+    with pytest.raises(ValueError, match="registers"):
+        designs.ClusterRow(module(defines), 5, 8001, "rms")  # slices of 501 chunks, 256 in registers
+
+
 # ---------------------------------------------------------------- split
 @pytest.mark.parametrize("mode", MODES)
-@pytest.mark.parametrize("rows, cols, options, kept", [
-    (1, 1, {}, True), (3, 1, {}, True), (1, 1_000_003, {}, True),          # one row over every resident block
-    (2, 1_000_003, {}, True),                  # longer than a cluster's shared memory, kept over 132 pieces
-    (2, 1_000_003, {"pieces": 8}, False),      # the same over 8 pieces: too long to keep, x read twice
-    (3, 70001, {"pieces": 2}, False), (5, 4097, {"pieces": 3}, True),
-    (300, 5001, {}, True),                                                  # more rows than resident blocks
-    (600, 3001, {"pieces": 2}, True),                                       # several grid steps with barriers
-    (1823, 781, {"blocks_per_sm": 1}, True)])
+@pytest.mark.parametrize("rows, cols, options, kept", SPLIT_CASES)
 def test_split_shapes(device, rows, cols, options, kept, mode):
     target = target_for("split", rows, cols, mode, device["sm_count"], options=options)
     assert (target.shared_bytes > 0) == kept, target.describe()
     check(target)
 
 
-@pytest.mark.parametrize("design, rows, cols", [("split", 2, 1_000_003), ("split", 1, 4099), ("cluster", 3, 4099),
-                                                ("narrow", 1823, 781)])
+@pytest.mark.parametrize("design, rows, cols", REPEATED)
 def test_repeated_invocations_and_graph_replay(backend, device, design, rows, cols):
     """The split design's per-row counters return to a consistent state after each invocation:
     back-to-back invocations, then a captured graph replayed, still match the oracle."""
@@ -170,11 +275,12 @@ def test_designs_share_one_input_buffer(device):
 
 
 # ---------------------------------------------------------------- poison
-@pytest.mark.parametrize("design", ["narrow", "cluster", "split"])
-def test_poisoned_output_fails(backend, device, design):
+@pytest.mark.parametrize("case", list(POISONED))
+def test_poisoned_output_fails(backend, device, case):
     """An output the kernel never wrote fails: poisoned and not invoked, or one row's worth restored."""
-    rows, cols = 9, 1021  # the longest unaligned row the narrow design holds
-    target = target_for(design, rows, cols, "rms", device["sm_count"])
+    design, choices = POISONED[case]
+    rows, cols = POISON_SHAPE
+    target = target_for(design, rows, cols, "rms", device["sm_count"], **choices)
     x = workloads.rms_softmax_fixture(FRESH_SEED, 8, rows, cols)
     reference = oracles.rms_softmax(x)
     target.load(x)
