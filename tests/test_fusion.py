@@ -343,7 +343,8 @@ NCU_KERNELS = [
 ]
 NCU_CSV = "\n".join(["==PROF== Connected to process 1234", NCU_HEADER]
                     + [line for kernel_id, kernel, read, write in NCU_KERNELS
-                       for line in ncu_lines(kernel_id, kernel, read, write, read_unit="Mbyte" if kernel == "row_exp_sum" else None)]
+                       for line in ncu_lines(kernel_id, kernel, read, write,
+                                             read_unit="Mbyte" if kernel == "row_exp_sum" else None)]
                     + ["==PROF== Disconnected from process 1234", ""])
 
 
@@ -488,8 +489,8 @@ def write_synthetic_run(root: Path, run_id: str = "20990101T000000Z-ch03", param
     writer.write_text("profiles/ncu_4096x4096.csv", NCU_CSV)
     writer.write_json("profiles/ncu_4096x4096.json", {"command": ["ncu"], "returncode": 0, "error": None})
     writer.write_text("profiles/ncu_128x65536.csv", "")
-    writer.write_json("profiles/ncu_128x65536.json", {"command": ["ncu"], "returncode": 1,
-                                                      "error": "ncu exited with status 1 and no counter values: ERR_NVGPUCTRPERM"})
+    writer.write_json("profiles/ncu_128x65536.json", {
+        "command": ["ncu"], "returncode": 1, "error": "ncu exited with status 1 and no counter values: ERR_NVGPUCTRPERM"})
     for tool, errors in sanitizer.items():
         writer.write_json(f"sanitizer/{tool}.json", sanitizer_result(tool, errors))
     writer.write_json("validation.json", [
@@ -674,7 +675,8 @@ def test_sweep_targets_on_hand_set_timings(hand_sweep):
     for key, (value, shape, met) in expected.items():
         assert found[key] == (value if value is None else pytest.approx(value), shape, met), key
     target = next(t for t in hand_sweep["targets"] if t["key"] == "fused_rms_within_copy_1.25x.max_n_lt_1024.warm")
-    assert (target["kind"], target["where"], target["l2"], target["threshold"]) == ("fused_rms", "max_n_lt_1024", "warm", 1.25)
+    assert (target["kind"], target["where"], target["l2"], target["threshold"]) == (
+        "fused_rms", "max_n_lt_1024", "warm", 1.25)
 
 
 def test_sweep_headline_keys_on_hand_set_timings(hand_sweep):
