@@ -104,24 +104,29 @@ def run(session) -> None:
 
 def make_targets(session, modules, plan, rows, cols, libraries) -> dict:
     """{contender: Target} on one shared input matrix; a library that cannot be set up is noted, not made."""
-    from launchlab.gpu import baselines
     from launchlab.gpu.targets import DeviceCopy, RowPath
 
     row = RowPath(modules["row_softmax"], rows, cols)
     targets = {"copy": DeviceCopy(row.x), "row4": row,
                "fused_rms": make_fused(modules, plan, rows, cols, "rms", row.x),
                "fused_plain": make_fused(modules, plan, rows, cols, "plain", row.x)}
-    shape = workloads.shape_name(rows, cols)
+    add_libraries(session, targets, row.x, workloads.shape_name(rows, cols), libraries)
+    declared = contenders(session.parameters)
+    return {name: targets[name] for name in declared if name in targets}
+
+
+def add_libraries(session, targets: dict, x, shape: str, libraries: dict) -> None:
+    """Each requested library's Target on x into `targets`; one that cannot be set up is noted, not made."""
+    from launchlab.gpu import baselines
+
     for name in libraries:
-        target, reason = baselines.make_baseline(name, row.x, session.backend.stream)
+        target, reason = baselines.make_baseline(name, x, session.backend.stream)
         if target is None:
             libraries[name]["unavailable"][shape] = reason
             continue
         libraries[name]["setup"][shape] = target.describe()
         session.library(name, target.version())
         targets[name] = target
-    declared = contenders(session.parameters)
-    return {name: targets[name] for name in declared if name in targets}
 
 
 def screen_libraries(session, targets: dict, rows: int, cols: int, libraries: dict) -> None:

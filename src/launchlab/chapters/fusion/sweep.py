@@ -32,10 +32,13 @@ def device_fixture(base_seed: int, index: int, rows: int, cols: int):
     return x
 
 
-def underlying(variant):
-    while hasattr(variant, "target"):
-        variant = variant.target
-    return variant
+def compute_on_device(variant, x, stream):
+    """One poisoned invocation of a variant on a device fixture; its y, on the device."""
+    variant.load(x)
+    variant.poison()
+    variant.invoke()
+    stream.synchronize()
+    return variant.device_output()
 
 
 def validate_on_device(session, variants: dict, rows: int, cols: int, index: int, phase: str) -> None:
@@ -46,11 +49,7 @@ def validate_on_device(session, variants: dict, rows: int, cols: int, index: int
     references = {}
     stream = session.backend.stream
     for vid, variant in variants.items():
-        variant.load(x)
-        variant.poison()
-        variant.invoke()
-        stream.synchronize()
-        y = variant.device_output()
+        y = compute_on_device(variant, x, stream)
         labels = {"variant": str(vid), "fixture": index, "phase": phase, "on_device": True,
                   "input": {"generator": GENERATOR, "seed": workloads.fixture_seed(session.parameters.fixture_seed, index)}}
         oracle = CONTENDERS[vid.target].oracle
@@ -72,23 +71,14 @@ def make_sweep_targets(session, modules, plan, rows, cols, libraries) -> dict:
     """{contender: Target} for a sweep point, on one input buffer; a library that cannot be set up is noted."""
     import cupy
 
-    from launchlab.chapters.fusion.run import make_fused
-    from launchlab.gpu import baselines
+    from launchlab.chapters.fusion.run import add_libraries, make_fused
     from launchlab.gpu.targets import DeviceCopy
 
     copy = DeviceCopy(cupy.empty((rows, cols), dtype=cupy.float32))
     targets = {"copy": copy}
     for name, mode in FUSED_MODES.items():
         targets[name] = make_fused(modules, plan, rows, cols, mode, copy.x)
-    shape = workloads.shape_name(rows, cols)
-    for name in libraries:
-        target, reason = baselines.make_baseline(name, copy.x, session.backend.stream)
-        if target is None:
-            libraries[name]["unavailable"][shape] = reason
-            continue
-        libraries[name]["setup"][shape] = target.describe()
-        session.library(name, target.version())
-        targets[name] = target
+    add_libraries(session, targets, copy.x, workloads.shape_name(rows, cols), libraries)
     declared = sweep_contenders(session.parameters)
     return {name: targets[name] for name in declared if name in targets}
 
@@ -102,12 +92,8 @@ def screen_on_device(session, targets: dict, rows: int, cols: int, libraries: di
     reference = None
     for name in [n for n in targets if CONTENDERS[n].library]:
         reference = oracles.softmax(x, xp=cupy) if reference is None else reference
-        target = targets[name]
-        target.load(x)
-        target.poison()
-        target.invoke()
-        session.backend.stream.synchronize()
-        result = oracles.compare(target.device_output(), reference, oracles.SOFTMAX_TOLERANCE, xp=cupy)
+        output = compute_on_device(targets[name], x, session.backend.stream)
+        result = oracles.compare(output, reference, oracles.SOFTMAX_TOLERANCE, xp=cupy)
         if not result["passed"]:
             libraries[name]["unavailable"][shape] = (
                 f"failed the float64 softmax oracle before timing ({result['failing_elements']} of "
