@@ -271,11 +271,14 @@ def test_sanitizer_cases_cover_every_design_and_place():
     places = set()
     for label, design, rows, cols, choices in sanitize.CASES:
         if design == "row":
-            places.add(("row", fusion.fused_config(rows, cols, H200["shared_bytes_per_block_optin"])["tier"]))
+            config = fusion.fused_config(rows, cols, H200["shared_bytes_per_block_optin"], SMS)
+            wide = config["block"] > 32 and config["defines"]["REG_CHUNKS"] == fusion.FEW_ROWS_REG_CHUNKS
+            places.add(("row", config["tier"] + (", few rows" if wide else "")))
         elif design == "cluster":
             d = designs.design_defines(design, rows, cols, SMS, **choices)
             places.add(("cluster", "registers" if d["SLICE_REGS"] else "shared"))
         else:
             places.add((design, None))
-    assert places == {("narrow", None), ("row", "registers"), ("row", "shared"), ("row", "streamed"),
+    assert places == {("narrow", None), ("row", "registers"), ("row", "registers, few rows"), ("row", "shared"),
+                      ("row", "streamed"),
                       ("cluster", "registers"), ("cluster", "shared"), ("split", None)}

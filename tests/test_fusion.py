@@ -250,6 +250,26 @@ def test_fused_policy_per_shape(rows, cols, tier, block, reg_chunks):
         assert config["shared_bytes"] == 0
 
 
+@pytest.mark.parametrize("rows, cols, block", [(128, 5000, 256), (128, 8192, 256), (128, 12345, 512),
+                                              (128, 16384, 512), (131, 32768, 1024), (1, 32765, 1024)])
+def test_few_rows_keep_long_rows_in_registers(rows, cols, block):
+    """Fewer rows than SMs: rows of up to 8 x 1024 chunks stay in registers, 8 chunks a thread, the smallest
+    power-of-two block (at least 256) that holds them, under the wider register budget."""
+    config = fusion.fused_config(rows, cols, H200_SHARED_OPTIN, 132)
+    assert (config["tier"], config["block"], config["defines"]["REG_CHUNKS"]) == ("registers", block, 8)
+    assert config["defines"]["MIN_BLOCKS"] == fusion.min_blocks(block, fusion.WIDE_REGISTER_BUDGET)
+    assert fusion.fused_tier(rows, cols, block, 0, 8) == "registers"
+    many = fusion.fused_config(132, cols, H200_SHARED_OPTIN, 132)   # as many rows as SMs: the old tiers
+    assert many["defines"]["REG_CHUNKS"] == fusion.REG_CHUNKS and many["tier"] != "registers"
+
+
+def test_few_rows_rule_stops_at_8_x_1024_chunks_and_needs_the_sm_count():
+    assert fusion.fused_config(128, 32768, H200_SHARED_OPTIN, 132)["tier"] == "registers"
+    assert fusion.fused_config(128, 32772, H200_SHARED_OPTIN, 132)["tier"] == "shared"   # 8193 chunks
+    assert fusion.fused_config(128, 8192, H200_SHARED_OPTIN)["tier"] == "shared"         # no SM count given
+    assert fusion.fused_config(128, 4096, H200_SHARED_OPTIN, 132) == fusion.fused_config(128, 4096, H200_SHARED_OPTIN)
+
+
 def test_tier_follows_the_kernels_rule_and_builds_are_shared():
     assert fusion.fused_tier(2, 16384, 1024, 0) == "registers"
     assert fusion.fused_tier(2, 16384, 512, 0) == "streamed"
@@ -257,7 +277,7 @@ def test_tier_follows_the_kernels_rule_and_builds_are_shared():
     assert fusion.fused_tier(2, 16384, 512, 65535) == "streamed"
     assert [fusion.min_blocks(b) for b in (32, 64, 128, 256, 512, 1024)] == [32, 20, 10, 5, 2, 1]
     assert [fusion.min_blocks(b, 64) for b in (32, 64, 128, 256, 512, 1024)] == [32, 16, 8, 4, 2, 1]
-    configs = fusion.fused_configs(fusion.Parameters().shapes, H200_SHARED_OPTIN)
+    configs = fusion.fused_configs(fusion.Parameters().shapes, H200_SHARED_OPTIN, H200["sm_count"])
     assert configs["4096x128"]["module"] == configs["4096x512"]["module"]  # one build serves both
     assert len({c["module"] for c in configs.values()}) == 5
 
@@ -800,12 +820,48 @@ def test_every_glued_name_in_the_notebook_is_a_page_value(every_library_run):
         assert callable(getattr(page, called)), called
 
 
-@pytest.mark.xfail(strict=True, reason="src defect: page.sweep_values gives no 'n/a' default for the sweep extremes "
-                                       "of a library absent from the run (sweep_min_speedup_torch_*), which the prose glues")
 def test_every_glued_name_is_a_page_value_with_a_library_absent(synthetic_run):
     from launchlab.chapters.fusion import page
 
-    assert sorted(glued_names() - set(page.page_values(synthetic_run))) == []
+    values = page.page_values(synthetic_run)
+    assert sorted(glued_names() - set(values)) == []
+    assert values["sweep_min_speedup_torch_warm"] == values["sweep_min_speedup_torch_cold"] == "n/a"
+    assert values["sweep_min_speedup_torch_warm_at"] == "no point: torch.softmax was not timed in the sweep"
+    assert values["sweep_min_speedup_cudnn_warm"] == "1.50"   # the libraries that ran keep their figures
+
+
+def test_every_sweep_extreme_the_summary_gives_has_a_default(every_library_run):
+    from launchlab.chapters.fusion import page
+
+    assert sorted(every_library_run.summaries["sweep"]["extremes"]) == sorted(page.SWEEP_EXTREME_KEYS)
+
+
+# Runs whose prose has the least to glue: no sweep at all; no library requested, with a sweep only below N = 1024.
+NO_SWEEP = fusion.Parameters(sweep_4096="", sweep_128="")
+NO_LIBRARY = fusion.Parameters(baselines="", sweep_4096="2:4:2", sweep_128="")
+
+
+@pytest.mark.parametrize("parameters, expected", [
+    (NO_SWEEP, {"sweep_points": "0", "sweep_price_of_rho_median_warm": "n/a",
+                "sweep_fused_plain_over_copy_max_n_ge_1024_warm_at": "no point: this run had no sweep",
+                "sweep_min_speedup_cudnn_warm_at": "no point: this run had no sweep",
+                "sweep_verdict_fused_rms_within_copy_1_1x_max_n_ge_1024_cold": "not measured (no sweep point)"}),
+    (NO_LIBRARY, {"sweep_points": "2", "sweep_fused_plain_over_copy_max_n_ge_1024_cold": "n/a",
+                  "sweep_fused_plain_over_copy_max_n_ge_1024_warm_at": "no point: the sweep had no point with N ≥ 1024",
+                  "sweep_min_speedup_triton_warm_at": "no point: Triton softmax was not timed in the sweep",
+                  "sweep_verdict_faster_than_cudnn_every_point_warm": "not measured (library absent)"})],
+    ids=["no-sweep", "no-library"])
+def test_every_glued_name_is_a_page_value_in_a_sparse_run(tmp_path, parameters, expected):
+    from launchlab.chapters.fusion import page
+
+    run = Run.open(write_synthetic_run(tmp_path, parameters=parameters, sanitizer={}), require_sealed=False)
+    values = page.page_values(run)
+    assert sorted(glued_names() - set(values)) == []
+    assert {key: values[key] for key in expected} == expected
+    assert all(isinstance(v, str) and v.strip() for v in values.values())
+    verdicts = set(page.sweep_targets_table(run).raw["verdict"])
+    assert verdicts == ({"not measured (no sweep point)"} if parameters is NO_SWEEP else
+                        {"met", "not measured (no sweep point)", "not measured (library absent)"})
 
 
 # ---------------------------------------------------------------- run.py end to end on fake GPU modules

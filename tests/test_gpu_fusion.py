@@ -47,6 +47,12 @@ def shared_limit():
     return int(cupy.cuda.runtime.getDeviceProperties(0)["sharedMemPerBlockOptin"])
 
 
+def sm_count():
+    import cupy
+
+    return int(cupy.cuda.runtime.getDeviceProperties(0)["multiProcessorCount"])
+
+
 def check_fused(rows, cols, mode, block, shared_bytes, seed_index=0, expected_tier=None, defines=None):
     from launchlab.gpu.targets import FusedRow
 
@@ -61,9 +67,12 @@ def check_fused(rows, cols, mode, block, shared_bytes, seed_index=0, expected_ti
 
 
 @pytest.mark.parametrize("mode", ["rms", "plain"])
-@pytest.mark.parametrize("shape", [(1823, 781), (1, 1), (3, 257), (33, 130), (64, 4096), (7, 6001), (5, 20001), (3, 70001)])
+@pytest.mark.parametrize("shape", [(1823, 781), (1, 1), (3, 257), (33, 130), (64, 4096), (7, 6001), (5, 20001),
+                                   (3, 70001), (2, 32768), (100, 8191), (131, 12345), (1000, 5003)])
 def test_fused_policy_matches_oracle_on_fresh_seed(stream, shape, mode):
-    config = fusion.fused_config(*shape, shared_limit())
+    """The policy's build for the shape on this GPU: few rows (fewer than SMs) hold rows of up to 8 x 1024
+    chunks in registers, 8 chunks a thread; many rows of that length live in shared memory."""
+    config = fusion.fused_config(*shape, shared_limit(), sm_count())
     check_fused(*shape, mode, config["block"], config["shared_bytes"], expected_tier=config["tier"],
                 defines=config["defines"])
 
@@ -102,7 +111,7 @@ def test_graph_of_many_calls_matches_oracle_and_holds_every_call(stream):
     from launchlab.chapters.fusion.run import graph_nodes, graph_of_calls
     from launchlab.gpu.targets import FusedRow
 
-    config = fusion.fused_config(517, 1029, shared_limit())
+    config = fusion.fused_config(517, 1029, shared_limit(), sm_count())
     path = FusedRow(fused_module(defines=config["defines"]), 517, 1029, "plain", config["shared_bytes"])
     replay = graph_of_calls(path, stream)
     assert replay.setup["first_replay_us"] > 0 and graph_nodes(replay) == fusion.CALLS_PER_GRAPH

@@ -107,7 +107,7 @@ def sweep_shape(rows: int, cols: int, backend, limit: int, modules: dict) -> Non
     samples = protocol.measure_warm(measured, backend, SWEEP_PROTOCOL)
     timing = stats.summarize(samples)
     copy_us = per_call(timing[str(copy_id)]["warm_batch"]["event_us"], fusion.CALLS_PER_GRAPH)["median"]
-    policy = fusion.fused_config(rows, cols, limit)
+    policy = fusion.fused_config(rows, cols, limit, int(cupy.cuda.runtime.getDeviceProperties(0)["multiProcessorCount"]))
     print(f"{shape:>11} copy {copy_us:9.2f} µs per call; chapter policy: block {policy['block']}, "
           f"shared {policy['shared_bytes']}, {policy['tier']}")
     for name, entry in described.items():

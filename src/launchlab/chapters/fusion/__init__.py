@@ -206,8 +206,16 @@ SWEEP_COPY_TARGETS = {"max_n_ge_1024": 1.10, "max_n_lt_1024": 1.25}
 # (kernels/fused_softmax.cu decides, from these). The numbers come from a development sweep on an H200
 # (tools/gpu_fusion_check.py --sweep): one warp per row for rows up to 256 chunks, a register budget that
 # lets several rows share an SM, and deeper unrolling where a row is cached in shared memory or streamed.
+# Fewer rows than SMs (one row per SM at most) keep rows of up to 8 x 1024 chunks in registers, 8 chunks a
+# thread: device time of graphs, warm L2, plain mode, against the shared tier's 512 threads x 4 chunks:
+#   128 x 5000:  256 threads x 8 chunks 2.83 us, shared tier 3.07 us (Triton 2.76, copy 1.60)
+#   128 x 8192:  256 x 8 3.39 us, shared tier 3.81 us (Triton 3.30, copy 2.13)
+#   128 x 16384: 512 x 8 5.26 us, shared tier 5.69 us (Triton 5.19, copy 3.22)
+#   128 x 32768: 1024 x 8 8.83 us, shared tier 9.33 us (Triton 10.45, copy 5.51)
 REG_CHUNKS = 4
 WARP_ROW_CHUNKS = 8           # chunks per thread a one-warp block may hold (rows up to 1024 floats)
+FEW_ROWS_REG_CHUNKS = 8       # chunks per thread in registers when rows are fewer than SMs
+WIDE_REGISTER_BUDGET = 64     # per thread, for 8 chunks a thread (ptxas fits them in 60 without spills)
 REGISTER_TIER_MAX_BLOCK = 256
 SHARED_TIER_BLOCK = 512
 STREAMED_TIER_BLOCK = 1024
@@ -231,14 +239,19 @@ def fused_tier(rows: int, cols: int, block: int, shared_bytes: int, reg_chunks: 
     return "streamed"
 
 
-def fused_config(rows: int, cols: int, shared_limit: int) -> dict:
+def fused_config(rows: int, cols: int, shared_limit: int, sm_count: int | None = None) -> dict:
     """Block size, compile-time defines and dynamic shared memory of the fused kernel for a shape;
-    `module` names the build (shapes with equal defines share one)."""
+    `module` names the build (shapes with equal defines share one). With the GPU's `sm_count`, fewer rows
+    than SMs keep longer rows in registers; without it (callers whose rows outnumber any GPU's SMs) they do not."""
     chunks = max_chunks(rows, cols)
+    few_rows = sm_count is not None and rows < sm_count
     if chunks <= WARP_ROW_CHUNKS * 32:
         tier, block, reg_chunks, shared = "registers", 32, (REG_CHUNKS if chunks <= REG_CHUNKS * 32 else WARP_ROW_CHUNKS), 0
     elif chunks <= REG_CHUNKS * REGISTER_TIER_MAX_BLOCK:
-        tier, block, reg_chunks, shared = "registers", 1 << (-(-chunks // REG_CHUNKS) - 1).bit_length(), REG_CHUNKS, 0
+        tier, block, reg_chunks, shared = "registers", power_of_two_above(-(-chunks // REG_CHUNKS)), REG_CHUNKS, 0
+    elif few_rows and chunks <= FEW_ROWS_REG_CHUNKS * 1024:
+        tier, reg_chunks, shared = "registers", FEW_ROWS_REG_CHUNKS, 0
+        block = max(REGISTER_TIER_MAX_BLOCK, power_of_two_above(-(-chunks // FEW_ROWS_REG_CHUNKS)))
     elif 16 * chunks <= shared_limit:
         block = SHARED_TIER_BLOCK
         while REG_CHUNKS * block >= chunks:  # the kernel keeps a row in registers when it fits: keep it from fitting
@@ -246,15 +259,21 @@ def fused_config(rows: int, cols: int, shared_limit: int) -> dict:
         tier, reg_chunks, shared = "shared", REG_CHUNKS, 16 * chunks
     else:
         tier, block, reg_chunks, shared = "streamed", STREAMED_TIER_BLOCK, REG_CHUNKS, 0
-    defines = {"BLOCK": block, "REG_CHUNKS": reg_chunks, "UNROLL": UNROLL[tier],
-               "MIN_BLOCKS": min_blocks(block, REGISTER_BUDGET[tier])}
+    budget = REGISTER_BUDGET[tier] if reg_chunks <= REG_CHUNKS else WIDE_REGISTER_BUDGET
+    defines = {"BLOCK": block, "REG_CHUNKS": reg_chunks, "UNROLL": UNROLL[tier], "MIN_BLOCKS": min_blocks(block, budget)}
     assert fused_tier(rows, cols, block, shared, reg_chunks) == tier
     return {"defines": defines, "block": block, "shared_bytes": shared, "tier": tier, "module": module_label(defines)}
 
 
-def fused_configs(shapes: str, shared_limit: int) -> dict:
+def fused_configs(shapes: str, shared_limit: int, sm_count: int) -> dict:
     """{shape: fused_config} for every shape of a run."""
-    return {workloads.shape_name(r, c): fused_config(r, c, shared_limit) for r, c in workloads.parse_shapes(shapes)}
+    return {workloads.shape_name(r, c): fused_config(r, c, shared_limit, sm_count)
+            for r, c in workloads.parse_shapes(shapes)}
+
+
+def power_of_two_above(n: int) -> int:
+    """The smallest power of two at least n (n >= 1)."""
+    return 1 << (n - 1).bit_length()
 
 
 def min_blocks(block: int, register_budget: int = REGISTER_BUDGET["registers"]) -> int:
@@ -276,7 +295,7 @@ def fused_plan(rows: int, cols: int, device: dict) -> dict:
     design = fused_policy.design_for(rows, cols, int(device["sm_count"]))
     if design == "row":
         return {"design": "row", "family": "fused_softmax",
-                **fused_config(rows, cols, int(device["shared_bytes_per_block_optin"]))}
+                **fused_config(rows, cols, int(device["shared_bytes_per_block_optin"]), int(device["sm_count"]))}
     defines = fused_policy.design_defines(design, rows, cols, int(device["sm_count"]))
     return {"design": design, "family": fused_policy.FAMILY, "defines": defines, "shared_bytes": None,
             "module": fused_policy.module_label(design, defines)}

@@ -7,10 +7,12 @@ from __future__ import annotations
 import re
 
 from launchlab.chapters.fusion import (CALLS_PER_GRAPH, CONTENDERS, COPY_RATIO_TARGET, CUDNN_SPEEDUP_TARGET, DEVICE,
-                                       L2_STATES, LIBRARIES)
+                                       FEW_ROWS_REG_CHUNKS,
+                                       L2_STATES, LIBRARIES, SWEEP_BYTES_PER_REPLAY, SWEEP_COPY_TARGETS,
+                                       SWEEP_MAX_CALLS)
 from launchlab.chapters.fusion.summary import SUBMISSION_PATHS, variant
 from launchlab.measure.variant import VariantId
-from launchlab.model import workloads
+from launchlab.model import fused_policy, workloads
 
 MAX_SERIES = 6
 TARGET_LABELS = {"fused_rms_over_copy": "fused RMS time / copy time", "cudnn_over_fused_plain": "cuDNN time / fused plain time",
@@ -762,7 +764,7 @@ def sweep_targets_table(run):
                      "where": where[target["where"]], "L2": target["l2"],
                      "bound": ("above " if library else "at most ") + f"{target['threshold']:g}",
                      "worst measured": None if target["measured"] is None else ratio_number(target["measured"]),
-                     "at": shape_label(target["shape"]) if target["shape"] else "—", "verdict": _verdict(target["met"])})
+                     "at": shape_label(target["shape"]) if target["shape"] else "—", "verdict": sweep_verdict(target, s)})
     return _table(rows, "target", formats={k: "text" for k in ("target", "where", "L2", "bound", "worst measured", "at", "verdict")},
                   units={"worst measured": "ratio"},
                   note="Worst: the largest ratio over the copy, or the smallest library speed-up, over the sweep's points "
@@ -782,26 +784,78 @@ def sanitizer_table(run):
                   note=run.record.details.get("sanitizer", {}).get("problem", ""))
 
 
-def sweep_values(s: dict) -> dict:
-    """Glue names for the sweep's extremes: sweep_<ratio>_<which>_<l2> and ..._at (the shape)."""
-    from launchlab.chapters.fusion import SWEEP_BYTES_PER_REPLAY, SWEEP_COPY_TARGETS, SWEEP_MAX_CALLS
-    from launchlab.model import fused_policy
+# Every extreme summary.sweep_extremes can give, so that the prose has a value where a run has none (no sweep, no
+# point in a range, a library not timed): the largest fused ratio over the copy per row-length range, the smallest
+# library speed-up, the price of rho.
+SWEEP_COPY_RATIOS = ("fused_plain_over_copy", "fused_rms_over_copy")
+SWEEP_EXTREME_KEYS = tuple(
+    [f"{ratio}.{where}.{l2}" for l2 in L2_STATES for ratio in SWEEP_COPY_RATIOS for where in SWEEP_COPY_TARGETS]
+    + [f"min_speedup.{library}.{l2}" for l2 in L2_STATES for library in LIBRARIES]
+    + [f"price_of_rho.{which}.{l2}" for l2 in L2_STATES for which in ("min", "median", "max")])
+SWEEP_RANGES = {"max_n_ge_1024": "N ≥ 1024", "max_n_lt_1024": "N < 1024"}
 
-    values = {"sweep_target_ge_1024": f"{SWEEP_COPY_TARGETS['max_n_ge_1024']:g}",
-              "sweep_target_lt_1024": f"{SWEEP_COPY_TARGETS['max_n_lt_1024']:g}",
-              "sweep_mib_per_replay": f"{SWEEP_BYTES_PER_REPLAY / 2**20:.0f}", "sweep_max_calls": str(SWEEP_MAX_CALLS),
-              "narrow_max_floats": f"{4 * fused_policy.NARROW_MAX_CHUNKS:,}",
-              "cluster_min_cols": f"{fused_policy.CLUSTER_MIN_COLS:,}", "max_cluster": str(fused_policy.MAX_CLUSTER),
-              "sanitizer_memcheck": "not run", "sanitizer_racecheck": "not run",
-              "sweep_points": str(sum(len(s["sweep"].get(k, [])) for k in ("4096", "128"))),
-              "sweep_points_4096": str(len(s["sweep"].get("4096", []))),
-              "sweep_points_128": str(len(s["sweep"].get("128", [])))}
-    for key, entry in s["sweep"].get("extremes", {}).items():
-        name = "sweep_" + key.replace(".", "_")
-        values[name] = ratio_number(entry["value"])
-        values[f"{name}_at"] = shape_label(entry["shape"]) if entry.get("shape") else "over all points"
+
+def sweep_values(s: dict) -> dict:
+    """Glue names for the sweep: its declared constants, point counts, extremes (sweep_<ratio>_<which>_<l2> and
+    ..._at, the shape; "n/a" and why where the run has none), target verdicts and compute-sanitizer's results."""
+    values = {**sweep_constant_values(), **sweep_point_values(s), **sweep_extreme_values(s)}
     for target in s["sweep"].get("targets", []):
-        values["sweep_verdict_" + target["key"].replace(".", "_")] = _verdict(target["met"])
+        values["sweep_verdict_" + target["key"].replace(".", "_")] = sweep_verdict(target, s)
+    for tool in ("memcheck", "racecheck"):
+        values[f"sanitizer_{tool}"] = "not run"
     for tool, r in s.get("sanitizer", {}).items():
         values[f"sanitizer_{tool}"] = ("clean" if r["clean"] else f"{r['errors']} errors") + f" over {r['child_checks']} checks"
     return values
+
+
+def sweep_constant_values() -> dict:
+    """The sweep's declared targets and graph sizes and the launch policy's bounds (the same in every run)."""
+    return {"sweep_target_ge_1024": f"{SWEEP_COPY_TARGETS['max_n_ge_1024']:g}",
+            "sweep_target_lt_1024": f"{SWEEP_COPY_TARGETS['max_n_lt_1024']:g}",
+            "sweep_mib_per_replay": f"{SWEEP_BYTES_PER_REPLAY / 2**20:.0f}", "sweep_max_calls": str(SWEEP_MAX_CALLS),
+            "narrow_max_floats": f"{4 * fused_policy.NARROW_MAX_CHUNKS:,}",
+            "cluster_min_cols": f"{fused_policy.CLUSTER_MIN_COLS:,}", "max_cluster": str(fused_policy.MAX_CLUSTER),
+            "few_rows_reg_chunks": str(FEW_ROWS_REG_CHUNKS), "few_rows_max_floats": f"{4 * FEW_ROWS_REG_CHUNKS * 1024:,}"}
+
+
+def _sweep_points(s: dict) -> list[dict]:
+    return [point for series in SWEEP_SERIES for point in s["sweep"].get(series, [])]
+
+
+def sweep_point_values(s: dict) -> dict:
+    counts = {series: len(s["sweep"].get(series, [])) for series in SWEEP_SERIES}
+    return {"sweep_points": str(sum(counts.values())),
+            **{f"sweep_points_{series}": str(count) for series, count in counts.items()}}
+
+
+def sweep_extreme_values(s: dict) -> dict:
+    """Every extreme of SWEEP_EXTREME_KEYS at 2 or 3 decimals with where it was; "n/a" with the reason in ..._at
+    where the run has no figure for it (the prose reads "n/a (at no point: ...)")."""
+    extremes, values = s["sweep"].get("extremes", {}), {}
+    for key in dict.fromkeys([*SWEEP_EXTREME_KEYS, *extremes]):
+        name, entry = "sweep_" + key.replace(".", "_"), extremes.get(key)
+        if entry is None:
+            values[name], values[f"{name}_at"] = "n/a", "no point: " + missing_extreme_reason(s, key)
+            continue
+        values[name] = ratio_number(entry["value"])
+        values[f"{name}_at"] = shape_label(entry["shape"]) if entry.get("shape") else "over all points"
+    return values
+
+
+def missing_extreme_reason(s: dict, key: str) -> str:
+    """Why the run has no figure for a sweep extreme: no sweep, a library not timed, or no point in the range."""
+    kind, which, _ = key.split(".")
+    if not _sweep_points(s):
+        return "this run had no sweep"
+    if kind == "min_speedup":
+        return f"{label(which)} was not timed in the sweep"
+    if which in SWEEP_RANGES:
+        return f"the sweep had no point with {SWEEP_RANGES[which]}"
+    return "no sweep point measured it"
+
+
+def sweep_verdict(target: dict, s: dict) -> str:
+    """A sweep target's verdict; one not measured says why: no sweep point, or (a library's) the library absent."""
+    if target["met"] is None and (target["kind"] not in LIBRARIES or not _sweep_points(s)):
+        return "not measured (no sweep point)"
+    return _verdict(target["met"])

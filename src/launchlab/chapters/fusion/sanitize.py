@@ -13,7 +13,8 @@ CASES = (
     ("narrow-127", "narrow", 33, 127, {}),
     ("narrow-509", "narrow", 17, 509, {}),
     ("row-registers", "row", 9, 1000, {}),
-    ("row-shared", "row", 5, 5001, {}),
+    ("row-wide-registers", "row", 5, 5001, {}),   # fewer rows than SMs: 8 chunks a thread
+    ("row-shared", "row", 200, 5001, {}),
     ("row-streamed", "row", 3, 70001, {}),
     ("cluster-registers", "cluster", 3, 131075, {}),
     ("cluster-shared", "cluster", 3, 20001, {"cluster": 4, "slice_regs": 0}),
@@ -35,7 +36,8 @@ def make(case, modes=fused_policy.MODES) -> dict:
     _, design, rows, cols, choices = case
     properties = cupy.cuda.runtime.getDeviceProperties(cupy.cuda.runtime.getDevice())
     if design == "row":
-        config = fused_config(rows, cols, int(properties["sharedMemPerBlockOptin"]))
+        config = fused_config(rows, cols, int(properties["sharedMemPerBlockOptin"]),
+                              int(properties["multiProcessorCount"]))
         module = build.load_module("fused_softmax", config["defines"])
         return {mode: FusedRow(module, rows, cols, mode, config["shared_bytes"]) for mode in modes}
     options = {k: v for k, v in choices.items() if k in TARGET_OPTIONS}

@@ -105,9 +105,11 @@ def run_sweep(session, modules: dict, plans: dict, libraries: dict, cold, setup:
     """The sweep shapes SWEEP_GROUP at a time: targets, validation, graphs, then warm and cold timing of the
     group's variants together (shuffled rounds over the group), validation after; the buffers are freed before
     the next group."""
+    shapes = sweep_shapes(session.parameters)
+    if not shapes:
+        return
     import cupy
 
-    shapes = sweep_shapes(session.parameters)
     for start in range(0, len(shapes), SWEEP_GROUP):
         graphs, streamed = {}, {}
         for rows, cols in shapes[start:start + SWEEP_GROUP]:
