@@ -796,6 +796,15 @@ def glued_names() -> set[str]:
     return set(re.findall(r"\{glue:md\}`([^`]+)`", prose))
 
 
+def test_the_accepted_run_gives_every_glued_name_a_value():
+    """With every library and the sweep present, no sentence of the page may read "n/a"."""
+    from launchlab.chapters.fusion import page
+
+    run = Run.open(evidence.accepted_run("fusion"))
+    values = page.page_values(run)
+    assert sorted(name for name in glued_names() if str(values[name]).startswith("n/a")) == []
+
+
 @pytest.fixture(scope="module")
 def every_library_run(tmp_path_factory) -> Run:
     """The synthetic run with torch present too, the sanitizer not run."""

@@ -500,11 +500,12 @@ BOOK_CLAIMS = (
               "and with a cold L2.",
               "At each of the sweep's points, the within-round ratio of device time per call, torch.softmax over the "
               "fused kernel in plain mode (the design the launch policy picks for the shape), has its 95% "
-              "bootstrap interval above 1, warm and cold; every cold call of both started after the host had "
-              "enqueued it. Our value is the smallest median over the points.",
+              "bootstrap interval above 1, warm and cold; every cold call of torch.softmax started after the host "
+              "had enqueued it (a fused call enqueued late only lengthens the fused time, against the claim). Our "
+              "value is the smallest median over the points.",
               FUSION_FILES,
               holds=lambda v: _every_sweep_point_above(v, "torch_over_fused_plain", 1.0)
-              and _sweep_cold_paced(v, ("torch", "fused_plain")),
+              and _sweep_cold_paced(v, ("torch",)),
               needs=(("sweep",), ("cold_pacing",)),
               value=Value("torch time / fused plain time, smallest over the sweep", SWEEP_RATIO,
                           keys=("sweep.min_speedup.torch.warm", "sweep.min_speedup.torch.cold"))),

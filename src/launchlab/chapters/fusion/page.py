@@ -535,16 +535,16 @@ def byte_values(s: dict) -> dict:
     16 bytes), the dynamic shared memory, and the logical bytes of one call."""
     values = {}
     for shape, config in s["configs"].items():
+        values[f"row_bytes_{shape}"] = f"{_columns(shape) * 4:,}"
+        logical = s["bandwidth"].get("fused_rms", {}).get(shape, {}).get("logical_bytes_per_call")
+        values[f"logical_mib_{shape}"] = "n/a" if logical is None else f"{logical / 2**20:g}"
         if config["design"] != "row":
             continue
         chunks, block = config.get("defines", {}).get("REG_CHUNKS", 0), config["block"]
-        values[f"row_bytes_{shape}"] = f"{_columns(shape) * 4:,}"
         values[f"reg_chunks_{shape}"] = str(chunks)
         values[f"thread_reg_bytes_{shape}"] = str(16 * chunks)
         values[f"block_reg_bytes_{shape}"] = f"{16 * chunks * block:,}"
         values[f"shared_bytes_{shape}"] = f"{config['shared_bytes']:,}"
-        logical = s["bandwidth"].get("fused_rms", {}).get(shape, {}).get("logical_bytes_per_call")
-        values[f"logical_mib_{shape}"] = "n/a" if logical is None else f"{logical / 2**20:.0f}"
     return values
 
 
@@ -653,6 +653,21 @@ def library_faster_value(s: dict, library: str) -> str:
     return _listing(found) if found else "at no shape"
 
 
+def sooner_libraries_value(s: dict, shape: str) -> str:
+    """Which libraries finished a shape sooner than the fused plain kernel (median ratio below 1, warm or
+    cold) and which did not, with their ratios."""
+    sooner, later = [], []
+    for library in LIBRARIES:
+        medians = {l2: r["median"] for l2 in L2_STATES
+                   if (r := _ratio(s, f"{library}_over_fused_plain", shape, l2)) is not None}
+        if medians:
+            text = f"{label(library)} ({', '.join(f'{l2} {ratio_number(m)}' for l2, m in medians.items())})"
+            (sooner if min(medians.values()) < 1.0 else later).append(text)
+    parts = ([f"{_listing(sooner)} finished sooner than the fused plain kernel"] if sooner else []) + (
+        [f"{_listing(later)} took longer"] if later else [])
+    return "; ".join(parts) if parts else "no library ran at this shape"
+
+
 def finding_values(s: dict) -> dict:
     """The run's findings, computed: near-copy shapes, contenders below the copy, where libraries beat fused plain."""
     values = {"near_copy_threshold": f"{NEAR_COPY:.2f}", "long_row": str(LONG_ROW),
@@ -661,6 +676,7 @@ def finding_values(s: dict) -> dict:
         values.update(near_copy_values(s, name))
     for library in LIBRARIES:
         values[f"{library}_faster_summary"] = library_faster_value(s, library)
+    values["sooner_libraries_4096x128"] = sooner_libraries_value(s, "4096x128")
     return values
 
 
