@@ -127,6 +127,27 @@ def test_every_source_has_title_address_document_and_access_date(claims, sources
         assert re.fullmatch(r"\d{4}-\d\d-\d\d", entry["accessed"]), key
 
 
+def test_a_date_that_is_not_a_reading_says_so_in_the_exports(sources):
+    """Sources added without opening their page carry an access_note; the exports then say "Added on", never
+    "Consulted on"."""
+    from launchlab.claims import exports
+
+    noted = {key for key, entry in sources.items() if entry["access_note"]}
+    assert noted == {"mathfunctions", "intrinsics", "ptx"}
+    for key, entry in sources.items():
+        text = exports.access_text(entry)
+        assert text.startswith("Added on" if key in noted else "Consulted on") and entry["accessed"] in text
+
+
+@pytest.mark.parametrize("extra, problem", [({"access_note": " "}, "must say something"),
+                                            ({"opened": False}, "no others")])
+def test_a_source_with_an_empty_note_or_an_unknown_field_is_refused(extra, problem):
+    entry = {"title": "A guide", "url": "https://example.org/guide", "document": "guide", "accessed": "2026-11-30"}
+    assert registry._checked_source("k", entry)["access_note"] is None
+    with pytest.raises(ValueError, match=problem):
+        registry._checked_source("k", entry | extra)
+
+
 def test_cuda_documentation_is_cited_in_a_versioned_release(sources):
     cuda = {key: entry["url"] for key, entry in sources.items() if entry["url"].startswith("https://docs.nvidia.com/")}
     assert cuda and all("/cuda/archive/12.8.1/" in url for url in cuda.values())

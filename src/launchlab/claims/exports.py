@@ -123,7 +123,14 @@ def _item_reviewed(claim: dict) -> dict:
 def _cited_source(key: str, source: dict) -> dict:
     return {"@type": "CreativeWork", "identifier": key, "name": source["title"], "url": source["url"],
             "isPartOf": {"@type": "CreativeWork", "identifier": source["document"]},
-            "description": f"Consulted on {source['accessed']}."}
+            "description": access_text(source)}
+
+
+def access_text(source: dict) -> str:
+    """When the source was consulted, or, where its page was not opened on that date, what the date is."""
+    if source["access_note"]:
+        return f"Added on {source['accessed']}: {source['access_note']}"
+    return f"Consulted on {source['accessed']}."
 
 
 def _based_on(claim: dict, base: str) -> list[dict]:

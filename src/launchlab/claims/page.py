@@ -175,6 +175,7 @@ def page_values(claims: list[dict], sources: dict, repo_root: Path = REPO_ROOT) 
         "count_sections": len({claim["section"] for claim in claims if claim["id"].startswith("C")}),
         "count_source_keys": len(sources),
         "count_documents": registry.distinct_documents(sources),
+        "unopened_sources": _listing_of_keys([key for key, source in sources.items() if source["access_note"]]),
         "count_evidence_links": sum(len(claim["evidence"]) for claim in claims),
         "count_pending": sum(claim["awaits"] is not None for claim in claims if claim["id"][0] in "CR"),
         "count_pending_B": sum(claim["awaits"] is not None for claim in claims if claim["id"].startswith("B")),
@@ -186,6 +187,11 @@ def page_values(claims: list[dict], sources: dict, repo_root: Path = REPO_ROOT) 
     values["book_citation"] = (f"{citation['authors']}. *{citation['title']}*. Version {citation['version']}, "
                                f"released {citation['date']}. {citation['url']}")
     return {name: str(value) for name, value in values.items()}
+
+
+def _listing_of_keys(keys: list[str]) -> str:
+    """Source keys as inline code, "none" when there are none."""
+    return ", ".join(f"`{key}`" for key in keys) or "none"
 
 
 def prepare(repo_root: Path = REPO_ROOT) -> tuple[list[dict], dict]:

@@ -43,6 +43,7 @@ OPTIONAL_FIELDS = ("scope", "article_value", "our_value", "awaits")
 CLAIM_FIELDS = (*REQUIRED_FIELDS, *OPTIONAL_FIELDS)
 OUR_VALUE_FIELDS = ("value", "unit", "basis", "technique", "note", "interval", "device", "run_id")
 SOURCE_FIELDS = ("title", "url", "document", "accessed")
+SOURCE_OPTIONAL_FIELDS = ("access_note",)  # what `accessed` means where the page was not opened on that date
 CLAIM_ID = re.compile(r"[CRB]\d\d")
 SHA256_HEX = re.compile(r"[0-9a-f]{64}")
 
@@ -50,20 +51,24 @@ SHA256_HEX = re.compile(r"[0-9a-f]{64}")
 # --- sources --------------------------------------------------------------------------------------------------
 
 def load_sources(repo_root: Path = REPO_ROOT) -> dict[str, dict]:
-    """sources.yaml as {key: {title, url, document, accessed}}, validated."""
+    """sources.yaml as {key: {title, url, document, accessed, access_note}}, validated (access_note None
+    unless the source says why its date is not a date the page was opened)."""
     sources = yaml.safe_load((Path(repo_root) / SOURCES_FILE).read_text(encoding="utf-8"))
     return {key: _checked_source(key, entry) for key, entry in sources.items()}
 
 
 def _checked_source(key: str, entry) -> dict:
-    if not (isinstance(entry, dict) and set(entry) == set(SOURCE_FIELDS)):
-        raise ValueError(f"source {key!r}: needs exactly the fields {', '.join(SOURCE_FIELDS)}")
+    if not (isinstance(entry, dict) and set(SOURCE_FIELDS) <= set(entry) <= {*SOURCE_FIELDS, *SOURCE_OPTIONAL_FIELDS}):
+        raise ValueError(f"source {key!r}: needs the fields {', '.join(SOURCE_FIELDS)} "
+                         f"(and may have {', '.join(SOURCE_OPTIONAL_FIELDS)}), no others")
+    if "access_note" in entry and not str(entry["access_note"] or "").strip():
+        raise ValueError(f"source {key!r}: an access_note must say something")
     if not (entry["title"] and entry["document"] and str(entry["url"]).startswith("https://")):
         raise ValueError(f"source {key!r}: needs a title, a document and an https url")
     accessed = entry["accessed"]
     if not isinstance(accessed, datetime.date):
         accessed = datetime.date.fromisoformat(str(accessed))
-    return {**entry, "accessed": accessed.isoformat()}
+    return {**entry, "accessed": accessed.isoformat(), "access_note": entry.get("access_note")}
 
 
 def distinct_documents(sources: dict[str, dict]) -> int:
