@@ -364,6 +364,13 @@ def test_claim_reviews_identify_the_article_the_author_and_the_technique(claims,
     for fact in ("posted on X", "February 22 without a year", "opening question"):
         assert fact in appearance["description"]
     assert review["author"] == {"@type": "Organization", "name": "Launchlab", "url": BASE}
+    editions = {claim["section"]: exports.claim_review(claim, sources, citation)["itemReviewed"]["appearance"]
+                for claim in claims if claim["id"].startswith("R")}
+    assert len(editions) == 3 and {a["@type"] for a in editions.values()} == {"Article", "BlogPosting"}
+    for section, appearance in editions.items():
+        assert section[:section.index(" (")] in exports.EDITIONS and section[section.index("(") + 1:-1] in appearance["description"]
+    with pytest.raises(ValueError, match="no article edition"):
+        exports.edition("Some other table")
     measured = exports.claim_review(book_claim(), sources, citation)["isBasedOn"][-1]
     assert measured["measurementTechnique"] == "CUDA events" and measured["about"]["name"] == "NVIDIA H200"
     assert measured["variableMeasured"][0]["measurementMethod"] == "measured"

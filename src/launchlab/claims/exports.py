@@ -21,9 +21,18 @@ ARTICLE = {  # what the audit record says about the reviewed article, as far as 
     "C": "A short article posted on X that compares CUDA Graphs with megakernels. The post shows the date "
          "February 22 without a year, so no year is given here. The audit record does not quote its opening "
          "question; in the corrected edition that question asks whether one host call means one GPU kernel.",
-    "R": "A later, corrected edition of the same article (CUDA Graphs, fusion and megakernels after an "
-         "ordinary-launch baseline), rechecked in October 2026. It keeps the February 22 date without a year and "
-         "the opening question of whether one host call means one GPU kernel.",
+}
+EDITIONS = {  # the R-claims' tables, by the start of their section: (schema.org type, the edition each rechecks)
+    "Review findings": ("Article", "The corrected three-part edition of the same article (CUDA Graphs, fusion and "
+                        "megakernels after an ordinary-launch baseline), as reviewed on October 19, 2026. It keeps the "
+                        "February 22 date without a year, and its opening question asks whether one host call means "
+                        "one GPU kernel."),
+    "Current article recheck": ("Article", "The current draft of the corrected article, rechecked on October 19, "
+                                "2026: an ordinary-launch baseline, then CUDA Graphs, fusion and megakernels. It labels "
+                                "the February 22 date, given without a year, apart from the October measurements."),
+    "Blog draft recheck": ("BlogPosting", "The shortened site edition of the article, a blog post rechecked on "
+                           "October 18, 2026. Its opening explains the common goal of the approaches and what "
+                           "'one launch' can mean."),
 }
 
 
@@ -108,8 +117,11 @@ def _item_reviewed(claim: dict) -> dict:
     family = claim["id"][0]
     if family == "B":
         appearance = {"@type": "Book", "description": "This book: a claim its accepted runs support."}
-    else:
+    elif family == "C":
         appearance = {"@type": "SocialMediaPosting", "description": ARTICLE[family]}
+    else:
+        kind, description = edition(claim["section"])
+        appearance = {"@type": kind, "description": description}
     appearance["articleSection"] = claim["section"]
     item = {"@type": "Claim", "text": claim["excerpt"], "appearance": appearance}
     if claim["scope"]:
@@ -118,6 +130,14 @@ def _item_reviewed(claim: dict) -> dict:
         item["about"] = {"@type": "PropertyValue", "name": "figure stated in the article (H100)",
                          "value": claim["article_value"]}
     return item
+
+
+def edition(section: str) -> tuple[str, str]:
+    """(schema.org type, description) of the edition an R-claim's table rechecks, from the table's section."""
+    for start, found in EDITIONS.items():
+        if section.startswith(start):
+            return found
+    raise ValueError(f"no article edition is known for the recheck section {section!r}")
 
 
 def _cited_source(key: str, source: dict) -> dict:
