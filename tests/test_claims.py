@@ -148,6 +148,16 @@ def test_a_source_with_an_empty_note_or_an_unknown_field_is_refused(extra, probl
         registry._checked_source("k", entry | extra)
 
 
+def test_the_page_lists_every_source_with_its_date_and_what_the_date_means(sources):
+    from launchlab.claims import page
+
+    table = page.sources_table_html(sources)
+    assert table.count("<tr>") == len(sources) + 1  # the head row, then one per key
+    for key, entry in sources.items():
+        assert f"<code>{key}</code>" in table
+        assert ("added " if entry["access_note"] else "consulted ") + entry["accessed"] in table
+
+
 def test_cuda_documentation_is_cited_in_a_versioned_release(sources):
     cuda = {key: entry["url"] for key, entry in sources.items() if entry["url"].startswith("https://docs.nvidia.com/")}
     assert cuda and all("/cuda/archive/12.8.1/" in url for url in cuda.values())

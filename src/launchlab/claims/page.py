@@ -24,6 +24,7 @@ TABLE_STYLE = ("<style>table.claim-audit { table-layout: fixed !important; width
 COLUMNS = (("Claim", 7), ("Statement", 25), ("Verdict", 10), ("Finding, and our value", 38),
            ("Sources and evidence", 20))
 VALUE_COLUMNS = (("Claim", 9), ("Article (H100)", 27), ("Ours (H200)", 40), ("Basis", 12), ("Run", 12))
+SOURCE_COLUMNS = (("Key", 17), ("Title (link)", 47), ("Document", 18), ("Date", 18))
 # The audit record shortens some quotations with "..."; shown inside a quotation, that omission is the
 # editor's, so the page writes it as an editor's ellipsis in brackets (the registry keeps the record's text).
 RECORD_ELLIPSIS = "..."
@@ -158,6 +159,21 @@ def values_table_html(claims: list[dict]) -> str:
     for claim_id, row in frame.iterrows():
         anchor = site.claim_anchor(claim_id)
         cells = [f'<a href="#{anchor}">{claim_id}</a>', *(html.escape(str(text)) for text in row)]
+        lines.append("<tr>" + "".join(f"<td>{cell}</td>" for cell in cells) + "</tr>")
+    lines += ["</tbody>", "</table>"]
+    return "\n".join(lines)
+
+
+def sources_table_html(sources: dict) -> str:
+    """Every source key with its linked title, the document it belongs to and its date: "consulted" where the
+    source was consulted that day, "added" where the key was added without opening its page (its access_note)."""
+    lines = _table_head(SOURCE_COLUMNS) + ["<tbody>"]
+    for key, source in sources.items():
+        date = f"added {source['accessed']}" if source["access_note"] else f"consulted {source['accessed']}"
+        title = f'<a href="{html.escape(source["url"])}">{html.escape(source["title"])}</a>'
+        if source["access_note"]:
+            title += f'<br><small>{html.escape(source["access_note"][0].upper() + source["access_note"][1:])}</small>'
+        cells = [f"<code>{html.escape(key)}</code>", title, html.escape(source["document"]), date]
         lines.append("<tr>" + "".join(f"<td>{cell}</td>" for cell in cells) + "</tr>")
     lines += ["</tbody>", "</table>"]
     return "\n".join(lines)
