@@ -18,6 +18,9 @@ MODES = ("rms", "plain")
 #   4096 x 512:    narrow (32 lanes, 256 threads) 3.85 us, row kernel 4.29 us, copy 3.23 us
 #   4096 x 1024:   row kernel (one warp per row) 6.58 us, narrow 6.88 us, copy 5.59 us
 #   128 x 4096:    row kernel 2.53 us, cluster of 2 3.19 us, copy 1.50 us
+#   128 x 5000:    row kernel (8 chunks a thread) 2.83 us, cluster of 2 3.52 us, copy 1.60 us
+#   128 x 16384:   row kernel (8 chunks a thread) 5.26 us, cluster of 2 in registers 5.75 us, of 4 6.00 us, copy 3.22 us
+#   128 x 32768:   row kernel (8 chunks a thread) 8.83 us, cluster of 2 in registers 9.13 us, copy 5.51 us
 #   128 x 65536:   row kernel (streamed) 22.5 us, cluster of 8 in registers 23.3 us, split 23.0 us, copy 17.6 us
 #   128 x 262144:  cluster of 16 in registers 86.6 us, in shared memory 102.6 us, row kernel 104.5 us, copy 65.7 us
 # Narrow: rows of at most NARROW_MAX_CHUNKS 16-byte chunks (512 floats) get 32 lanes (fewer only for rows of

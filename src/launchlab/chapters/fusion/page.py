@@ -814,7 +814,7 @@ SWEEP_RANGES = {"max_n_ge_1024": "N ≥ 1024", "max_n_lt_1024": "N < 1024"}
 def sweep_values(s: dict) -> dict:
     """Glue names for the sweep: its declared constants, point counts, extremes (sweep_<ratio>_<which>_<l2> and
     ..._at, the shape; "n/a" and why where the run has none), target verdicts and compute-sanitizer's results."""
-    values = {**sweep_constant_values(), **sweep_point_values(s), **sweep_extreme_values(s)}
+    values = {**sweep_constant_values(), **sweep_point_values(s), **sweep_extreme_values(s), **few_rows_values(s)}
     for target in s["sweep"].get("targets", []):
         values["sweep_verdict_" + target["key"].replace(".", "_")] = sweep_verdict(target, s)
     for tool in ("memcheck", "racecheck"):
@@ -842,6 +842,20 @@ def sweep_point_values(s: dict) -> dict:
     counts = {series: len(s["sweep"].get(series, [])) for series in SWEEP_SERIES}
     return {"sweep_points": str(sum(counts.values())),
             **{f"sweep_points_{series}": str(count) for series, count in counts.items()}}
+
+
+def few_rows_values(s: dict) -> dict:
+    """The 128-row sweep points where the one-block-per-row kernel holds the row in registers: their row lengths,
+    and the ranges of fused plain time over the copy's and of the Triton kernel's time over fused plain, warm L2
+    ("n/a" where absent)."""
+    points = [p for p in s["sweep"].get("128", [])
+              if p["design"] == "row" and s["configs"].get(workloads.shape_name(128, p["cols"]), {}).get("tier") == "registers"]
+    values = {"few_rows_lengths": f"{points[0]['cols']:,} to {points[-1]['cols']:,}" if points else "n/a"}
+    for name, ratio in (("copy", "fused_plain_over_copy"), ("triton", "triton_over_fused_plain")):
+        medians = [p["ratios"][ratio]["warm"]["median"] for p in points if "warm" in p["ratios"].get(ratio, {})]
+        values[f"few_rows_{name}_range"] = (f"{ratio_number(min(medians))} to {ratio_number(max(medians))}"
+                                            if medians else "n/a")
+    return values
 
 
 def sweep_extreme_values(s: dict) -> dict:
