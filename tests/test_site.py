@@ -38,7 +38,7 @@ def book_build(tmp_path_factory):
     """(html root, build log); the log is None when the tree was built elsewhere (LAUNCHLAB_BUILT_HTML)."""
     given = os.environ.get("LAUNCHLAB_BUILT_HTML")
     if given:
-        return Path(given), None
+        return Path(given).resolve(), None  # a relative folder would not give file:// addresses
     out = tmp_path_factory.mktemp("book")
     # The venv's own jupyter-book first, so the test builds with the interpreter running it.
     jb = shutil.which("jupyter-book", path=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}")
