@@ -6,10 +6,12 @@ bytes over a grid of row lengths, and prints a table from which the launch polic
 
 Development evidence only (it never enters a run). Per shape: every candidate configuration of
 every design that can hold the shape (and of the one-block-per-row kernel) is validated against the float64 oracle on fixture 0 (its
-first CHECK_ROWS rows, and every element for being written; a failing one is reported, not timed), then all candidates and the copy are timed together with
-`measure.protocol.measure_warm` (warm L2, shuffled rounds); the table gives each one's median event
-time per invocation, its paired ratio to the copy [p10, p90] and its logical bandwidth (8 bytes
-per element: x read once, y written once). The policy's pick is marked with '*'.
+first CHECK_ROWS rows, and every element for being written; a failing one is reported, not timed), then all
+candidates and the copy are timed together in device time, as the chapter times its sweep: each as a CUDA graph of
+back-to-back calls (as many as move about 256 MiB, at most 32), replayed in `measure.protocol.measure_warm`'s
+shuffled rounds (warm L2), so that the host's pace of submission never sets the figure. The table gives each one's
+median device time per call, its paired ratio to the copy [p10, p90] and its logical bandwidth (8 bytes per
+element: x read once, y written once). The policy's pick is marked with '*'.
 """
 from __future__ import annotations
 
@@ -20,7 +22,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
-from launchlab.chapters.fusion import fused_config, fused_plan  # noqa: E402
+from launchlab.chapters.fusion import fused_config, fused_plan, sweep_calls  # noqa: E402
 from launchlab.model import fused_policy as designs  # noqa: E402
 from launchlab.model import workloads  # noqa: E402
 
@@ -169,6 +171,7 @@ def sweep_shape(rows: int, cols: int, mode: str, device: dict, modules: dict, ba
     """Every candidate of one shape validated, then all of them and the copy timed together (warm L2)."""
     import cupy
 
+    from launchlab.chapters.fusion.run import graph_of_calls
     from launchlab.gpu.targets import DeviceCopy
     from launchlab.measure import stats
     from launchlab.measure.protocol import Measured, measure_warm
@@ -176,10 +179,12 @@ def sweep_shape(rows: int, cols: int, mode: str, device: dict, modules: dict, ba
     from launchlab.model import oracles
 
     case, large = workloads.shape_name(rows, cols), rows * cols >= LARGE_ELEMENTS
+    calls = sweep_calls(rows, cols)
     x_host = workloads.rms_softmax_fixture(20261018, 0, rows, cols)
     reference = {"rms": oracles.rms_softmax, "plain": oracles.softmax}[mode](x_host[:CHECK_ROWS])
     copy = DeviceCopy(cupy.asarray(x_host))
-    measured, labels = [Measured(VariantId("copy", case), copy.invoke, large=large)], {}
+    graphs = {"copy": graph_of_calls(copy, backend.stream, calls)}  # kept alive until the timing is done
+    measured, labels = [Measured(VariantId("copy", case), graphs["copy"].invoke, large=large)], {}
     for index, (plan, options) in enumerate(candidates(rows, cols, device)):
         name = tag(plan, options)
         label = name + (" *" if index == 0 else "")
@@ -189,15 +194,17 @@ def sweep_shape(rows: int, cols: int, mode: str, device: dict, modules: dict, ba
             continue
         variant = VariantId(name.replace(plan["design"], f"{plan['design']}_{mode}", 1), case)
         labels[str(variant)] = label
-        measured.append(Measured(variant, target.invoke, large=large))
+        graphs[str(variant)] = graph_of_calls(target, backend.stream, calls)
+        measured.append(Measured(variant, graphs[str(variant)].invoke, large=large))
     samples = measure_warm(measured, backend, protocol)
     summary, copy_id = stats.summarize(samples), str(measured[0].id)
-    print_row(case, "copy", summary[copy_id]["warm_batch"]["event_us"]["median"], "1", rows, cols)
+    per_call = {v: summary[v]["warm_batch"]["event_us"]["median"] / calls for v in [copy_id, *labels]}
+    print_row(case, f"copy ({calls} calls a replay)", per_call[copy_id], "1", rows, cols)
     for variant, label in labels.items():
         ratio = stats.paired_ratio(samples, variant, copy_id)
-        print_row(case, label, summary[variant]["warm_batch"]["event_us"]["median"],
-                  f"{ratio['median']:.2f} [{ratio['p10']:.2f}, {ratio['p90']:.2f}]", rows, cols)
-    del copy, measured
+        print_row(case, label, per_call[variant], f"{ratio['median']:.2f} [{ratio['p10']:.2f}, {ratio['p90']:.2f}]",
+                  rows, cols)
+    del copy, measured, graphs
     cupy.get_default_memory_pool().free_all_blocks()
 
 
@@ -209,7 +216,8 @@ def sweep(shapes, mode: str, rounds: int) -> None:
     backend, device = CupyBackend(), identity()
     protocol = dataclasses.replace(FROZEN, rounds=rounds)
     modules = {}  # builds by module label, shared by the shapes
-    print(f"{device['name']}, {device['sm_count']} SMs; mode {mode}; {rounds} rounds; warm L2")
+    print(f"{device['name']}, {device['sm_count']} SMs; mode {mode}; {rounds} rounds; warm L2; device time per call "
+          "from graph replays")
     print(f"{'shape':>14} {'configuration':<32} {'median (µs)':>12} {'÷ copy [p10, p90]':>22} {'GB/s':>8}")
     for rows, cols in shapes:
         sweep_shape(rows, cols, mode, device, modules, backend, protocol)
