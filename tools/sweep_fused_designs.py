@@ -22,7 +22,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
-from launchlab.chapters.fusion import fused_config, fused_plan, sweep_calls  # noqa: E402
+from launchlab.chapters.fusion import design_plan, fused_config, fused_plan, sweep_calls  # noqa: E402
 from launchlab.model import fused_policy as designs  # noqa: E402
 from launchlab.model import workloads  # noqa: E402
 
@@ -41,12 +41,6 @@ OPTION_LETTERS = {"blocks_per_sm": "s"}
 
 
 # ---------------------------------------------------------------- candidates (no CuPy: plain arithmetic on the device)
-def design_plan(design: str, defines: dict) -> dict:
-    """A plan (as fused_plan gives it) for one of softmax_designs' designs with these defines."""
-    return {"design": design, "family": designs.FAMILY, "defines": defines, "shared_bytes": None,
-            "module": designs.module_label(design, defines)}
-
-
 def row_candidates(rows: int, cols: int, device: dict) -> list[tuple[dict, dict]]:
     """The one-block-per-row kernel as fused_plan configures it where the policy picks "row", and as it is
     configured without the SM count (rows outnumbering the SMs): with fewer rows than SMs the two differ

@@ -248,10 +248,10 @@ def fused_config(rows: int, cols: int, shared_limit: int, sm_count: int | None =
     if chunks <= WARP_ROW_CHUNKS * 32:
         tier, block, reg_chunks, shared = "registers", 32, (REG_CHUNKS if chunks <= REG_CHUNKS * 32 else WARP_ROW_CHUNKS), 0
     elif chunks <= REG_CHUNKS * REGISTER_TIER_MAX_BLOCK:
-        tier, block, reg_chunks, shared = "registers", power_of_two_above(-(-chunks // REG_CHUNKS)), REG_CHUNKS, 0
+        tier, block, reg_chunks, shared = "registers", fused_policy.next_power_of_two(-(-chunks // REG_CHUNKS)), REG_CHUNKS, 0
     elif few_rows and chunks <= FEW_ROWS_REG_CHUNKS * 1024:
         tier, reg_chunks, shared = "registers", FEW_ROWS_REG_CHUNKS, 0
-        block = max(REGISTER_TIER_MAX_BLOCK, power_of_two_above(-(-chunks // FEW_ROWS_REG_CHUNKS)))
+        block = max(REGISTER_TIER_MAX_BLOCK, fused_policy.next_power_of_two(-(-chunks // FEW_ROWS_REG_CHUNKS)))
     elif 16 * chunks <= shared_limit:
         block = SHARED_TIER_BLOCK
         while REG_CHUNKS * block >= chunks:  # the kernel keeps a row in registers when it fits: keep it from fitting
@@ -269,11 +269,6 @@ def fused_configs(shapes: str, shared_limit: int, sm_count: int) -> dict:
     """{shape: fused_config} for every shape of a run."""
     return {workloads.shape_name(r, c): fused_config(r, c, shared_limit, sm_count)
             for r, c in workloads.parse_shapes(shapes)}
-
-
-def power_of_two_above(n: int) -> int:
-    """The smallest power of two at least n (n >= 1)."""
-    return 1 << (n - 1).bit_length()
 
 
 def min_blocks(block: int, register_budget: int = REGISTER_BUDGET["registers"]) -> int:
@@ -296,7 +291,11 @@ def fused_plan(rows: int, cols: int, device: dict) -> dict:
     if design == "row":
         return {"design": "row", "family": "fused_softmax",
                 **fused_config(rows, cols, int(device["shared_bytes_per_block_optin"]), int(device["sm_count"]))}
-    defines = fused_policy.design_defines(design, rows, cols, int(device["sm_count"]))
+    return design_plan(design, fused_policy.design_defines(design, rows, cols, int(device["sm_count"])))
+
+
+def design_plan(design: str, defines: dict) -> dict:
+    """The plan of one of kernels/softmax_designs.cu's designs built with these defines."""
     return {"design": design, "family": fused_policy.FAMILY, "defines": defines, "shared_bytes": None,
             "module": fused_policy.module_label(design, defines)}
 

@@ -7,8 +7,7 @@ from __future__ import annotations
 import re
 
 from launchlab.chapters.fusion import (CALLS_PER_GRAPH, CONTENDERS, COPY_RATIO_TARGET, CUDNN_SPEEDUP_TARGET, DEVICE,
-                                       FEW_ROWS_REG_CHUNKS,
-                                       L2_STATES, LIBRARIES, SWEEP_BYTES_PER_REPLAY, SWEEP_COPY_TARGETS,
+                                       FEW_ROWS_REG_CHUNKS, L2_STATES, LIBRARIES, SWEEP_BYTES_PER_REPLAY, SWEEP_COPY_TARGETS,
                                        SWEEP_MAX_CALLS)
 from launchlab.chapters.fusion.summary import SUBMISSION_PATHS, variant
 from launchlab.measure.variant import VariantId
@@ -849,7 +848,7 @@ def few_rows_values(s: dict) -> dict:
     and the ranges of fused plain time over the copy's and of the Triton kernel's time over fused plain, warm L2
     ("n/a" where absent)."""
     points = [p for p in s["sweep"].get("128", [])
-              if p["design"] == "row" and s["configs"].get(workloads.shape_name(128, p["cols"]), {}).get("tier") == "registers"]
+              if p["design"] == "row" and s["configs"].get(p["shape"], {}).get("tier") == "registers"]
     values = {"few_rows_lengths": f"{points[0]['cols']:,} to {points[-1]['cols']:,}" if points else "n/a"}
     for name, ratio in (("copy", "fused_plain_over_copy"), ("triton", "triton_over_fused_plain")):
         medians = [p["ratios"][ratio]["warm"]["median"] for p in points if "warm" in p["ratios"].get(ratio, {})]
