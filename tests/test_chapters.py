@@ -47,7 +47,7 @@ def test_every_chapter_package_has_its_four_parts_and_a_variant_table(stem):
     assert declared.stem == stem
     for part in ("run", "summary", "page"):
         assert getattr(declared, part) is not None
-    table = declared.variant_table()
+    table = declared.variants()
     ids = [str(spec.id) for spec in table]
     assert table and len(ids) == len(set(ids))
     assert all(spec.bytes_read >= 0 and spec.bytes_written >= 0 for spec in table)

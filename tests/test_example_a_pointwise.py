@@ -22,14 +22,14 @@ def run(tmp_path_factory):
 def test_declaration():
     assert chapter("example_a_pointwise") is CHAPTER and CHAPTER.tag == "exa"
     assert Parameters().sizes == "256,32768,1048576,16777216" and parse_sizes(Parameters().sizes) == list(SIZES)
-    table = {str(spec.id): spec for spec in CHAPTER.variant_table()}
+    table = {str(spec.id): spec for spec in CHAPTER.variants()}
     assert len(table) == 16
     for n in SIZES:
         for submission in ("stream", "graph"):
             three, fused = table[f"three.n{n}.{submission}"], table[f"fused.n{n}.{submission}"]
             assert three.logical_bytes == 24 * n and (three.bytes_read, three.bytes_written) == (12 * n, 12 * n)
             assert fused.logical_bytes == 8 * n and (fused.bytes_read, fused.bytes_written) == (4 * n, 4 * n)
-    assert table["three.n256.graph"].target == "GraphReplay(ThreePointwise)"
+    assert table["three.n256.graph"].row.label == "GraphReplay(ThreePointwise)"
     vid = variant("fused", 16_777_216, "graph")
     assert str(vid) == "fused.n16777216.graph" and size_of(vid) == 16_777_216
     assert historical_name(vid) == "fused_graph" and label(vid) == "fused kernel, graph"
@@ -56,7 +56,7 @@ def test_headline_keys_are_exactly_the_declared_ones(run):
 
 def test_summaries(run):
     s = run.summaries
-    assert set(s["timing"]) == {str(spec.id) for spec in CHAPTER.variant_table()}
+    assert set(s["timing"]) == {str(spec.id) for spec in CHAPTER.variants()}
     graph = s["graphs"]["three.n32768.graph"]
     assert graph == {"kernel": 3, "other": 0, "kernels_in_order": ["pw_add_one", "pw_square", "pw_halve"]}
     assert s["dram"]["paths"]["three"]["kernels"] == 3 and s["dram"]["paths"]["fused"]["kernels"] == 1

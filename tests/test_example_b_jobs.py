@@ -23,14 +23,14 @@ def run(tmp_path_factory):
 def test_declaration():
     assert chapter("example_b_jobs") is CHAPTER and CHAPTER.tag == "exb"
     assert parse_cases(Parameters().cases) == list(CASES)
-    ids = [str(spec.id) for spec in CHAPTER.variant_table()]
+    ids = [str(spec.id) for spec in CHAPTER.variants()]
     assert sorted(ids) == sorted(f"{v.split('_')[0]}.{case}.{v.split('_')[1]}" for v in VARIANTS for case in CASES)
-    table = {str(spec.id): spec for spec in CHAPTER.variant_table()}
+    table = {str(spec.id): spec for spec in CHAPTER.variants()}
     jobs = model.job_count(132)
     assert (table["fused.ragged.stream"].bytes_read, table["fused.ragged.stream"].bytes_written) == \
         ((2048 + 4) * jobs, 2048 * jobs)
     assert table["queue.balanced.graph"].logical_bytes == table["fused.balanced.graph"].logical_bytes + 8 * jobs
-    assert table["queue.ragged.graph"].target == "GraphReplay(QueueJobs)"
+    assert table["queue.ragged.graph"].row.label == "GraphReplay(QueueJobs)"
     vid = variant("queue", "ragged", "graph")
     assert str(vid) == "queue.ragged.graph" and historical_name(vid) == "queue_graph"
     assert label(vid) == "persistent queue, graph"

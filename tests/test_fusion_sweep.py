@@ -135,7 +135,7 @@ class FakeVariant:
 
 class FakeSession:
     def __init__(self, parameters):
-        self.parameters, self.checks, self.events = parameters, [], []
+        self.parameters, self.checks, self.events, self.skipped = parameters, [], [], []
         self.backend = types.SimpleNamespace(stream=types.SimpleNamespace(synchronize=lambda: self.events.append("sync")))
 
     def add_check(self, labels, result):
@@ -143,6 +143,9 @@ class FakeSession:
 
     def require_passed(self, when):
         self.events.append(("require_passed", when))
+
+    def skip_all(self, reason, target, case=None):
+        self.skipped.append((target, case))
 
     def measure(self, kind, measured, flush=None):
         self.events.append((kind, sorted(str(m.id) for m in measured), flush))
@@ -197,6 +200,7 @@ def test_screen_on_device_drops_a_library_failing_the_oracle_and_says_why(fake_c
     assert libraries["cudnn"]["unavailable"] == {}
     assert libraries["triton"]["unavailable"]["4x8"].startswith("failed the float64 softmax oracle before timing (")
     assert targets["fused_plain"].calls == []
+    assert session.skipped == [("triton", "4x8")]
 
 
 def sweep_point_fakes(monkeypatch) -> list:

@@ -118,14 +118,14 @@ def test_the_chapter_runs_end_to_end_under_a_short_protocol(tmp_path):
     writer.write_json("headline.json", headline)
     run = Run.open(writer.path, require_sealed=False)
 
-    declared = {str(spec.id) for spec in CHAPTER.variant_table(parameters)}
+    declared = {str(spec.id) for spec in CHAPTER.variants(parameters)}
     measured = set(run.summaries["timing"])
     if not run.record.details["native_loop"]["built"]:
         declared = {v for v in declared if not v.endswith(".native")}
     assert measured == declared
     checked = {c["variant"] for c in run.json("validation.json")}
     assert checked == {v for v in declared if not v.startswith("empty.")}
-    for spec in CHAPTER.variant_table(parameters):
+    for spec in CHAPTER.variants(parameters):
         if spec.id.submission == "graph":
             nodes = run.summaries["nodes"][str(spec.id)]
             assert nodes["kernel"] == nodes["stream_launches"] and nodes["other"] == 0, spec.id

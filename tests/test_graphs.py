@@ -104,7 +104,7 @@ def test_a_separate_instantiation_is_charged_and_a_fast_first_replay_costs_nothi
 
 # ---------------------------------------------------------------- the variant table
 def test_every_graph_variant_has_its_stream_twin_and_known_launch_counts():
-    table = CHAPTER.variant_table()
+    table = CHAPTER.variants()
     ids = {spec.id for spec in table}
     graphs = [vid for vid in ids if vid.submission == "graph"]
     assert graphs and all(stream_twin(g) in ids for g in graphs)
@@ -117,14 +117,14 @@ def test_every_graph_variant_has_its_stream_twin_and_known_launch_counts():
 
 
 def test_the_tiled_paths_move_twelve_bytes_per_element_plus_statistics():
-    spec = next(s for s in CHAPTER.variant_table() if str(s.id) == "tiled3.balanced.stream")
+    spec = next(s for s in CHAPTER.variants() if str(s.id) == "tiled3.balanced.stream")
     elements, tiles, rows = 128 * 8192, 1024, 128
     assert spec.logical_bytes == 12 * elements + 2 * 12 * (tiles + rows)
 
 
 def test_bad_counts_are_refused():
     with pytest.raises(ValueError, match="positive"):
-        CHAPTER.variant_table(Parameters(empty_lengths="1,0"))
+        CHAPTER.variants(Parameters(empty_lengths="1,0"))
 
 
 # ---------------------------------------------------------------- a synthetic run through summary and page
@@ -170,7 +170,7 @@ def fake_setup(vid: VariantId, rng) -> dict:
 def write_synthetic_run(root: Path, parameters: Parameters = Parameters(), native: bool = True) -> Path:
     """A run of this chapter as the GPU would write it, every number made up."""
     writer = RunWriter("20260101T000000Z-ch02", root)
-    variants = [spec.id for spec in CHAPTER.variant_table(parameters) if native or spec.id.submission != "native"]
+    variants = [spec.id for spec in CHAPTER.variants(parameters) if native or spec.id.submission != "native"]
     rng = np.random.default_rng(1)
     index = {}
     for vid in (v for v in variants if v.submission == "graph"):
@@ -218,7 +218,7 @@ def notebook_glue_names() -> set[str]:
 
 def test_the_summaries_of_a_synthetic_run_reproduce_and_pair_every_graph(synthetic_run):
     s = synthetic_run.summaries
-    graphs = [str(spec.id) for spec in CHAPTER.variant_table() if spec.id.submission == "graph"]
+    graphs = [str(spec.id) for spec in CHAPTER.variants() if spec.id.submission == "graph"]
     assert sorted(s["stream_over_graph"]) == sorted(graphs) == sorted(s["setup"]) == sorted(s["nodes"])
     for graph in graphs:
         nodes = s["nodes"][graph]

@@ -145,7 +145,7 @@ def test_three_kernel_block_records_are_renumbered_as_tasks():
 
 # --------------------------------------------------------------------------- the declaration
 def test_variant_table_names_every_design_case_submission_and_sweep_point():
-    table = declared.CHAPTER.variant_table()
+    table = declared.CHAPTER.variants()
     ids = [str(spec.id) for spec in table]
     assert len(ids) == len(set(ids)) == 2 * (10 * 2 + 2 * 4)
     assert {"tiled3.balanced.stream", "tiled3.balanced.graph", "coop.ragged.graph", "queue.ragged.stream",
@@ -163,7 +163,7 @@ def test_variant_table_names_every_design_case_submission_and_sweep_point():
     assert declared.logical_bytes(ragged, "b_in_c")[0] == 8 * elements + 12 * (16 * 36 ** 2 + 112 * 4 ** 2)
     assert declared.stream_submissions(DESIGN["cluster"], "ragged") == 2  # clusters of 8 and of 4: two launches
     assert declared.is_one_launch(DESIGN["cluster"], "balanced") and not declared.is_one_launch(DESIGN["cluster"], "ragged")
-    only = declared.CHAPTER.variant_table(Parameters(designs="fused_row", sweep_workers_per_sm=""))
+    only = declared.CHAPTER.variants(Parameters(designs="fused_row", sweep_workers_per_sm=""))
     assert {spec.id.target for spec in only} == {"tiled3", "coop", "queue", "fused_row"}
     with pytest.raises(ValueError, match="unknown designs"):
         declared.parse_designs("pdl3,warp")
@@ -677,7 +677,7 @@ def synthetic(simulated_gpu, tmp_path_factory):
 
 @pytest.mark.slow
 def test_the_simulated_run_holds_every_declared_variant(synthetic):
-    declared_ids = {str(spec.id) for spec in declared.CHAPTER.variant_table()}
+    declared_ids = {str(spec.id) for spec in declared.CHAPTER.variants()}
     samples = synthetic.jsonl("samples/timing.jsonl.gz")
     assert {s["variant"] for s in samples} == declared_ids
     assert {s["launches"] for s in samples if s["variant"] == "queue.ragged.stream"} == {2}

@@ -11,7 +11,6 @@ A failed validation writes the checks and a failed verdict, then stops the run (
 """
 from __future__ import annotations
 
-import dataclasses
 import time
 from pathlib import Path
 
@@ -27,6 +26,10 @@ SAMPLES_FILE = "samples/timing.jsonl.gz"
 
 class ValidationFailed(RuntimeError):
     """A target disagreed with its oracle; the run is written with verdict 'failed' and never timed further."""
+
+
+class IncompleteRun(RuntimeError):
+    """A declared variant went missing from the run: neither measured nor skipped with a reason."""
 
 
 class Session:
@@ -45,12 +48,13 @@ class Session:
         self.chapter, self.writer, self.parameters, self.protocol = chapter, writer, parameters, protocol
         self.backend, self.device = backend, device
         self.record = RunRecord(
-            chapter=chapter.stem, run_id=writer.run_id, parameters=dataclasses.asdict(parameters),
+            chapter=chapter.stem, run_id=writer.run_id, parameters=chapter.recorded_parameters(parameters),
             protocol=protocol.record(), host_path=chapter.host_path, device=device.identity(),
             environment=device.environment(), git_commit=provenance.git_commit(),
             source_tree_sha256=provenance.source_tree_sha256(), states={"before_build": device.state()})
         self.checks: list[dict] = []
         self.samples: list[dict] = []
+        self.skipped: dict[str, str] = {}
         self.builds: dict[str, dict] = {}
         self.phase_seconds: dict[str, float] = {}
         self._phase_start = time.perf_counter()
@@ -124,6 +128,32 @@ class Session:
         self.samples += samples
         return samples
 
+    def skip(self, variant, reason: str) -> None:
+        """A declared variant this run cannot measure (a missing requirement, a library that failed its
+        oracle), with the reason the run records."""
+        if not reason:
+            raise ValueError(f"skipping {variant} needs a reason")
+        self.skipped[str(variant)] = reason
+
+    def skip_all(self, reason: str, target: str, case: str | None = None) -> None:
+        """Skip every declared variant of a row (on one case, or on all)."""
+        for variant in self.chapter.variants(self.parameters):
+            if variant.id.target == target and case in (None, variant.id.case):
+                self.skip(variant.id, reason)
+
+    def require_complete(self) -> None:
+        """Every declared variant was measured or skipped with its reason; otherwise the run fails, naming them."""
+        from launchlab.chapters.declaration import missing_variants
+
+        measured = {sample["variant"] for sample in self.samples}
+        missing = missing_variants(self.chapter.variants(self.parameters), measured, self.skipped)
+        if missing:
+            self.record.validation = {"verdict": "failed", "reason": "declared variants neither measured nor skipped",
+                                      "missing_variants": missing}
+            self.writer.write_json("run.json", self.record.to_dict())
+            raise IncompleteRun(f"{len(missing)} declared variant(s) neither measured nor skipped: "
+                                f"{', '.join(missing[:8])}{' ...' if len(missing) > 8 else ''}")
+
     # ------------------------------------------------------------------ record
     def phase(self, name: str) -> None:
         """Close a phase of the run: its wall time is printed and kept in run.json's details."""
@@ -144,6 +174,9 @@ class Session:
         from launchlab.gpu.device import clocks_dropped
 
         self.require_passed("end of run")
+        self.require_complete()
+        if self.skipped:
+            self.record.details["skipped_variants"] = self.skipped
         self.record.states["end"] = self.device.state()
         readings = [v for k, v in self.record.states.items() if k.startswith("measurement")]
         if readings:

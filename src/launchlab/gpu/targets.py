@@ -33,6 +33,10 @@ class Target:
     def invoke(self) -> None:
         raise NotImplementedError
 
+    def native_launches(self) -> list[tuple[int, int, int, tuple]]:
+        """(CUfunction, grid, block, args) for the native launch loop."""
+        return [(kernel.kernel.ptr, grid[0], block[0], args) for kernel, grid, block, args in self.launches]
+
     def poison(self) -> None:
         raise NotImplementedError
 
@@ -86,6 +90,18 @@ class Repeated(Wrapped):
     def invoke(self) -> None:
         for _ in range(self.calls):
             self.target.invoke()
+
+
+class EmptyKernel(Target):
+    """One launch of a kernel that does nothing: what a launch costs with no work behind it. It has no output."""
+
+    name = "empty"
+
+    def __init__(self, built: BuiltModule):
+        self.launches = ((built.kernel("empty_kernel"), (1,), (1,), ()),)
+
+    def invoke(self) -> None:
+        enqueue_launches(self.launches)
 
 
 def enqueue_launches(launches) -> None:
@@ -149,10 +165,6 @@ class RowPath(ArrayTarget):
     def poison(self) -> None:
         for array in (self.e, self.y, self.rho, self.m, self.z):
             array.fill(np.nan)
-
-    def native_launches(self) -> list[tuple[int, int, int, tuple]]:
-        """(CUfunction, grid, block, args) for the native launch loop."""
-        return [(kernel.kernel.ptr, grid[0], block[0], args) for kernel, grid, block, args in self.launches]
 
 
 # ---------------------------------------------------------------- chapter 3: the fused row kernel, the copy, cold L2

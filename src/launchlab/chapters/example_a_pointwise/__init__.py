@@ -86,4 +86,4 @@ HOST_PATH = ("CuPy RawKernel launches from CPython on one non-blocking stream (t
              "invocation); Graph.launch of the same launches captured once into a CUDA graph, on the same stream")
 
 CHAPTER = Chapter(stem="example_a_pointwise", tag="exa", title="Example A: a pointwise chain",
-                  host_path=HOST_PATH, parameters=Parameters, variants=variants)
+                  host_path=HOST_PATH, parameters=Parameters, expand=variants)

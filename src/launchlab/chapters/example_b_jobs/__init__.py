@@ -90,4 +90,4 @@ HOST_PATH = ("CuPy RawKernel launches from CPython on one non-blocking stream (t
              "once into a CUDA graph, on the same stream")
 
 CHAPTER = Chapter(stem="example_b_jobs", tag="exb", title="Example B: dependent jobs", host_path=HOST_PATH,
-                  parameters=Parameters, variants=variants)
+                  parameters=Parameters, expand=variants)

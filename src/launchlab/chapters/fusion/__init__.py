@@ -312,4 +312,4 @@ CHAPTER = Chapter(
                "stream (torch.cuda.ExternalStream) and memory (DLPack); device time from CUDA graphs of 32 captured "
                "calls replayed by Graph.launch (warm L2) and from single stream calls after an L2 flush and a GPU "
                "wait (cold L2)"),
-    parameters=Parameters, variants=variants)
+    parameters=Parameters, expand=variants)

@@ -123,6 +123,7 @@ def add_libraries(session, targets: dict, x, shape: str, libraries: dict) -> Non
         target, reason = baselines.make_baseline(name, x, session.backend.stream)
         if target is None:
             libraries[name]["unavailable"][shape] = reason
+            session.skip_all(reason, name, shape)
             continue
         libraries[name]["setup"][shape] = target.describe()
         session.library(name, target.version())
@@ -138,9 +139,10 @@ def screen_libraries(session, targets: dict, rows: int, cols: int, libraries: di
         reference = reference if reference is not None else oracles.by_row_blocks(oracles.softmax, x)
         result = oracles.compare_by_row_blocks(targets[name].compute(x), reference, oracles.SOFTMAX_TOLERANCE)
         if not result["passed"]:
-            libraries[name]["unavailable"][workloads.shape_name(rows, cols)] = (
-                f"failed the float64 softmax oracle before timing ({result['failing_elements']} of "
-                f"{result['elements']} elements outside the tolerance); not timed")
+            reason = (f"failed the float64 softmax oracle before timing ({result['failing_elements']} of "
+                      f"{result['elements']} elements outside the tolerance); not timed")
+            libraries[name]["unavailable"][workloads.shape_name(rows, cols)] = reason
+            session.skip_all(reason, name, workloads.shape_name(rows, cols))
             del targets[name]
 
 

@@ -95,9 +95,10 @@ def screen_on_device(session, targets: dict, rows: int, cols: int, libraries: di
         output = compute_on_device(targets[name], x, session.backend.stream)
         result = oracles.compare(output, reference, oracles.SOFTMAX_TOLERANCE, xp=cupy)
         if not result["passed"]:
-            libraries[name]["unavailable"][shape] = (
-                f"failed the float64 softmax oracle before timing ({result['failing_elements']} of "
-                f"{result['elements']} elements outside the tolerance); not timed")
+            reason = (f"failed the float64 softmax oracle before timing ({result['failing_elements']} of "
+                      f"{result['elements']} elements outside the tolerance); not timed")
+            libraries[name]["unavailable"][shape] = reason
+            session.skip_all(reason, name, shape)
             del targets[name]
 
 

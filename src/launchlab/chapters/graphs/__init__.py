@@ -125,4 +125,4 @@ CHAPTER = Chapter(
     stem="graphs", tag="ch02", title="CUDA Graphs",
     host_path=("CuPy from CPython on one non-blocking stream: RawKernel launches for the stream versions, "
                "Graph.launch for replays; the native loop calls cuLaunchKernel from C++ on the same stream"),
-    parameters=Parameters, variants=variants)
+    parameters=Parameters, expand=variants)

@@ -313,4 +313,4 @@ HOST_PATH = ("CuPy from CPython on one non-blocking stream: RawKernel launches f
              "Graph.launch for every graph")
 
 CHAPTER = Chapter(stem="megakernels", tag="ch04", title="Megakernels", host_path=HOST_PATH,
-                  parameters=Parameters, variants=variants)
+                  parameters=Parameters, expand=variants)

@@ -1,49 +1,87 @@
-"""Chapter 1, ordinary launches: the four-kernel row path in one stream, and what a launch costs the host."""
+"""Chapter 1, ordinary launches: the four-kernel row path in one stream, and what a launch costs the host.
+
+Two rows: the row path (`row4`) and the empty kernel (`empty`). The row path is timed warm at every shape of
+`shapes` from the stream, traced once per shape, and its launches are timed from the host at `launch_shape`,
+from CuPy and from the native C++ loop; the empty kernel only has its launches timed.
+"""
 from __future__ import annotations
 
 import dataclasses
 
-from launchlab.chapters.declaration import Chapter, VariantSpec
+from launchlab.chapters.declaration import Chapter, Oracle, Row, Shapes, Variant
 from launchlab.measure.variant import VariantId
-from launchlab.model import workloads
+from launchlab.model import oracles, workloads
 
 ROW_KERNELS = ("row_rms", "row_max", "row_exp_sum", "row_scale")
 ROW_PATH_BYTES_READ = 16    # per element: x three times (K1, K2, K3), e once (K4)
 ROW_PATH_BYTES_WRITTEN = 8  # per element: e (K3) and y (K4)
 LARGE_ELEMENTS = 1 << 24    # shapes this big use the protocol's smaller event batch
+# What a variant enters: `timing` (warm events and host clocks per invocation, traced once), `launch_cost`
+# (batches enqueued with no events: the host's cost per launch).
+OUTPUTS = ("timing", "launch_cost")
 
 
 @dataclasses.dataclass(frozen=True)
 class Parameters:
-    shapes: str = "4096x4096,4096x1024,128x8192"
+    shapes: Shapes = Shapes.parse("4096x4096,4096x1024,128x8192")
     fixture_seed: int = 2026
-    launch_shape: str = "128x8192"  # the row path whose launches are also timed from the native C++ loop
+    launch_shape: Shapes = Shapes.parse("128x8192")  # the row path whose launches are also timed from C++
+
+
+def row_path_bytes(case: str) -> tuple[int, int]:
+    rows, cols = workloads.parse_shapes(case)[0]
+    return ROW_PATH_BYTES_READ * rows * cols, ROW_PATH_BYTES_WRITTEN * rows * cols
+
+
+def make_row_path(context, case: str):
+    from launchlab.gpu.targets import RowPath
+
+    return RowPath(context.modules["row_softmax"], *workloads.parse_shapes(case)[0])
+
+
+def make_empty(context, case: str):
+    from launchlab.gpu.targets import EmptyKernel
+
+    return EmptyKernel(context.modules["empty"])
+
+
+ROW_PATH = Row("row4", "row path (4 kernels)", make_row_path,
+               Oracle("rms_softmax (float64)", oracles.rms_softmax, oracles.RMS_SOFTMAX_TOLERANCE),
+               submissions=("stream", "native"), bytes=row_path_bytes, outputs=frozenset(OUTPUTS))
+EMPTY = Row("empty", "empty kernel", make_empty, Oracle("none (no output)"), submissions=("stream", "native"),
+            bytes=lambda case: (0, 0), outputs=frozenset({"launch_cost"}))
+ROWS = (ROW_PATH, EMPTY)
 
 
 def row_variant(rows: int, cols: int, submission: str = "stream") -> VariantId:
-    return VariantId("row4", workloads.shape_name(rows, cols), submission)
+    return VariantId(ROW_PATH.name, workloads.shape_name(rows, cols), submission)
 
 
-EMPTY_STREAM = VariantId("empty", "1x1", "stream")
-EMPTY_NATIVE = VariantId("empty", "1x1", "native")
+EMPTY_STREAM = VariantId(EMPTY.name, "1x1", "stream")
+EMPTY_NATIVE = VariantId(EMPTY.name, "1x1", "native")
 
 
-def variants(parameters: Parameters) -> list[VariantSpec]:
-    table = []
-    for rows, cols in workloads.parse_shapes(parameters.shapes):
-        elements = rows * cols
-        table.append(VariantSpec(row_variant(rows, cols), "RowPath", "rms_softmax (float64)",
-                                 ROW_PATH_BYTES_READ * elements, ROW_PATH_BYTES_WRITTEN * elements))
-    rows, cols = workloads.parse_shapes(parameters.launch_shape)[0]
-    table.append(VariantSpec(row_variant(rows, cols, "native"), "RowPath via the C++ loop", "rms_softmax (float64)",
-                             ROW_PATH_BYTES_READ * rows * cols, ROW_PATH_BYTES_WRITTEN * rows * cols))
-    table += [VariantSpec(EMPTY_STREAM, "empty_kernel", "none (no output)", 0, 0),
-              VariantSpec(EMPTY_NATIVE, "empty_kernel via the C++ loop", "none (no output)", 0, 0)]
-    return table
+def expand(parameters: Parameters) -> list[Variant]:
+    """The row path from the stream at every shape (timed warm; at the launch shape its launches too), the row
+    path from the C++ loop at the launch shape, and the empty kernel from both (launches only)."""
+    launch = parameters.launch_shape[0]
+    variants = [Variant(row_variant(*shape), ROW_PATH,
+                        outputs=frozenset(OUTPUTS) if shape == launch else frozenset({"timing"}))
+                for shape in parameters.shapes]
+    if launch not in parameters.shapes:
+        variants.append(Variant(row_variant(*launch), ROW_PATH, outputs=frozenset({"launch_cost"})))
+    variants.append(Variant(row_variant(*launch, "native"), ROW_PATH, outputs=frozenset({"launch_cost"})))
+    variants += [Variant(VariantId(EMPTY.name, "1x1", submission), EMPTY) for submission in EMPTY.submissions]
+    return variants
+
+
+def is_large(vid: VariantId) -> bool:
+    rows, cols = workloads.parse_shapes(vid.case)[0]
+    return rows * cols >= LARGE_ELEMENTS
 
 
 CHAPTER = Chapter(
     stem="ordinary_launches", tag="ch01", title="Ordinary launches",
     host_path=("CuPy RawKernel launches from CPython on one non-blocking stream; the native loop calls "
                "cuLaunchKernel from C++ on the same stream, kernels and arguments"),
-    parameters=Parameters, variants=variants)
+    parameters=Parameters, expand=expand)

@@ -1,67 +1,85 @@
-"""Chapter 1 on the GPU: validate the row path, time it warm, trace one invocation, time launches."""
+"""Chapter 1 on the GPU: validate the row path, time it warm, trace one invocation, time launches.
+
+Every declared variant is made from its row; what it enters (`timing`, `launch_cost`) says how it is measured.
+A variant from the C++ loop is skipped, with the reason, where no C++ compiler builds the loop."""
 from __future__ import annotations
 
-from launchlab.chapters.ordinary_launches import (EMPTY_NATIVE, EMPTY_STREAM, LARGE_ELEMENTS, ROW_KERNELS,
-                                                  row_variant)
+import dataclasses
+
+from launchlab.chapters.ordinary_launches import CHAPTER, ROW_KERNELS, is_large
 from launchlab.measure.protocol import Measured
-from launchlab.model import oracles, workloads
+from launchlab.model import workloads
+
+
+@dataclasses.dataclass
+class Context:
+    """What the rows' `make` reads: the built modules."""
+    modules: dict
 
 
 def run(session) -> None:
-    from launchlab.gpu import native, probes
-    from launchlab.gpu.targets import RowPath
+    from launchlab.gpu import native
 
     parameters = session.parameters
-    shapes = workloads.parse_shapes(parameters.shapes)
-    launch_shape = workloads.parse_shapes(parameters.launch_shape)[0]
-    timed = session.build("row_softmax", "row_softmax", ROW_KERNELS)
+    declared = CHAPTER.variants(parameters)
+    context = Context({"row_softmax": session.build("row_softmax", "row_softmax", ROW_KERNELS),
+                       "empty": session.build("empty", "empty", ("empty_kernel",))})
     traced = session.build("row_softmax_traced", "row_softmax", ROW_KERNELS, {"LAUNCHLAB_TRACE": None})
-    empty = session.build("empty", "empty", ("empty_kernel",))
+    targets = {v.id: v.row.make(context, v.id.case) for v in declared if v.id.submission == "stream"}
+    for vid, target in targets.items():
+        targets[vid.with_submission("native")] = target  # the C++ loop launches the stream target's kernels
 
-    paths = {shape: RowPath(timed, *shape) for shape in {*shapes, launch_shape}}
-    for shape in shapes:
+    timed = [v for v in declared if "timing" in v.enters]
+    for variant in timed:
         for index in range(workloads.FIXTURES_BEFORE_TIMING):
-            validate(session, paths[shape], shape, index, "before")
+            validate(session, variant, targets[variant.id], index, "before")
     session.require_passed("before timing")
-
-    session.measure("warm", [Measured(row_variant(*s), paths[s].invoke, launches=len(ROW_KERNELS),
-                                      large=s[0] * s[1] >= LARGE_ELEMENTS) for s in shapes])
-    for shape in shapes:
-        validate(session, paths[shape], shape, workloads.HELD_OUT_FIXTURE, "after")
+    session.measure("warm", [Measured(v.id, targets[v.id].invoke, launches=targets[v.id].submissions,
+                                      large=is_large(v.id)) for v in timed])
+    for variant in timed:
+        validate(session, variant, targets[variant.id], workloads.HELD_OUT_FIXTURE, "after")
     session.require_passed("after timing")
 
-    for shape in shapes:  # instrumented, separate from timing
-        traced_path = RowPath(traced, *shape)
-        records = probes.attach_buffer(traced, len(ROW_KERNELS), shape[0])
-        validate(session, traced_path, shape, 0, "traced build")  # also warms the traced kernels
-        session.writer.write_arrays(f"traces/{workloads.shape_name(*shape)}.npz",
-                                    **probes.collect(records, traced_path.invoke, len(ROW_KERNELS), shape[0]))
+    for variant in timed:  # instrumented, separate from timing
+        trace(session, traced, variant)
     session.require_passed("traced build")
 
-    session.measure("enqueue", launch_cost_variants(session, empty, paths[launch_shape], launch_shape, native))
-
-
-def validate(session, path, shape, index: int, phase: str) -> None:
-    x = workloads.rms_softmax_fixture(session.parameters.fixture_seed, index, *shape)
-    session.check({"variant": str(row_variant(*shape)), "fixture": index, "phase": phase},
-                  path.compute(x), oracles.rms_softmax(x), oracles.RMS_SOFTMAX_TOLERANCE, inputs=x)
-
-
-def launch_cost_variants(session, empty_module, row_path, shape, native) -> list[Measured]:
-    """Host-only enqueue loops: the empty kernel and the row path, from CuPy and from the C++ loop."""
-    empty_kernel = empty_module.kernel("empty_kernel")
-    variants = [Measured(EMPTY_STREAM, lambda: empty_kernel((1,), (1,), ())),
-                Measured(row_variant(*shape), row_path.invoke, launches=len(ROW_KERNELS))]
     library, how = native.build_library()
     session.note("native_loop", {"built": library is not None, "how": how})
-    if library is not None:
-        launcher = native.NativeLauncher(library)
-        stream = session.backend.stream.ptr
-        packed_empty = launcher.prepare([(empty_kernel.kernel.ptr, 1, 1, ())])
-        packed_row = launcher.prepare(row_path.native_launches())
-        variants += [
-            Measured(EMPTY_NATIVE, lambda: launcher.enqueue(packed_empty, stream, 1), timed_loop=lambda n: launcher.run(packed_empty, stream, n)),
-            Measured(row_variant(*shape, "native"), lambda: launcher.enqueue(packed_row, stream, 1), launches=len(ROW_KERNELS),
-                     timed_loop=lambda n: launcher.run(packed_row, stream, n)),
-        ]
-    return variants
+    launch_cost = [v for v in declared if "launch_cost" in v.enters]
+    if library is None:
+        for variant in (v for v in launch_cost if v.id.submission == "native"):
+            session.skip(variant.id, f"the native C++ loop was not built: {how}")
+    session.measure("enqueue", [measured_launches(session, targets[v.id], v.id, library)
+                                for v in launch_cost if v.id.submission == "stream" or library is not None])
+
+
+def validate(session, variant, target, index: int, phase: str) -> None:
+    x = workloads.rms_softmax_fixture(session.parameters.fixture_seed, index, *workloads.parse_shapes(variant.id.case)[0])
+    oracle = variant.row.oracle
+    session.check({"variant": str(variant.id), "fixture": index, "phase": phase},
+                  target.compute(x), oracle.function(x), oracle.tolerance, inputs=x)
+
+
+def trace(session, traced_module, variant) -> None:
+    """One invocation of the traced build: each block's start, end and SM (validated first, which also warms it)."""
+    from launchlab.gpu import probes
+
+    traced_path = variant.row.make(Context({"row_softmax": traced_module}), variant.id.case)
+    rows = traced_path.rows
+    records = probes.attach_buffer(traced_module, len(ROW_KERNELS), rows)
+    validate(session, variant, traced_path, 0, "traced build")
+    session.writer.write_arrays(f"traces/{variant.id.case}.npz",
+                                **probes.collect(records, traced_path.invoke, len(ROW_KERNELS), rows))
+
+
+def measured_launches(session, target, vid, library) -> Measured:
+    """Host-only enqueue loop of one variant: from CuPy (`stream`) or from the C++ loop (`native`)."""
+    if vid.submission == "stream":
+        return Measured(vid, target.invoke, launches=target.submissions)
+    from launchlab.gpu import native
+
+    launcher, stream = native.NativeLauncher(library), session.backend.stream.ptr
+    packed = launcher.prepare(target.native_launches())
+    return Measured(vid, lambda: launcher.enqueue(packed, stream, 1), launches=target.submissions,
+                    timed_loop=lambda n: launcher.run(packed, stream, n))
