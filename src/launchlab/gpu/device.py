@@ -65,6 +65,26 @@ def identity() -> dict:
     }
 
 
+def _property(name: str) -> int:
+    import cupy
+
+    return int(cupy.cuda.runtime.getDeviceProperties(cupy.cuda.runtime.getDevice())[name])
+
+
+def sm_count() -> int:
+    """SMs of the current GPU."""
+    return _property("multiProcessorCount")
+
+
+def shared_limit() -> int:
+    """Dynamic shared memory one block may opt in to on the current GPU, in bytes."""
+    return _property("sharedMemPerBlockOptin")
+
+
+def compute_capability() -> tuple[int, int]:
+    return _property("major"), _property("minor")
+
+
 def environment() -> dict:
     """The software and host a run measured with: driver, CUDA runtime, CuPy, Python, NumPy, CPU.
 
