@@ -14,7 +14,8 @@ from launchlab.chapters import fusion
 from launchlab.chapters.fusion import summary
 from launchlab.chapters.fusion.summary import by_variant
 from launchlab.gpu import ncu
-from launchlab.gpu.ncu import dram_by_variant, parse_ncu_csv
+from launchlab.chapters.fusion import profile as fusion_profile
+from launchlab.gpu.ncu import dram_by_marker, parse_ncu_csv
 from launchlab.measure import stats
 from launchlab.measure.protocol import FROZEN
 from launchlab.measure.variant import VariantId
@@ -380,31 +381,33 @@ def test_ncu_csv_is_parsed_with_units():
 
 def test_ncu_dram_bytes_are_attributed_by_the_markers():
     rows = parse_ncu_csv(NCU_CSV)
-    by_variant = dram_by_variant(rows)
+    by_variant = dram_by_marker(rows, fusion_profile.PROFILED)
     assert list(by_variant) == ["copy", "row4", "fused_rms", "cudnn"]  # fused plain launched nothing: left out
     assert by_variant["copy"] == {"read_bytes": 67108864, "write_bytes": 67108864, "kernels": 1}  # not the fixture's
     assert by_variant["row4"] == {"read_bytes": 4 * 67108864, "write_bytes": 1024 + 2 * 67108864, "kernels": 4}
     assert by_variant["fused_rms"] == {"read_bytes": 67108864, "write_bytes": 60000000, "kernels": 1}
     assert by_variant["cudnn"] == {"read_bytes": 3 * 33554432, "write_bytes": 2 * 33554432, "kernels": 2}
-    assert dram_by_variant(list(reversed(rows))) == by_variant  # by kernel ID, not by line order
-    assert ncu.VARIANTS == ("copy", "row4", "fused_rms", "fused_plain", "cudnn") and ncu.MARKER == "empty_kernel"
+    assert dram_by_marker(list(reversed(rows)), fusion_profile.PROFILED) == by_variant  # by kernel ID, not by line order
+    assert fusion_profile.PROFILED == ("copy", "row4", "fused_rms", "fused_plain", "cudnn") and ncu.MARKER == "empty_kernel"
 
 
 def test_ncu_without_markers_attributes_nothing():
     unmarked = [r for r in parse_ncu_csv(NCU_CSV) if r["kernel"] != ncu.MARKER]
-    assert dram_by_variant(unmarked) == {}
+    assert dram_by_marker(unmarked, fusion_profile.PROFILED) == {}
     first = [r for r in parse_ncu_csv(NCU_CSV) if r["id"] <= 2]  # the target stopped after the copy: no closing marker
-    assert dram_by_variant(first) == {}
-    assert dram_by_variant([]) == {}
+    assert dram_by_marker(first, fusion_profile.PROFILED) == {}
+    assert dram_by_marker([], fusion_profile.PROFILED) == {}
 
 
 def test_ncu_command_runs_the_target_with_the_plan():
     plan = fusion.fused_plan(4096, 128, H200)
-    command = ncu.ncu_command("/opt/ncu", "/tmp/log.csv", 4096, 128, plan, cudnn=False)
+    child = fusion_profile.child_arguments(4096, 128, plan, cudnn=False)
+    command = ncu.ncu_command("/opt/ncu", "/tmp/log.csv", child)
     assert command[:3] == ["/opt/ncu", "--clock-control", "none"] and "--csv" in command
     assert command[command.index("--metrics") + 1] == "dram__bytes_read.sum,dram__bytes_write.sum"
-    assert command[-6:] == ["launchlab.gpu.ncu", "target", "4096", "128", json.dumps(plan, sort_keys=True), "no-cudnn"]
-    assert ncu.ncu_command("ncu", "log", 1, 2, plan, cudnn=True)[-1] == "cudnn"
+    assert command[-6:] == ["-m", "launchlab.chapters.fusion.profile", "4096", "128", json.dumps(plan, sort_keys=True),
+                            "no-cudnn"]
+    assert fusion_profile.child_arguments(1, 2, plan, cudnn=True)[-1] == "cudnn"
 
 
 # ---------------------------------------------------------------- a synthetic run of every declared variant
@@ -1006,16 +1009,16 @@ def fake_gpu_modules(monkeypatch, broken_library="triton") -> dict:
     if importlib.util.find_spec("cupy") is None:  # sweep.run_sweep imports CuPy even for an empty sweep
         monkeypatch.setitem(sys.modules, "cupy", types.ModuleType("cupy"))
 
-    def ncu_dram_bytes(rows, cols, plan, cudnn=True):
+    def dram_bytes(rows, cols, plan, cudnn=True):
         asked["ncu"].append((rows, cols, plan, cudnn))
         return {"command": ["ncu"], "returncode": 0, "csv": NCU_CSV, "error": None}
 
-    def sanitize(example, tools=sanitizer.TOOLS, timeout_s=300):
-        asked["sanitizer"].append((example, tuple(tools)))
+    def sanitize(child, tools=sanitizer.TOOLS, timeout_s=300, environment=None):
+        asked["sanitizer"].append((child, tuple(tools)))
         results = [sanitizer_result(tool, 0) for tool in tools]
         return {"sanitizer": "/fake/compute-sanitizer", "error": None, "tools": results, "clean": True}
 
-    monkeypatch.setattr(ncu, "ncu_dram_bytes", ncu_dram_bytes)
+    monkeypatch.setattr(fusion_profile, "dram_bytes", dram_bytes)
     monkeypatch.setattr(sanitizer, "sanitize", sanitize)
     return asked
 
@@ -1094,7 +1097,7 @@ def test_run_py_end_to_end_on_fake_gpu_modules(tmp_path, monkeypatch):
         ("narrow", 64, 128, "rms"), ("narrow", 64, 128, "plain")}   # the row kernel (FusedRow) serves 16x1001
     assert all(built.defines == plans["64x128"]["defines"] for *_, built in asked["designs"])
     assert asked["ncu"] == [(64, 128, plans["64x128"], True)]
-    assert asked["sanitizer"] == [("fusion", ("memcheck",))]
+    assert asked["sanitizer"] == [("launchlab.chapters.fusion.sanitize", ("memcheck",))]
     assert json.loads((writer.path / "sanitizer/memcheck.json").read_text())["errors"] == 0
     assert details["sanitizer"]["tools"] == ["memcheck"] and details["sanitizer"]["clean"] is True
     assert summaries["sanitizer"]["memcheck"]["clean"] and "racecheck" not in summaries["sanitizer"]

@@ -570,8 +570,8 @@ class FakeColdL2:
         return {"flush": "simulated"}
 
 
-def fake_sanitize(example, tools=("memcheck", "racecheck"), timeout_s=300):
-    results = [{"tool": tool, "example": example, "command": ["compute-sanitizer", "--tool", tool], "exit_code": 0,
+def fake_sanitize(child, tools=("memcheck", "racecheck"), timeout_s=300, environment=None):
+    results = [{"tool": tool, "child": child, "command": ["compute-sanitizer", "--tool", tool], "exit_code": 0,
                 "errors": 0, "inner": {"passed": True, "checks": {"x": True}}, "tail": [], "error": None}
                for tool in tools]
     return {"sanitizer": "compute-sanitizer", "error": None, "tools": results, "clean": True}

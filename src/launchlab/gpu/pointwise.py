@@ -136,39 +136,13 @@ PROFILE_FILTER = "regex:^pw_"   # ncu profiles these kernels only (not CuPy's fi
 PROFILE_SEED = 1
 
 
-def profile_command(ncu: str, log_file: str, n: int) -> list[str]:
-    """ncu over `python -m launchlab.gpu.pointwise profile N`, with gpu/ncu.py's options and metrics."""
-    from launchlab.gpu.ncu import METRICS
-
-    return [ncu, "--clock-control", "none", "--cache-control", "all", "--metrics", ",".join(METRICS),
-            "--kernel-name", PROFILE_FILTER, "--csv", "--print-units", "base", "--log-file", log_file,
-            sys.executable, "-m", "launchlab.gpu.pointwise", "profile", str(int(n))]
-
-
 def profile_dram(n: int, timeout_s: int = 300) -> dict:
-    """{"command", "returncode", "csv", "error"}: ncu's CSV text for both paths at n, or why there is none.
+    """{"command", "returncode", "csv", "error"}: ncu's CSV text for both paths at n, or why there is none (a
+    separate process, never inside a timed region; every kernel starts with a cold L2)."""
+    from launchlab.gpu import ncu
 
-    Runs in a separate process, never inside a timed region. ncu's cache control flushes the caches
-    before each profiled kernel, so every kernel's bytes are those of a start with a cold L2."""
-    from launchlab.gpu.ncu import find_ncu, parse_ncu_csv
-    from launchlab.gpu.sanitizer import child_environment
-
-    ncu = find_ncu()
-    if ncu is None:
-        return {"command": None, "returncode": None, "csv": "", "error": "ncu (Nsight Compute) is not on this host"}
-    with tempfile.TemporaryDirectory() as scratch:
-        log_file = str(Path(scratch) / "ncu.csv")
-        command = profile_command(ncu, log_file, n)
-        try:
-            done = subprocess.run(command, capture_output=True, text=True, timeout=timeout_s, env=child_environment())
-        except subprocess.TimeoutExpired:
-            return {"command": command, "returncode": None, "csv": "", "error": f"ncu did not finish in {timeout_s} s"}
-        text = (Path(log_file).read_text() if Path(log_file).exists() else "") or done.stdout
-    error = None
-    if done.returncode != 0 or not parse_ncu_csv(text):
-        tail = "\n".join((done.stderr + "\n" + text).strip().splitlines()[-12:])
-        error = f"ncu exited with status {done.returncode} and no counter values: {tail}"
-    return {"command": command, "returncode": done.returncode, "csv": text, "error": error}
+    return ncu.profile(["launchlab.gpu.pointwise", "profile", str(int(n))], kernel_filter=PROFILE_FILTER,
+                       timeout_s=timeout_s)
 
 
 def _profile(n: int) -> None:

@@ -1,21 +1,19 @@
-"""compute-sanitizer memcheck and racecheck over every variant of Example A or Example B (and, for chapter 4,
-memcheck, racecheck and synccheck over every megakernel design: `megakernels`), in a child process.
+"""compute-sanitizer's tools over a chapter's child process: the chapter names a module to run, the child
+launches what it checks once on small problems and prints one tagged JSON line, and this module reads it.
 
-    sanitize("pointwise")  ->  {"sanitizer", "error", "tools": [one result per tool], "clean"}
+    sanitize("launchlab.chapters.fusion.sanitize", tools)  ->  {"sanitizer", "error", "tools": [...], "clean"}
 
-The parent runs `compute-sanitizer --tool <tool> python -m launchlab.gpu.sanitizer inner <example>`;
-the child (`inner`) launches each variant once on small problems, from the stream and as a graph
-replay (Example B also in its traced build), checks every output exactly against the oracle, prints
-one tagged JSON line and exits non-zero on a mismatch. CuPy's memory pool is off in the child, so
-every array is its own allocation and an access past its end is one memcheck can see.
+The parent runs `compute-sanitizer --tool <tool> python -m <child module>`; the child calls `child_main(problem,
+checks)`, which turns CuPy's memory pool off (every array its own allocation, so memcheck sees an access past its
+end), runs the checks, prints RESULT_TAG + JSON and exits non-zero on a mismatch.
 
-A tool result holds the command, exit status, the error count read from the sanitizer's summary line,
-the child's own checks and the last lines of the output; where the sanitizer is missing or does not
-finish, the reason instead. Nothing here runs inside a timed region. The parent side needs no GPU
-library; the child imports CuPy.
+A tool result holds the command, exit status, the error count read from the sanitizer's summary line, the child's
+own checks and the last lines of the output; where the sanitizer is missing or does not finish, the reason
+instead. Nothing here runs inside a timed region. The parent side needs no GPU library; the child imports CuPy.
 """
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import re
@@ -25,23 +23,8 @@ import sys
 from pathlib import Path
 
 TOOLS = ("memcheck", "racecheck")
-EXAMPLES = ("pointwise", "jobs", "megakernels", "fusion")
 TAIL_LINES = 20
 RESULT_TAG = "SANITIZE-INNER "
-POINTWISE_SIZES = (1000, 32_768)  # a partial last block, and a few full ones
-JOB_WORK_DIVISOR = 64             # Example B with the real job table, its iteration counts / 64
-INNER_SEED = 1
-PROBLEMS = {  # what the child runs, in words for the pages
-    "pointwise": f"every variant at {' and '.join(f'{n:,}' for n in POINTWISE_SIZES)} elements",
-    "jobs": (f"every variant in both cases, the device's job table with stage iterations divided by "
-             f"{JOB_WORK_DIVISOR}, timed and traced builds (traces checked too)"),
-    "megakernels": ("every chapter 4 design (the run's `designs`) from the stream and as a graph replay, one "
-                    "invocation each on a small balanced and a small ragged case (launchlab.chapters.megakernels."
-                    "sanitize)"),
-    "fusion": ("every fused design (narrow rows, the row kernel's three tiers, a cluster with slices in registers "
-               "and in shared memory, split rows kept and streamed) in both modes, from the stream and as a graph "
-               "replay, on small irregular shapes (launchlab.chapters.fusion.sanitize)"),
-}
 
 
 def find_sanitizer() -> str | None:
@@ -83,17 +66,18 @@ def inner_result(stdout: str) -> dict | None:
     return json.loads(lines[-1]) if lines else None
 
 
-def run_tool(executable: str, tool: str, example: str, timeout_s: int = 300) -> dict:
-    """One sanitizer tool over the child run of one example."""
-    command = [executable, "--tool", tool, sys.executable, "-m", "launchlab.gpu.sanitizer", "inner", example]
-    shown = [Path(executable).name, "--tool", tool, "python", "-m", "launchlab.gpu.sanitizer", "inner", example]
+def run_tool(executable: str, tool: str, child: str, timeout_s: int = 300, environment: dict | None = None) -> dict:
+    """One sanitizer tool over one run of the child module."""
+    command = [executable, "--tool", tool, sys.executable, "-m", child]
+    shown = [Path(executable).name, "--tool", tool, "python", "-m", child]
     try:
-        done = subprocess.run(command, capture_output=True, text=True, timeout=timeout_s, env=child_environment())
+        done = subprocess.run(command, capture_output=True, text=True, timeout=timeout_s,
+                              env={**child_environment(), **(environment or {})})
     except subprocess.TimeoutExpired:
-        return {"tool": tool, "example": example, "command": shown, "exit_code": None, "errors": None,
+        return {"tool": tool, "child": child, "command": shown, "exit_code": None, "errors": None,
                 "inner": None, "tail": [], "error": f"{tool} did not finish in {timeout_s} s"}
     output = done.stdout + done.stderr
-    return {"tool": tool, "example": example, "command": shown, "exit_code": done.returncode,
+    return {"tool": tool, "child": child, "command": shown, "exit_code": done.returncode,
             "errors": error_count(tool, output), "inner": inner_result(done.stdout),
             "tail": output.splitlines()[-TAIL_LINES:], "error": None}
 
@@ -104,27 +88,33 @@ def is_clean(result: dict) -> bool:
             and bool(result.get("inner")) and bool(result["inner"]["passed"]))
 
 
-def sanitize(example: str, tools=TOOLS, timeout_s: int = 300) -> dict:
-    """Every tool over one example; without the sanitizer, one result per tool that says so."""
-    if example not in EXAMPLES:
-        raise ValueError(f"unknown example {example!r}; expected one of {EXAMPLES}")
+def sanitize(child: str, tools=TOOLS, timeout_s: int = 300, environment: dict | None = None) -> dict:
+    """Every tool over the child module; without the sanitizer, one result per tool that says so."""
+    try:
+        found = importlib.util.find_spec(child)
+    except ModuleNotFoundError:
+        found = None
+    if found is None:
+        raise ValueError(f"no child module {child!r} to run under compute-sanitizer")
     executable = find_sanitizer()
     if executable is None:
         reason = "compute-sanitizer not found (PATH, CUDA_HOME, /usr/local/cuda, beside nvcc)"
-        results = [{"tool": tool, "example": example, "command": None, "exit_code": None, "errors": None,
+        results = [{"tool": tool, "child": child, "command": None, "exit_code": None, "errors": None,
                     "inner": None, "tail": [], "error": reason} for tool in tools]
         return {"sanitizer": None, "error": reason, "tools": results, "clean": False}
-    results = [run_tool(executable, tool, example, timeout_s) for tool in tools]
+    results = [run_tool(executable, tool, child, timeout_s, environment) for tool in tools]
     return {"sanitizer": executable, "error": None, "tools": results, "clean": all(is_clean(r) for r in results)}
 
 
-def record(session, example: str, tools=TOOLS, timeout_s: int = 300) -> dict:
-    """Every tool over one example, kept in the run (runner.Session): sanitizer/<tool>.json and a note."""
-    result = sanitize(example, tools=tools, timeout_s=timeout_s)
+def record(session, child: str, problem: str, tools=TOOLS, timeout_s: int = 300,
+           environment: dict | None = None) -> dict:
+    """Every tool over the child module, kept in the run (runner.Session): sanitizer/<tool>.json and a note that
+    says, in words for the page, what the child runs (`problem`)."""
+    result = sanitize(child, tools=tools, timeout_s=timeout_s, environment=environment)
     for tool in result["tools"]:
         session.writer.write_json(f"sanitizer/{tool['tool']}.json", tool)
     session.note("sanitizer", {"executable": result["sanitizer"], "clean": result["clean"], "error": result["error"],
-                               "tools": list(tools), "problem": PROBLEMS[example]})
+                               "tools": list(tools), "problem": problem})
     return result
 
 
@@ -142,74 +132,16 @@ def read_results(run_dir: Path) -> dict:
     return table
 
 
-# --------------------------------------------------------------------------- the child run
-def inner(example: str) -> dict:
+# --------------------------------------------------------------------------- the child's side
+def child_main(problem: str, checks) -> int:
+    """What a child module's `__main__` runs: `checks(backend) -> {label: passed}` with CuPy's pool off, then the
+    tagged result line; exit 0 only when every check passed."""
     import cupy
 
     from launchlab.gpu.backend import CupyBackend
 
     cupy.cuda.set_allocator(None)  # no pool: each array its own allocation, so memcheck sees its end
-    backend = CupyBackend()
-    if example == "megakernels":
-        from launchlab.chapters.megakernels.sanitize import inner_checks
-
-        checks = inner_checks(backend)
-    elif example == "fusion":
-        from launchlab.chapters.fusion.sanitize import inner_checks
-
-        checks = inner_checks(backend)
-    else:
-        checks = _pointwise(backend) if example == "pointwise" else _jobs(backend)
-    return {"example": example, "problem": PROBLEMS[example], "checks": checks, "passed": all(checks.values())}
-
-
-def _pointwise(backend) -> dict:
-    from launchlab.gpu import pointwise
-    from launchlab.model import pointwise as model
-
-    built, checks = pointwise.load(), {}
-    for n in POINTWISE_SIZES:
-        x = model.fixture(INNER_SEED, 0, n)
-        reference = model.reference(x)
-        for name, variant in pointwise.variants(built, n, backend.stream).items():
-            checks[f"{name}.{n}"] = model.compare_exact(variant.compute(x), reference)["passed"]
-    return checks
-
-
-def _jobs(backend) -> dict:
-    from launchlab.gpu import jobs
-    from launchlab.model import jobs as model
-
-    checks = {}
-    count = model.job_count(jobs.sm_count())
-    for build_name in ("timed", "traced"):
-        built = jobs.load(traced=build_name == "traced")
-        records = jobs.attach_trace(built, count) if build_name == "traced" else None  # before any traced launch
-        for case in model.CASES:
-            problem = jobs.JobProblem(model.a_iterations(case, count) // JOB_WORK_DIVISOR,
-                                      model.B_ITERATIONS // JOB_WORK_DIVISOR)
-            x = model.inputs(INNER_SEED, 0, problem.jobs)
-            reference = problem.reference(x)
-            for name, variant in jobs.variants(built, problem, backend.stream).items():
-                label = f"{build_name}.{name}.{case}"
-                checks[label] = model.compare_exact(variant.compute(x), reference)["passed"]
-                if records is not None:
-                    target = jobs.underlying(variant)
-                    trace = jobs.collect_trace(records, variant.invoke)
-                    result = model.check_trace(trace, problem.jobs, target.schedule, getattr(target, "workers", None))
-                    checks[f"{label}.trace"] = result["passed"]
-    return checks
-
-
-def main(argv=None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
-    if len(argv) == 2 and argv[0] == "inner" and argv[1] in EXAMPLES:
-        result = inner(argv[1])
-        print(RESULT_TAG + json.dumps(result, sort_keys=True), flush=True)
-        return 0 if result["passed"] else 1
-    print(f"usage: python -m launchlab.gpu.sanitizer inner {{{','.join(EXAMPLES)}}}", file=sys.stderr)
-    return 2
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+    results = checks(CupyBackend())
+    passed = bool(results) and all(results.values())
+    print(RESULT_TAG + json.dumps({"problem": problem, "checks": results, "passed": passed}, sort_keys=True), flush=True)
+    return 0 if passed else 1

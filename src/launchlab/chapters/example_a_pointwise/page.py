@@ -139,10 +139,8 @@ def sanitizer_table(run, example: str):
                      "exit status": outcome["exit_code"],
                      "child checks (passed)": f"{outcome['child_checks']} ({passed})" if outcome["child_checks"] else "none",
                      "clean": outcome["clean"], "why not run": outcome["error"] or ""})
-    from launchlab.gpu.sanitizer import PROBLEMS
-
     return tables.page_table(rows, index="tool", formats={"errors reported": "text", "exit status": "text"},
-                             caption=f"compute-sanitizer over {PROBLEMS[example]}, in a separate process "
+                             caption=f"compute-sanitizer over {sanitized_problem(run)}, in a separate process "
                                      "with CuPy's memory pool off.")
 
 
@@ -275,10 +273,14 @@ def dram_sentence(run) -> str:
             + "; the reason is shown below the figure.")
 
 
+def sanitized_problem(run) -> str:
+    """What the sanitizer's child ran, in its own words (the first tool that ran says it)."""
+    said = [o["problem"] for o in run.summaries["sanitizer"].values() if o.get("problem")]
+    return said[0] if said else "every variant"
+
+
 def sanitizer_sentence(run, example: str = "pointwise") -> str:
     """What compute-sanitizer ran over and what each tool reported, or why it did not run."""
-    from launchlab.gpu.sanitizer import PROBLEMS
-
     outcomes = run.summaries["sanitizer"]
     if not outcomes:
         return "compute-sanitizer was not run."
@@ -290,4 +292,4 @@ def sanitizer_sentence(run, example: str = "pointwise") -> str:
         errors = "an unread number of" if outcome["errors"] is None else str(outcome["errors"])
         verdict = "" if outcome["clean"] else f" (exit status {outcome['exit_code']}; not clean)"
         parts.append(f"{tool} reported {errors} errors{verdict}")
-    return f"compute-sanitizer ran over {PROBLEMS[example]}: " + "; ".join(parts) + "."
+    return f"compute-sanitizer ran over {sanitized_problem(run)}: " + "; ".join(parts) + "."

@@ -36,7 +36,9 @@ def run(session) -> None:
     session.require_passed("after timing")
 
     profile_dram(session, parameters.profile_size)
-    sanitizer.record(session, "pointwise")  # memcheck and racecheck, every variant, a separate process
+    from launchlab.chapters.example_a_pointwise import sanitize as child
+
+    sanitizer.record(session, child.__name__, child.PROBLEM)  # memcheck and racecheck, every variant, a separate process
 
 
 def size_variants(built, n: int, stream) -> dict:

@@ -37,7 +37,9 @@ def run(session) -> None:
 
     trace_all(session, cases, layout)
     session.require_passed("traces")
-    sanitizer.record(session, "jobs")  # memcheck and racecheck, every variant, a separate process
+    from launchlab.chapters.example_b_jobs import sanitize as child
+
+    sanitizer.record(session, child.__name__, child.PROBLEM)  # memcheck and racecheck, every variant, a separate process
 
 
 def note_layout(session) -> dict:

@@ -189,13 +189,13 @@ def measured(vid: VariantId, target) -> Measured:
 def profile(session, plans: dict) -> None:
     """Nsight Compute's DRAM bytes of one call of the copy kernel, the row path, both fused modes and cuDNN at
     each profile shape, after timing, in a separate process."""
-    from launchlab.gpu.ncu import ncu_dram_bytes
+    from launchlab.chapters.fusion.profile import dram_bytes
 
     text = session.parameters.profile_shapes.strip()
     for rows, cols in (workloads.parse_shapes(text) if text else []):
         shape = workloads.shape_name(rows, cols)
         plan = plans.get(shape) or fused_plan(rows, cols, session.record.device)
-        result = ncu_dram_bytes(rows, cols, plan, cudnn="cudnn" in requested_libraries(session.parameters))
+        result = dram_bytes(rows, cols, plan, cudnn="cudnn" in requested_libraries(session.parameters))
         session.writer.write_text(f"profiles/ncu_{shape}.csv", result["csv"])
         session.writer.write_json(f"profiles/ncu_{shape}.json", {k: v for k, v in result.items() if k != "csv"})
 
@@ -203,8 +203,9 @@ def profile(session, plans: dict) -> None:
 def sanitize(session) -> None:
     """compute-sanitizer's tools (the `sanitizer_tools` parameter) over every fused design, small, in a child
     process (chapters/fusion/sanitize.py); kept under sanitizer/. A finding is recorded and shown, not a failed run."""
+    from launchlab.chapters.fusion import sanitize as child
     from launchlab.gpu import sanitizer
 
     tools = tuple(t.strip() for t in session.parameters.sanitizer_tools.split(",") if t.strip())
     if tools:
-        sanitizer.record(session, "fusion", tools=tools)
+        sanitizer.record(session, child.__name__, child.PROBLEM, tools=tools)

@@ -1,12 +1,17 @@
-"""The child side of chapter 3's compute-sanitizer runs (`python -m launchlab.gpu.sanitizer inner fusion`):
+"""The child side of chapter 3's compute-sanitizer runs (`python -m launchlab.chapters.fusion.sanitize`):
 every fused design, in both modes, once from the stream and once as a graph replay, on small irregular shapes
 (rows that start off a 16-byte boundary, a cluster's last slice short, one row), each output checked against
 the float64 oracle."""
 from __future__ import annotations
 
+import sys
+
 from launchlab.model import fused_policy, oracles, workloads
 
 SEED = 1
+PROBLEM = ("every fused design (narrow rows, the row kernel's three tiers, a cluster with slices in registers and in "
+           "shared memory, split rows kept and streamed) in both modes, from the stream and as a graph replay, on small "
+           "irregular shapes (launchlab.chapters.fusion.sanitize)")
 # (label, design, rows, cols, overriding defines or target options)
 CASES = (
     ("narrow-1", "narrow", 5, 1, {}),
@@ -62,3 +67,9 @@ def inner_checks(backend) -> dict:
             for how, variant in (("stream", target), ("graph", GraphReplay(target, backend.stream))):
                 checks[f"{label}.{mode}.{how}"] = oracles.compare(variant.compute(x), reference, tolerance)["passed"]
     return checks
+
+
+if __name__ == "__main__":
+    from launchlab.gpu.sanitizer import child_main
+
+    sys.exit(child_main(PROBLEM, inner_checks))

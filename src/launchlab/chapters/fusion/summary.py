@@ -385,13 +385,14 @@ def summarize_resources(run_dir: Path) -> dict:
 
 def summarize_dram(run_dir: Path) -> dict:
     """Per profiled shape: ncu's DRAM bytes per contender beside its logical bytes per call, or the error."""
-    from launchlab.gpu.ncu import dram_by_variant, parse_ncu_csv
+    from launchlab.chapters.fusion.profile import PROFILED
+    from launchlab.gpu.ncu import dram_by_marker, parse_ncu_csv
 
     result = {}
     for meta_path in sorted((Path(run_dir) / "profiles").glob("ncu_*.json")):
         shape = meta_path.stem.removeprefix("ncu_")
         meta = json.loads(meta_path.read_text())
-        measured = dram_by_variant(parse_ncu_csv((meta_path.parent / f"ncu_{shape}.csv").read_text()))
+        measured = dram_by_marker(parse_ncu_csv((meta_path.parent / f"ncu_{shape}.csv").read_text()), PROFILED)
         rows, cols = workloads.parse_shapes(shape)[0]
         entry = {"error": meta.get("error"), "contenders": {}}
         for name, values in sorted(measured.items()):

@@ -4,8 +4,6 @@ each design in an instrumented build and hold the traces to its schedule model's
 compute-sanitizer's tools over every kernel in a child process."""
 from __future__ import annotations
 
-import os
-
 import numpy as np
 
 from launchlab.chapters.megakernels import (CLUSTER_MAX, DESIGN, DESIGN_FAMILY, DESIGNS, FUSED_ROW_CLASS,
@@ -408,16 +406,7 @@ def sanitize(session, designs) -> None:
     if not tools:
         session.note("sanitizer", {"tools": [], "skipped": "sanitizer_tools is empty"})
         return
-    previous = os.environ.get(DESIGNS_ENVIRONMENT)
-    os.environ[DESIGNS_ENVIRONMENT] = ",".join(d.target for d in designs)
-    try:
-        result = sanitizer.sanitize("megakernels", tools=tools, timeout_s=SANITIZER_TIMEOUT_S)
-    finally:
-        if previous is None:
-            os.environ.pop(DESIGNS_ENVIRONMENT, None)
-        else:
-            os.environ[DESIGNS_ENVIRONMENT] = previous
-    for tool in result["tools"]:
-        session.writer.write_json(f"sanitizer/{tool['tool']}.json", tool)
-    session.note("sanitizer", {"executable": result["sanitizer"], "clean": result["clean"], "error": result["error"],
-                               "tools": tools, "problem": sanitizer.PROBLEMS["megakernels"]})
+    from launchlab.chapters.megakernels import sanitize as child
+
+    sanitizer.record(session, child.__name__, child.PROBLEM, tools=tools, timeout_s=SANITIZER_TIMEOUT_S,
+                     environment={DESIGNS_ENVIRONMENT: ",".join(d.target for d in designs)})

@@ -1,4 +1,4 @@
-"""The child side of chapter 4's compute-sanitizer runs (`python -m launchlab.gpu.sanitizer inner megakernels`):
+"""The child side of chapter 4's compute-sanitizer runs (`python -m launchlab.chapters.megakernels.sanitize`):
 every kernel of the chapter, small, once from the stream and once as a graph replay, each output checked
 against the float64 oracle, the queue's and the dependency kernel's error words too.
 
@@ -8,12 +8,15 @@ worker block per SM. The designs are those the parent run measured (its environm
 from __future__ import annotations
 
 import os
+import sys
 
 from launchlab.model import oracles, workloads
 
 CASES = {"balanced": [8192] * 8, "ragged": [36864] + [4096] * 7}
 WORKERS_PER_SM = 1
 SEED = 1
+PROBLEM = ("every chapter 4 design (the run's `designs`) from the stream and as a graph replay, one invocation each on a "
+           "small balanced and a small ragged case (launchlab.chapters.megakernels.sanitize)")
 
 
 def designs_to_run() -> list:
@@ -63,3 +66,9 @@ def inner_checks(backend) -> dict:
             if run.is_dependency(target):
                 checks[f"{vid}.words"] = bool(not target.error.get().any() and target.counters_consistent())
     return checks
+
+
+if __name__ == "__main__":
+    from launchlab.gpu.sanitizer import child_main
+
+    sys.exit(child_main(PROBLEM, inner_checks))
