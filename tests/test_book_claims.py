@@ -74,7 +74,7 @@ def fake_view(tmp_path: Path, median: float, low: float, high: float) -> Run:
 def ratio_claim(side="above") -> BookClaim:
     ratio = Ratio(("ratios", "x_over_y"), side)
     return BookClaim("B99", "chapter", "Section", "x takes longer than y.", "A ratio.", (), ratios=(ratio,),
-                     value=Value("x / y", EVENT_RATIO, ratio=ratio))
+                     value=Value("x / y", EVENT_RATIO, ratio=ratio), pacing="device")
 
 
 def test_a_ratio_claim_holds_only_while_its_whole_interval_is_on_the_claimed_side(tmp_path):
@@ -108,11 +108,19 @@ def test_a_book_claim_needs_a_guard():
         BookClaim("B99", "chapter", "Section", "statement", "finding", ())
 
 
+def test_a_claim_that_reads_intervals_declares_its_pacing_and_only_such_a_claim():
+    ratio = Ratio(("ratios", "x_over_y"), "above")
+    with pytest.raises(ValueError, match="^B99: a claim that states a bound declares its pacing"):
+        BookClaim("B99", "chapter", "Section", "statement", "finding", (), ratios=(ratio,))
+    with pytest.raises(ValueError, match="^B99: pacing picks a bound's margin"):
+        BookClaim("B99", "chapter", "Section", "statement", "finding", (), holds=lambda v: True, pacing="host")
+
+
 def test_a_measurement_names_labels_of_its_value_and_says_what_it_asks(tmp_path):
     with pytest.raises(ValueError, match="needs a question"):
         BookClaim("B99", "chapter", "Section", "x changed by {x} µs.", "f", (), holds=lambda v: True)
     claim = BookClaim("B99", "chapter", "Section", "x changed by {x} µs and y by {y} µs.", "f", (),
-                      holds=lambda v: True, question="How much did x change?",
+                      holds=lambda v: True, question="How much did x change?", pacing="device",
                       value=Value("µs", EVENT_RATIO, intervals=(("x", ("d", "x")), ("y", ("d", "y")))))
     view = Run(tmp_path, SimpleNamespace(device_name="GPU"), {"d": {
         "x": {"median": -0.0123, "ci_low": -0.0201, "ci_high": -0.0031},
@@ -129,7 +137,7 @@ def test_a_measurement_names_labels_of_its_value_and_says_what_it_asks(tmp_path)
 def test_a_decided_claim_takes_the_side_its_whole_interval_lies_on(tmp_path, low, high, wording):
     decided = Decided(("r",), above="{name} is faster than y.", below="{name} is slower.",
                       neither="{name} over y is {median} [{ci_low}, {ci_high}].")
-    claim = BookClaim("B99", "chapter", "Section", "Is x faster than y?", "f", (), decided=decided)
+    claim = BookClaim("B99", "chapter", "Section", "Is x faster than y?", "f", (), decided=decided, pacing="device")
     view = Run(tmp_path, SimpleNamespace(device_name="GPU"),
                {"r": {"median": 1.0, "ci_low": low, "ci_high": high, "name": "x"}}, {})
     assert book.statement_of(claim, view, None) == wording
@@ -211,7 +219,7 @@ def test_appendix_rechecks_carry_our_values_beside_the_articles(by_id):
 
 
 def test_iteration_totals_reproduce_the_protocols_figures():
-    assert declared._ragged_iterations(597) == {"balanced": 611_328, "ragged": 748_032}
+    assert declared.ragged_iterations(597) == {"balanced": 611_328, "ragged": 748_032}
 
 
 def test_idle_sms_in_last_wave():

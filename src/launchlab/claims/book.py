@@ -163,7 +163,7 @@ def book_record(claim: BookClaim, view: Run) -> dict:
     missing = missing_reads(view, claim.reads())
     if missing:
         raise ValueError(f"{claim.id}: run {view.run_id} ({claim.chapter}) has no {missing}; the declaration in "
-                         "launchlab/claims/declared.py must follow the chapter's summary layout")
+                         "launchlab/claims/declared_book.py must follow the chapter's summary layout")
     try:
         check_guard(claim, view)
         ours = our_value(view, claim.value) if claim.value else None
