@@ -70,7 +70,8 @@ BOOK_CLAIMS = (
               ("headline.json", "samples/timing.jsonl.gz"),
               holds=lambda v: (v.headline["enqueue_us_per_launch.empty.1x1.stream"]
                                > v.headline["enqueue_us_per_launch.empty.1x1.native"]),
-              edges=lambda v: enqueue_ratio_edge(v, "empty.1x1.stream", "empty.1x1.native"),
+              edges=lambda v: enqueue_ratio_edge(v, "empty.1x1.stream", "empty.1x1.native",
+                                                 "host enqueue per launch, CuPy over native"),
               pacing="host",
               value=Value("µs of host enqueue per CuPy launch", HOST_ENQUEUE,
                           keys=("enqueue_us_per_launch.empty.1x1.stream", "enqueue_us_per_launch.empty.1x1.native"),

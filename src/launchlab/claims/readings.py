@@ -92,14 +92,14 @@ def lowest_sweep_edges(view, ratio: str, floor: float) -> dict[str, Edge]:
     return edges
 
 
-def enqueue_ratio_edge(view, numerator: str, denominator: str) -> dict[str, Edge]:
+def enqueue_ratio_edge(view, numerator: str, denominator: str, label: str) -> dict[str, Edge]:
     """Host enqueue per launch, numerator over denominator within each round, with its bootstrap interval,
     recomputed from the raw samples: chapter 1 saves no interval for it."""
     from launchlab.measure import stats
 
     samples = view.jsonl("samples/timing.jsonl.gz")
     ratio = stats.paired_ratio(samples, numerator, denominator, "enqueue", "enqueue_us_per_launch")
-    return {f"{numerator} / {denominator} enqueue": Edge(ratio, "above", 1.0)}
+    return {label: Edge(ratio, "above", 1.0)}
 
 
 def sweep_cold_paced(view, names: tuple[str, ...]) -> bool:
