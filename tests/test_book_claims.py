@@ -1,14 +1,15 @@
 """The claims tied to accepted runs (launchlab.claims.book and .declared): generated, guarded, never stale,
 never dropped while a chapter awaits re-execution, and declared against the chapters' current summary layouts."""
 import json
+import shutil
 from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 import yaml
 
-from launchlab.claims import book, declared, registry
-from launchlab.claims.spec import ARITHMETIC, EVENT_RATIO, Beside, BookClaim, Decided, Ratio, Value
+from launchlab.claims import book, bounds, declared, registry
+from launchlab.claims.spec import ARITHMETIC, EVENT_RATIO, Beside, BookClaim, Decided, Edge, Ratio, Value
 from launchlab.store import evidence
 from launchlab.store.record import RecordError, RunRecord
 from launchlab.store.runs import Run
@@ -74,7 +75,7 @@ def fake_view(tmp_path: Path, median: float, low: float, high: float) -> Run:
 def ratio_claim(side="above") -> BookClaim:
     ratio = Ratio(("ratios", "x_over_y"), side)
     return BookClaim("B99", "chapter", "Section", "x takes longer than y.", "A ratio.", (), ratios=(ratio,),
-                     value=Value("x / y", EVENT_RATIO, ratio=ratio))
+                     value=Value("x / y", EVENT_RATIO, ratio=ratio), pacing="device")
 
 
 def test_a_ratio_claim_holds_only_while_its_whole_interval_is_on_the_claimed_side(tmp_path):
@@ -108,11 +109,19 @@ def test_a_book_claim_needs_a_guard():
         BookClaim("B99", "chapter", "Section", "statement", "finding", ())
 
 
+def test_a_claim_that_reads_intervals_declares_its_pacing_and_only_such_a_claim():
+    ratio = Ratio(("ratios", "x_over_y"), "above")
+    with pytest.raises(ValueError, match="^B99: a claim that states a bound declares its pacing"):
+        BookClaim("B99", "chapter", "Section", "statement", "finding", (), ratios=(ratio,))
+    with pytest.raises(ValueError, match="^B99: pacing picks a bound's margin"):
+        BookClaim("B99", "chapter", "Section", "statement", "finding", (), holds=lambda v: True, pacing="host")
+
+
 def test_a_measurement_names_labels_of_its_value_and_says_what_it_asks(tmp_path):
     with pytest.raises(ValueError, match="needs a question"):
         BookClaim("B99", "chapter", "Section", "x changed by {x} µs.", "f", (), holds=lambda v: True)
     claim = BookClaim("B99", "chapter", "Section", "x changed by {x} µs and y by {y} µs.", "f", (),
-                      holds=lambda v: True, question="How much did x change?",
+                      holds=lambda v: True, question="How much did x change?", pacing="device",
                       value=Value("µs", EVENT_RATIO, intervals=(("x", ("d", "x")), ("y", ("d", "y")))))
     view = Run(tmp_path, SimpleNamespace(device_name="GPU"), {"d": {
         "x": {"median": -0.0123, "ci_low": -0.0201, "ci_high": -0.0031},
@@ -129,7 +138,7 @@ def test_a_measurement_names_labels_of_its_value_and_says_what_it_asks(tmp_path)
 def test_a_decided_claim_takes_the_side_its_whole_interval_lies_on(tmp_path, low, high, wording):
     decided = Decided(("r",), above="{name} is faster than y.", below="{name} is slower.",
                       neither="{name} over y is {median} [{ci_low}, {ci_high}].")
-    claim = BookClaim("B99", "chapter", "Section", "Is x faster than y?", "f", (), decided=decided)
+    claim = BookClaim("B99", "chapter", "Section", "Is x faster than y?", "f", (), decided=decided, pacing="device")
     view = Run(tmp_path, SimpleNamespace(device_name="GPU"),
                {"r": {"median": 1.0, "ci_low": low, "ci_high": high, "name": "x"}}, {})
     assert book.statement_of(claim, view, None) == wording
@@ -211,7 +220,7 @@ def test_appendix_rechecks_carry_our_values_beside_the_articles(by_id):
 
 
 def test_iteration_totals_reproduce_the_protocols_figures():
-    assert declared._ragged_iterations(597) == {"balanced": 611_328, "ragged": 748_032}
+    assert declared.ragged_iterations(597) == {"balanced": 611_328, "ragged": 748_032}
 
 
 def test_idle_sms_in_last_wave():
@@ -291,3 +300,136 @@ def test_megakernel_declarations_follow_its_summary_layout(tmp_path):
     assert all(record["evidence"] for record in made.values())
     assert "{" not in made["B25"]["excerpt"] and "µs per kernel boundary" in made["B25"]["excerpt"]
     assert "{" not in made["B26"]["excerpt"]
+
+
+# --- bounds, frozen, and every run of a chapter --------------------------------------------------------------------
+
+def bounded_claim(claim_id="B99", side="above", version=1, statement="x takes longer than y.") -> BookClaim:
+    ratio = Ratio(("ratios", "x_over_y"), side)
+    return BookClaim(claim_id, "chapter", "Section", statement, "A ratio.", (), ratios=(ratio,),
+                     value=Value("x / y", EVENT_RATIO, ratio=ratio), pacing="device", version=version)
+
+
+def named_view(tmp_path: Path, run_id: str, median: float, low: float, high: float) -> Run:
+    view = fake_view(tmp_path / run_id, median, low, high)
+    (tmp_path / run_id).mkdir(parents=True, exist_ok=True)
+    (tmp_path / run_id / evidence.MANIFEST).write_text(json.dumps({"files": {}}))
+    return view
+
+
+@pytest.mark.parametrize("edge, side, floor, expected", [
+    ({"ci_low": 2.0, "ci_high": 2.2}, "above", 1.0, 2.0 * (1 - bounds.DEVICE_MARGIN)),
+    ({"ci_low": 1.01, "ci_high": 1.2}, "above", 1.0, 1.0),       # never looser than the claim's words
+    ({"ci_low": 0.8, "ci_high": 0.9}, "below", 1.0, 0.9 * (1 + bounds.DEVICE_MARGIN)),
+    ({"ci_low": -0.5, "ci_high": 0.25}, "within", None, [-0.5 * (1 + bounds.DEVICE_MARGIN),
+                                                         0.25 * (1 + bounds.DEVICE_MARGIN)]),
+])
+def test_a_bound_is_the_interval_edge_moved_outward_by_the_margin(edge, side, floor, expected):
+    bound = bounds.bound_of(Edge({"median": 0, **edge}, side, floor), bounds.DEVICE_MARGIN)
+    assert bound == pytest.approx(expected, rel=1e-3)
+    low, high = edge["ci_low"], edge["ci_high"]
+    if side == "above":
+        assert bound < low
+    elif side == "below":
+        assert bound > high
+    else:
+        assert bound[0] < low and bound[1] > high
+
+
+def test_host_paced_figures_get_the_wider_margin():
+    assert bounds.MARGINS == {"device": bounds.DEVICE_MARGIN, "host": bounds.HOST_MARGIN}
+    assert bounds.DEVICE_MARGIN < bounds.HOST_MARGIN
+
+
+def test_a_bound_is_frozen_until_the_declaration_raises_its_version(tmp_path):
+    claim = bounded_claim()
+    first, problems = bounds.frozen([claim], {"chapter": named_view(tmp_path, "A", 1.5, 1.4, 1.6)}, {})
+    assert not problems and first["B99"]["bounds"]["ratios/x_over_y"]["bound"] == pytest.approx(1.358)
+    later = {"chapter": named_view(tmp_path, "B", 3.0, 2.9, 3.1)}
+    kept, problems = bounds.frozen([claim], later, first)
+    assert kept == first and not problems  # a later run never re-fits it
+    renewed, _ = bounds.frozen([bounded_claim(version=2)], later, first)
+    assert renewed["B99"]["run_id"] == "B" and renewed["B99"]["version"] == 2
+    _, problems = bounds.frozen([bounded_claim(statement="x is slower than y.")], later, first)
+    assert problems == ["B99: its statement changed since its bound was set; raise its version to set a new bound "
+                        "for the new words"]
+
+
+def test_a_claim_states_its_bound_and_its_pacing(tmp_path):
+    claim = bounded_claim()
+    view = named_view(tmp_path, "A", 1.5, 1.4, 1.6)
+    entry = bounds.set_bound(claim, view)
+    record = book.book_record(claim, view, entry)
+    assert record["verdict"] == "retain" and "device-paced" in record["excerpt"]
+    assert "x / y above 1.358" in record["excerpt"]
+
+
+def test_a_replicate_that_breaks_the_bound_restates_the_claim_with_both_values(tmp_path):
+    claim = bounded_claim()
+    accepted = named_view(tmp_path, "20261130T000000Z-ch02", 1.5, 1.4, 1.6)
+    entry = bounds.set_bound(claim, accepted)
+    keeps = named_view(tmp_path, "20261201T000000Z-ch02", 1.45, 1.37, 1.55)
+    breaks = named_view(tmp_path, "20261202T000000Z-ch02", 1.3, 1.2, 1.4)
+    record = book.book_record(claim, accepted, entry, [keeps, breaks])
+    assert record["verdict"] == registry.RESTATED and record["our_value"]["value"] == 1.5  # never re-fitted
+    assert [item["run_id"] for item in record["broken_by"]] == ["20261202T000000Z-ch02"]
+    assert record["broken_by"][0]["value"] == 1.3 and "stated above 1.358" in record["broken_by"][0]["reason"]
+    assert "Restated: run 20261202T000000Z-ch02" in record["finding"] and "1.50 [1.40, 1.60]" in record["finding"]
+    sealed = [{"path": f"evidence/runs/{accepted.run_id}/headline.json", "sha256": "0" * 64}]
+    assert registry.validate_claims([{**record, "evidence": sealed}], registry.load_sources())
+
+
+def test_every_failure_of_every_accepted_run_is_listed_at_once(tmp_path, monkeypatch):
+    claims = (bounded_claim("B98"), bounded_claim("B99", side="below"))
+    monkeypatch.setattr(declared, "BOOK_CLAIMS", claims)
+    view = named_view(tmp_path, "A", 1.5, 1.4, 1.6)
+    stored = {"B98": {**bounds.set_bound(claims[0], view), "bounds": {"ratios/x_over_y": {
+        "name": "x / y", "side": "above", "edge": 1.7, "bound": 1.65}}}}
+    with pytest.raises(ValueError) as raised:
+        book.generated_records([], tmp_path, {"chapter": view}, {}, bounds.frozen(claims, {"chapter": view}, stored))
+    lines = str(raised.value).splitlines()
+    assert lines[0] == "2 book claim problem(s):"
+    assert lines[1].startswith("B98: run A no longer supports") and "stated above 1.650" in lines[1]
+    assert lines[2].startswith("B99: run A no longer supports") and "claimed below 1" in lines[2]
+
+
+def test_replicates_are_read_from_their_file_which_may_be_absent(tmp_path):
+    assert book.read_replicates(tmp_path) == {}
+    (tmp_path / "replicates.json").write_text(json.dumps({"20261130T093346Z-ch02": ["20261201T000000Z-ch02"]}))
+    assert book.read_replicates(tmp_path) == {"20261130T093346Z-ch02": ["20261201T000000Z-ch02"]}
+    (tmp_path / "replicates.json").write_text(json.dumps({"20261130T093346Z-ch02": "20261201T000000Z-ch02"}))
+    with pytest.raises(ValueError, match="replicates.json: must map each accepted run id to a list"):
+        book.read_replicates(tmp_path)
+    assert json.loads((evidence.REPO_ROOT / "evidence" / "replicates.json").read_text()) is not None
+
+
+def test_a_refresh_of_another_evidence_root_writes_under_its_claims_folder_only(tmp_path):
+    """An evidence root holding chapter 1's accepted run alone: its claims and bounds are written there, the
+    book's downloads are left as they were, and the chapters without a run are reported."""
+    downloads = evidence.REPO_ROOT / "book" / "_static" / "claims"
+    before = {path: path.stat().st_mtime_ns for path in downloads.glob("claims.*")}
+    run_id = evidence.read_accepted()["ordinary_launches"]
+    shutil.copytree(evidence.accepted_run("ordinary_launches"), tmp_path / "runs" / run_id)
+    shutil.copytree(evidence.REPO_ROOT / "evidence" / "claims", tmp_path / "claims",
+                    ignore=shutil.ignore_patterns("bounds.yaml"))
+    (tmp_path / "accepted.json").write_text(json.dumps({"ordinary_launches": run_id}))
+    lines = []
+    path = book.refresh_registry(root=tmp_path, report=lines.append)
+    assert path == tmp_path / "claims" / "claims.yaml"
+    assert sorted(p.name for p in (tmp_path / "claims").iterdir()) == ["bounds.yaml", "claims.yaml", "sources.yaml"]
+    assert list(bounds.read_bounds(tmp_path)) == ["B01"]  # chapter 1's one bounded claim, set from its run
+    assert {path: path.stat().st_mtime_ns for path in downloads.glob("claims.*")} == before
+    assert any(line.startswith("claims: fusion: no accepted run") for line in lines)
+
+
+def test_every_bounded_claim_states_its_frozen_bound_and_says_what_paced_it(by_id):
+    stored = bounds.read_bounds(evidence.REPO_ROOT / "evidence")
+    for claim in declared.BOOK_CLAIMS:
+        record = by_id[claim.id]
+        if not claim.bounded() or record["verdict"] == registry.PENDING:
+            assert "Stated bound" not in record["excerpt"], claim.id
+            continue
+        assert stored[claim.id]["version"] == claim.version and stored[claim.id]["pacing"] == claim.pacing
+        assert bounds.sentence(stored[claim.id]) in record["excerpt"]
+        assert (f"{claim.pacing}-paced") in record["excerpt"], claim.id
+    assert {claim.id for claim in declared.BOOK_CLAIMS if claim.pacing == "host"} == {"B01", "B06", "B07", "B12"}

@@ -200,12 +200,19 @@ def book_claim(sha256="0" * 64):
     return {"id": "B01", "section": "Graphs", "excerpt": "Replay costs less than stream launches here.",
             "verdict": "retain", "finding": "Measured in one accepted run.", "sources": [],
             "evidence": [{"path": RUN_FILE, "sha256": sha256}], "scope": None, "article_value": None,
-            "our_value": our_value(), "awaits": None}
+            "our_value": our_value(), "awaits": None, "broken_by": None}
+
+
+def restated_claim(**changes):
+    """A B-claim a replicate breaks, as the refresh writes it: its replicate with its value beside ours."""
+    broken = [{"run_id": "20261129T130000Z-fake", "reason": "x / y is 1.1 [1.0, 1.2], stated above 1.15",
+               "value": 1.1, "interval": [1.0, 1.2]}]
+    return {**book_claim(), "id": "B05", "verdict": "restated", "broken_by": broken, **changes}
 
 
 def recheck_claim(**changes):
     claim = {**good_record(id="R01", section="Blog draft recheck"), "scope": "its scope", "article_value": "126 of 128",
-             "our_value": None, "awaits": {"chapter": "example_b_jobs", "keys": ["jobs"]}}
+             "our_value": None, "awaits": {"chapter": "example_b_jobs", "keys": ["jobs"]}, "broken_by": None}
     return {**claim, **changes}
 
 
@@ -217,8 +224,20 @@ def pending_book_claim(**changes):
 
 
 def test_book_and_recheck_claims_are_accepted_in_normal_form(sources):
-    claims = [book_claim(), recheck_claim(), pending_book_claim(id="B02")]
+    claims = [book_claim(), recheck_claim(), pending_book_claim(id="B02"), restated_claim()]
     assert registry.validate_claims(claims, sources) == claims
+
+
+def test_restated_is_the_verdict_of_a_b_claim_a_replicate_breaks_and_only_of_one(sources):
+    with pytest.raises(ValueError, match="^B05: a B-claim a replicate breaks is restated"):
+        registry.validate_claims([restated_claim(verdict="retain")], sources)
+    with pytest.raises(ValueError, match="^B05: verdict 'restated'"):
+        registry.validate_claims([restated_claim(broken_by=None)], sources)
+    with pytest.raises(ValueError, match="^R01: broken_by is a non-empty list, of a B-claim only"):
+        registry.validate_claims([recheck_claim(broken_by=restated_claim()["broken_by"])], sources)
+    with pytest.raises(ValueError, match="^B05: broken_by needs the reason"):
+        registry.validate_claims([restated_claim(broken_by=[{**restated_claim()["broken_by"][0], "reason": ""}])],
+                                 sources)
 
 
 def test_pending_is_a_status_of_b_claims_awaiting_their_run_only(sources):
@@ -334,7 +353,8 @@ def test_csv_and_json_round_trip_equal_the_registry(tmp_path, claims, sources, c
                                                                         basis="related", note="A neighbour.")}
     with_intervals = book_claim() | {"id": "B03", "our_value": our_value(value={"warm": 1.0, "cold": 2.0},
                                                                         interval={"cold": [1.5, 2.5]})}
-    everything = claims + [book_claim(), labelled, with_intervals, recheck_claim(), pending_book_claim(id="B04")]
+    everything = claims + [book_claim(), labelled, with_intervals, recheck_claim(), pending_book_claim(id="B04"),
+                           restated_claim()]
     exports.write_claims_csv(everything, tmp_path / "claims.csv", BASE)
     assert exports.read_claims_csv(tmp_path / "claims.csv") == everything
     exports.write_claims_json(everything, sources, tmp_path / "claims.json", citation)

@@ -16,7 +16,7 @@ from launchlab.claims.registry import OUR_VALUE_FIELDS
 TEXT_FIELDS = ("id", "section", "excerpt", "scope", "verdict", "finding", "article_value")
 OUR_COLUMNS = {field: "our_value" if field == "value" else f"our_{field}" for field in OUR_VALUE_FIELDS}
 CSV_COLUMNS = ("id", "url", "section", "excerpt", "scope", "verdict", "finding", "sources", "evidence",
-               "article_value", *OUR_COLUMNS.values(), "awaits")
+               "article_value", *OUR_COLUMNS.values(), "awaits", "broken_by")
 ARTICLE = {  # what the audit record says about the reviewed article, as far as it goes
     "C": "A short article posted on X that compares CUDA Graphs with megakernels. The post shows the date "
          "February 22 without a year, so no year is given here. The audit record does not quote its opening "
@@ -51,6 +51,7 @@ def _csv_row(claim: dict, base: str) -> dict:
         "evidence": json.dumps([{**entry, "url": site.evidence_url(base, entry["path"])}
                                 for entry in claim["evidence"]]),
         "awaits": _json_or_empty(claim["awaits"]),
+        "broken_by": _json_or_empty(claim["broken_by"]),
     })
     for field, column in OUR_COLUMNS.items():
         value = ours.get(field)
@@ -81,6 +82,7 @@ def _claim_from_row(row: dict) -> dict:
         "evidence": [{"path": entry["path"], "sha256": entry["sha256"]} for entry in json.loads(row["evidence"])],
         "our_value": ours,
         "awaits": json.loads(row["awaits"]) if row["awaits"] else None,
+        "broken_by": json.loads(row["broken_by"]) if row["broken_by"] else None,
     })
     return claim
 
@@ -116,7 +118,8 @@ def claim_review(claim: dict, sources: dict, citation: dict) -> dict:
 def _item_reviewed(claim: dict) -> dict:
     family = claim["id"][0]
     if family == "B":
-        appearance = {"@type": "Book", "description": "This book: a claim its accepted runs support."}
+        appearance = {"@type": "Book", "description": "This book: a claim its accepted runs support, stating a bound "
+                                                      "frozen when it was first supported."}
     elif family == "C":
         appearance = {"@type": "SocialMediaPosting", "description": ARTICLE[family]}
     else:
@@ -158,6 +161,7 @@ def _based_on(claim: dict, base: str) -> list[dict]:
               "sha256": entry["sha256"]} for entry in claim["evidence"]]
     if claim["our_value"]:
         items.append(_dataset(claim["our_value"], base))
+    items.extend(_breaking_dataset(item, base) for item in claim["broken_by"] or ())
     if claim["awaits"]:
         awaits = claim["awaits"]
         items.append({"@type": "Dataset", "creativeWorkStatus": "pending", "identifier": awaits["chapter"],
@@ -171,6 +175,20 @@ def _dataset(ours: dict, base: str) -> dict:
             "name": f"Evidence run {ours['run_id']}", "about": {"@type": "Product", "name": ours["device"]},
             "url": site.manifest_url(base, ours["run_id"]), "measurementTechnique": ours["technique"],
             "variableMeasured": _property_values(ours)}
+
+
+def _breaking_dataset(item: dict, base: str) -> dict:
+    """A replicate run that breaks the claim as stated: the reason, and its value (JSON, as the registry keeps it)."""
+    return {"@type": "Dataset", "creativeWorkStatus": "contradicting", "identifier": item["run_id"],
+            "name": f"Evidence run {item['run_id']}", "url": site.manifest_url(base, item["run_id"]),
+            "description": item["reason"],
+            "variableMeasured": {"@type": "PropertyValue", "name": "value and 95% interval",
+                                 "value": json.dumps({"value": item["value"], "interval": item["interval"]})}}
+
+
+def _break_from_dataset(dataset: dict) -> dict:
+    measured = json.loads(dataset["variableMeasured"]["value"])
+    return {"run_id": dataset["identifier"], "reason": dataset["description"], **measured}
 
 
 def _property_values(ours: dict) -> list[dict]:
@@ -204,6 +222,7 @@ def read_claims_json(path: Path) -> list[dict]:
 def _claim_from_review(review: dict) -> dict:
     item, based_on = review["itemReviewed"], review["isBasedOn"]
     datasets = {entry["creativeWorkStatus"]: entry for entry in based_on if entry["@type"] == "Dataset"}
+    breaking = [_break_from_dataset(entry) for entry in based_on if entry.get("creativeWorkStatus") == "contradicting"]
     pending = datasets.get("pending")
     return {
         "id": review["identifier"],
@@ -218,6 +237,7 @@ def _claim_from_review(review: dict) -> dict:
         "article_value": item["about"]["value"] if "about" in item else None,
         "our_value": _our_value(datasets["published"]) if "published" in datasets else None,
         "awaits": {"chapter": pending["identifier"], "keys": pending["variableMeasured"]} if pending else None,
+        "broken_by": breaking or None,
     }
 
 

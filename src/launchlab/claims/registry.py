@@ -12,7 +12,9 @@ A claim in normal form has every key of `CLAIM_FIELDS`. `sources` is a list of k
 `article_value` (the article's own figure, as text) are text or None; `our_value` is None or a dict with the
 keys of `OUR_VALUE_FIELDS`; `awaits` is None or {chapter, keys}: the accepted run, and the headline keys or
 summaries paths ("ratios/graph/...") a pending comparison or B-claim waits for. A B-claim awaiting its run has
-the verdict "pending" and no evidence yet; it is declared, never dropped.
+the verdict "pending" and no evidence yet; it is declared, never dropped. `broken_by` (B-claims only) is None or
+the replicate runs that break the claim as stated, each {run_id, reason, value, interval}: its verdict is then
+"restated", and its finding says so with both values.
 
 `our_value.value` is a number or a mapping of labels to numbers; `interval` is None, [low, high] for a number, or
 {label: [low, high]} for labels of a mapping.
@@ -36,10 +38,12 @@ CLAIMS_FILE = Path("evidence") / "claims" / "claims.yaml"
 SOURCES_FILE = Path("evidence") / "claims" / "sources.yaml"
 VERDICTS = ("retain", "qualify", "correct", "judgment")
 PENDING = "pending"  # the verdict of a B-claim whose run has not been (re-)executed yet; not a judgment of wording
+RESTATED = "restated"  # the verdict of a B-claim that a replicate run breaks: stated as it was, and said so
 BASES = ("measured", "computed", "related")
 FAMILIES = {"C": "audited article", "R": "later rechecks", "B": "this book"}
 REQUIRED_FIELDS = ("id", "section", "excerpt", "verdict", "finding", "sources", "evidence")
-OPTIONAL_FIELDS = ("scope", "article_value", "our_value", "awaits")
+OPTIONAL_FIELDS = ("scope", "article_value", "our_value", "awaits", "broken_by")
+BROKEN_BY_FIELDS = ("run_id", "reason", "value", "interval")
 CLAIM_FIELDS = (*REQUIRED_FIELDS, *OPTIONAL_FIELDS)
 OUR_VALUE_FIELDS = ("value", "unit", "basis", "technique", "note", "interval", "device", "run_id")
 SOURCE_FIELDS = ("title", "url", "document", "accessed")
@@ -53,7 +57,12 @@ SHA256_HEX = re.compile(r"[0-9a-f]{64}")
 def load_sources(repo_root: Path = REPO_ROOT) -> dict[str, dict]:
     """sources.yaml as {key: {title, url, document, accessed, access_note}}, validated (access_note None
     unless the source says why its date is not a date the page was opened)."""
-    sources = yaml.safe_load((Path(repo_root) / SOURCES_FILE).read_text(encoding="utf-8"))
+    return read_sources(Path(repo_root) / SOURCES_FILE)
+
+
+def read_sources(path: Path) -> dict[str, dict]:
+    """`load_sources` from the sources file at `path`."""
+    sources = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
     return {key: _checked_source(key, entry) for key, entry in sources.items()}
 
 
@@ -123,10 +132,14 @@ def _normal_form(record: dict, source_keys) -> dict:
     for field in ("section", "excerpt", "finding"):
         _require(_is_text(record[field]), f"{field} must be non-empty text")
     pending_book_claim = record["id"].startswith("B") and record.get("awaits") is not None
-    _require(record["verdict"] in VERDICTS or (record["verdict"] == PENDING and pending_book_claim),
+    restated = record["id"].startswith("B") and bool(record.get("broken_by"))
+    _require(record["verdict"] in VERDICTS or (record["verdict"] == PENDING and pending_book_claim)
+             or (record["verdict"] == RESTATED and restated),
              f"verdict {record['verdict']!r} is not one of {', '.join(VERDICTS)}"
-             + (f" (or {PENDING!r} for a B-claim awaiting its run)" if record["id"].startswith("B") else ""))
+             + (f" (or {PENDING!r} for a B-claim awaiting its run, {RESTATED!r} for one a replicate breaks)"
+                if record["id"].startswith("B") else ""))
     _require(not pending_book_claim or record["verdict"] == PENDING, "a B-claim awaiting its run is pending")
+    _require(not restated or record["verdict"] == RESTATED, "a B-claim a replicate breaks is restated")
     _check_sources(record["sources"], source_keys)
     _require(isinstance(record["evidence"], list), "evidence must be a list of {path, sha256}")
     for entry in record["evidence"]:
@@ -161,6 +174,21 @@ def _check_optional(claim: dict) -> None:
                  "awaits must be {chapter, keys} with keys a list of text")
         _require(claim["our_value"] is None, "a claim awaiting a run has no value yet")
         claim["awaits"] = {"chapter": awaits["chapter"], "keys": list(awaits["keys"])}
+    if claim["broken_by"] is not None:
+        _require(claim["id"].startswith("B") and isinstance(claim["broken_by"], list) and claim["broken_by"],
+                 "broken_by is a non-empty list, of a B-claim only")
+        claim["broken_by"] = [_checked_break(item) for item in claim["broken_by"]]
+
+
+def _checked_break(item) -> dict:
+    _require(isinstance(item, dict) and set(item) == set(BROKEN_BY_FIELDS),
+             f"each broken_by entry has exactly the fields {', '.join(BROKEN_BY_FIELDS)}")
+    _require(isinstance(item["run_id"], str) and RUN_ID_PATTERN.match(item["run_id"]),
+             f"broken_by run_id {item['run_id']!r} is not a run id")
+    _require(_is_text(item["reason"]), "broken_by needs the reason its run breaks the claim")
+    if item["value"] is not None:
+        _check_value_and_interval(item["value"], item["interval"])
+    return {field: item[field] for field in BROKEN_BY_FIELDS}
 
 
 def run_file_parts(path: str) -> tuple[str, str] | None:
@@ -192,15 +220,19 @@ def _is_pair(interval) -> bool:
 def _check_our_value(ours) -> None:
     _require(isinstance(ours, dict) and set(ours) == set(OUR_VALUE_FIELDS),
              f"our_value must have exactly the fields {', '.join(OUR_VALUE_FIELDS)}")
-    value = ours["value"]
-    _require(_is_number(value) or (isinstance(value, dict) and value and all(map(_is_number, value.values()))),
-             f"our_value {value!r} is not a number or a mapping of labels to numbers")
+    _check_value_and_interval(ours["value"], ours["interval"])
     _require(ours["basis"] in BASES, f"our_value basis {ours['basis']!r} is not one of {', '.join(BASES)}")
     _require(all(_is_text(ours[field]) for field in ("unit", "technique", "device")),
              "our_value unit, technique and device must be non-empty text")
     _require(_is_text(ours["note"]) or (ours["basis"] == "measured" and ours["note"] == ""),
              "a computed or related value needs a note saying how it differs from the claim")
-    interval = ours["interval"]
+    _require(isinstance(ours["run_id"], str) and RUN_ID_PATTERN.match(ours["run_id"]),
+             f"our_value run_id {ours['run_id']!r} is not a run id")
+
+
+def _check_value_and_interval(value, interval) -> None:
+    _require(_is_number(value) or (isinstance(value, dict) and value and all(map(_is_number, value.values()))),
+             f"our_value {value!r} is not a number or a mapping of labels to numbers")
     if isinstance(interval, dict):
         _require(isinstance(value, dict) and interval and set(interval) <= set(value)
                  and all(map(_is_pair, interval.values())),
@@ -208,8 +240,6 @@ def _check_our_value(ours) -> None:
     else:
         _require(interval is None or (_is_pair(interval) and _is_number(value)),
                  "our_value interval must be None or [low, high] (for a single number)")
-    _require(isinstance(ours["run_id"], str) and RUN_ID_PATTERN.match(ours["run_id"]),
-             f"our_value run_id {ours['run_id']!r} is not a run id")
 
 
 def claim_anchor(claim_id: str) -> str:
@@ -219,8 +249,8 @@ def claim_anchor(claim_id: str) -> str:
 
 def verdict_counts(claims: list[dict], id_prefix: str = "C") -> dict[str, int]:
     """How many claims whose id starts with `id_prefix` carry each verdict (the audit's C-claims by default);
-    the B-claims are counted as pending too."""
-    counts = dict.fromkeys(VERDICTS + ((PENDING,) if id_prefix == "B" else ()), 0)
+    the B-claims are counted as pending and restated too."""
+    counts = dict.fromkeys(VERDICTS + ((PENDING, RESTATED) if id_prefix == "B" else ()), 0)
     for claim in claims:
         if claim["id"].startswith(id_prefix):
             counts[claim["verdict"]] += 1

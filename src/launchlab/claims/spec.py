@@ -1,10 +1,12 @@
 """The kinds of declaration that tie claims to accepted runs (the declarations themselves are in `declared`).
 
 * `BookClaim`: a claim of this book, the chapter whose accepted run supports it, the run files it rests on, and
-  the guard the run must pass: every `Ratio` with its whole 95% interval on the claimed side of its bound, and
-  any further test in `holds`. A claim whose answer the run decides (`Decided`) has a statement for each side
-  of its bound and a measurement's wording for an interval that contains the bound. A measurement's statement
-  may name our value's labels in braces, `{ragged}`, filled with the value and its interval.
+  the guard every run of its chapter must pass: every `Ratio` with its whole 95% interval on the claimed side of
+  its bound, any further test in `holds`, and the bound the claim states (`launchlab.claims.bounds`), set once
+  from the interval records it reads (its ratios, its decided record, its value's intervals and its `edges`).
+  A claim whose answer the run decides (`Decided`) has a statement for each side of its bound and a
+  measurement's wording for an interval that contains the bound. A measurement's statement may name our
+  value's labels in braces, `{ragged}`, filled with the value and its interval.
 * `Beside`: our value beside an audited (C) or rechecked (R) claim, read from one chapter's accepted run.
 * `Value`: how that value is read (headline keys, ratio or interval records of summaries.json, or a formula)
   and how it relates to the claim: measured, computed or related, with a sentence saying the difference for
@@ -48,6 +50,8 @@ NCU_DRAM = ("Nsight Compute's dram__bytes_read.sum and dram__bytes_write.sum ove
             "invocation, over the path's logical bytes")
 ORACLE = "exact comparison of every output with an independent CPU oracle"
 ARITHMETIC = "arithmetic on values the run recorded"
+PACINGS = ("device", "host")  # what set the pace of the figures a bounded claim reads: the GPU, or the host
+SIDES = ("above", "below", "within")
 
 
 def record_at(summaries: dict, path: tuple[str, ...]):
@@ -108,6 +112,20 @@ class Decided:
 
 
 @dataclasses.dataclass(frozen=True)
+class Edge:
+    """An interval record ({median, ci_low, ci_high}) that a claim's bound is set on, the side of it the claim
+    states ('above', 'below', or 'within' for a measurement that takes no side), and the threshold the claim
+    states in words (`floor`), past which the bound is never loosened."""
+    record: dict
+    side: str
+    floor: float | None = None
+
+    def __post_init__(self):
+        if self.side not in SIDES:
+            raise ValueError(f"an edge's side must be one of {', '.join(SIDES)}, not {self.side!r}")
+
+
+@dataclasses.dataclass(frozen=True)
 class Value:
     """How our value is read from a run, first that applies: the median and interval of `ratio`; the labelled
     medians and intervals of `intervals` ((label, summaries path), ...); `formula(view, readings)`; else the
@@ -137,7 +155,11 @@ class BookClaim:
     """`files`: paths inside the run, or a function of the run giving them (when the run decides their names).
     `needs`: headline keys or summaries paths the guard reads besides those of its ratios and value.
     `question`: what the claim asks, shown while its run is pending; required for a measurement whose
-    statement names {labels} of our value. A decided claim's `statement` is its question."""
+    statement names {labels} of our value. A decided claim's `statement` is its question.
+    `edges`: a function of the run giving {label: Edge}, the interval records a bound is set on beyond those
+    the declaration names (an extreme over a sweep, a ratio recomputed from raw samples).
+    `pacing`: 'device' or 'host', what paced the figures of a claim that states a bound; it picks the margin.
+    `version`: raised to ask for a new bound (the stored one is frozen while the version stands)."""
     id: str
     chapter: str
     section: str
@@ -150,10 +172,17 @@ class BookClaim:
     decided: Decided | None = None
     needs: tuple = ()
     question: str = ""
+    edges: Callable | None = None
+    pacing: str | None = None
+    version: int = 1
 
     def __post_init__(self):
         if not (self.ratios or self.holds or self.decided):
             raise ValueError(f"{self.id}: a book claim needs a guard (ratios, holds or a decided question)")
+        if self.bounded() and self.pacing not in PACINGS:
+            raise ValueError(f"{self.id}: a claim that states a bound declares its pacing ({' or '.join(PACINGS)})")
+        if not self.bounded() and self.pacing is not None:
+            raise ValueError(f"{self.id}: pacing picks a bound's margin; this claim reads no interval to bound")
         if "{" in self.statement and not self.question:
             raise ValueError(f"{self.id}: a statement the run fills in needs a question to show while it is pending")
 
@@ -162,6 +191,10 @@ class BookClaim:
         found = [ratio.path for ratio in self.ratios] + ([self.decided.path] if self.decided else [])
         found += [*(self.value.reads() if self.value else []), *self.needs]
         return list(dict.fromkeys(found))
+
+    def bounded(self) -> bool:
+        """Whether the claim reads interval records, and so states a bound."""
+        return bool(self.ratios or self.decided or self.edges or (self.value and self.value.intervals))
 
     def pending_statement(self) -> str:
         """The statement shown while the claim's run is pending."""
