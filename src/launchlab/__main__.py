@@ -166,6 +166,9 @@ def main(argv=None) -> int:
                         ).set_defaults(handler=command_claims)
     commands.add_parser("status", help="list the accepted runs and whether their kernels are current"
                         ).set_defaults(handler=command_status)
+    from launchlab import compare
+
+    compare.add_parser(commands)
     args = parser.parse_args(argv)
     try:
         args.root = _root(args.root)
