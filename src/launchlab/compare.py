@@ -57,6 +57,8 @@ def pacing_of(stem: str, key: str) -> str:
 def interval_path(stem: str, key: str) -> tuple[str, ...] | None:
     """The summaries record ({median, ci_low, ci_high}) a headline figure is the median of, where there is one."""
     name, _, rest = key.partition(".")
+    if stem in ("ordinary_launches", "graphs") and name in ("event_us", "enqueue_us_per_launch"):
+        return ("timing", rest, "enqueue" if name == "enqueue_us_per_launch" else "warm_batch", name)
     if stem == "graphs" and name in ("stream_over_graph_event", "stream_over_graph_complete"):
         return ("stream_over_graph", rest, name.rsplit("_", 1)[1])
     if stem == "fusion" and name in ("graph", "stream"):
