@@ -19,7 +19,7 @@ SCIENTIFIC = re.compile(r"\d[eE][+-]?\d")
 
 def accepted_or_skip(stem: str):
     """The accepted run of `stem`, or a skip while it is of the old schema (it is re-executed on the GPU)."""
-    from launchlab.store.runs import accepted_run
+    from launchlab.analysis import accepted_run
 
     try:
         return accepted_run(stem)

@@ -26,7 +26,7 @@ def command_verify(args) -> int:
 
 
 def command_analyze(args) -> int:
-    from launchlab.store.runs import analyze
+    from launchlab.analysis import analyze
 
     run_dir = Path(args.run_dir)
     if not (run_dir / "run.json").exists():

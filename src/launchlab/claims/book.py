@@ -20,6 +20,7 @@ from pathlib import Path
 
 import yaml
 
+from launchlab.analysis import open_run
 from launchlab.claims import declared, page, registry
 from launchlab.claims.spec import Beside, BookClaim, Value, record_at, show_path
 from launchlab.present.tables import decimals_for
@@ -30,7 +31,7 @@ from launchlab.store.runs import Run
 
 def run_view(chapter: str, root: Path = evidence.EVIDENCE_ROOT) -> Run:
     """The accepted run of `chapter` (manifest checked, summaries recomputed): the one place claims open a run."""
-    return Run.open(evidence.accepted_run(chapter, root))
+    return open_run(evidence.accepted_run(chapter, root))
 
 
 def accepted_views(root: Path = evidence.EVIDENCE_ROOT) -> tuple[dict[str, Run], dict[str, str]]:
@@ -48,7 +49,7 @@ def accepted_views(root: Path = evidence.EVIDENCE_ROOT) -> tuple[dict[str, Run],
             why = str(problem).replace(f"{path}/", "")
             pending[chapter] = f"pending re-execution: accepted run {run_id} has an older run record ({why})"
             continue
-        views[chapter] = Run.open(path)
+        views[chapter] = open_run(path)
     return views, pending
 
 
