@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from launchlab.chapters.ordinary_launches.page import comparison, pacer
-from launchlab.present import conclusion, methods, tables
+from launchlab.pages import conclusion
+from launchlab.present import methods, tables
+from launchlab.present.prose import comparison, pacer
 from launchlab.store import evidence
 from launchlab.store.record import RecordError
 
@@ -162,7 +163,7 @@ def test_a_missing_headline_key_or_a_disagreeing_summary_stops_the_page():
 def test_every_linked_claim_is_a_book_claim():
     from launchlab.claims.declared import BOOK_CLAIMS
 
-    source = (REPO_ROOT / "src/launchlab/present/conclusion.py").read_text()
+    source = (REPO_ROOT / "src/launchlab/pages/conclusion.py").read_text()
     linked = set(re.findall(r'claim\("(B\d+)"\)', source))
     assert linked and linked <= {c.id for c in BOOK_CLAIMS}
 
