@@ -206,6 +206,7 @@ def test_execute_starts_its_kernel_on_an_encrypted_transport(monkeypatch, tmp_pa
     from jupyter_client.manager import KernelManager
 
     from launchlab import __main__ as cli
+    from launchlab.gpu import device
 
     if not zmq.has("curve"):
         pytest.skip("this pyzmq has no CurveZMQ support")
@@ -218,9 +219,10 @@ def test_execute_starts_its_kernel_on_an_encrypted_transport(monkeypatch, tmp_pa
         raise RuntimeError("stop before executing")
 
     monkeypatch.setattr(papermill, "execute_notebook", record_policy)
+    monkeypatch.setattr(device, "gpu_status", lambda: (True, "Test GPU"))  # execute checks for one first
     monkeypatch.setenv("LAUNCHLAB_EVIDENCE_ROOT", str(tmp_path))  # command_execute sets it; restored afterwards
     args = argparse.Namespace(stem="ordinary_launches", mode="gpu", parameter=None, root=tmp_path, kernel="python3",
                               archive=None, accept=False)
-    with pytest.raises(RuntimeError, match="stop before executing"):
+    with pytest.raises(cli.ExecutionFailed, match="stop before executing"):
         cli.command_execute(args)
     assert seen["policy"] == "auto"
