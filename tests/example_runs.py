@@ -9,12 +9,12 @@ from pathlib import Path
 
 import numpy as np
 
+from launchlab.analysis import recompute
 from launchlab.chapters import chapter
 from launchlab.measure.protocol import FROZEN
 from launchlab.runner import SAMPLES_FILE
 from launchlab.store import evidence
 from launchlab.store.record import RunRecord
-from launchlab.store.runs import recompute
 
 DEVICE = {"name": "NVIDIA H200", "compute_capability": "9.0", "sm_count": 132, "l2_bytes": 62914560,
           "shared_bytes_per_block_optin": 232448, "shared_bytes_per_sm": 233472, "global_memory_bytes": 150109880320,

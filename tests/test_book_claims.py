@@ -8,6 +8,7 @@ from types import SimpleNamespace
 import pytest
 import yaml
 
+from launchlab.analysis import open_run
 from launchlab.claims import book, bounds, declared, registry
 from launchlab.claims.spec import ARITHMETIC, EVENT_RATIO, Beside, BookClaim, Decided, Edge, Ratio, Value
 from launchlab.store import evidence
@@ -273,7 +274,7 @@ def test_fusion_declarations_follow_its_summary_layout(tmp_path):
 
     path = write_synthetic_run(tmp_path, absent=None)  # every library timed: B27 reads torch at every sweep point
     evidence.seal(path)
-    view = Run.open(path)
+    view = open_run(path)
     assert reads_and_records(view, "fusion") == dict.fromkeys(reads_and_records(view, "fusion"), [])
     made = [book.book_record(claim, view) for claim in declared.BOOK_CLAIMS
             if claim.chapter == "fusion" and claim.id not in ("B11", "B28")]  # synthetic: cuDNN slower, fused near the copy
@@ -292,7 +293,7 @@ def test_megakernel_declarations_follow_its_summary_layout(tmp_path):
     patch = test_megakernels.simulated_gpu.__wrapped__()
     device = next(patch)
     try:
-        view = Run.open(test_megakernels.execute_simulated(tmp_path, device))
+        view = open_run(test_megakernels.execute_simulated(tmp_path, device))
     finally:
         next(patch, None)
     assert reads_and_records(view, "megakernels") == dict.fromkeys(reads_and_records(view, "megakernels"), [])

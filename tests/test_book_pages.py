@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from launchlab.chapters.ordinary_launches.page import comparison, pacer
-from launchlab.present import conclusion, methods, tables
+from launchlab.pages import conclusion
+from launchlab.present import methods, tables
+from launchlab.present.prose import comparison, pacer
 from launchlab.store import evidence
 from launchlab.store.record import RecordError
 
@@ -19,7 +20,7 @@ SCIENTIFIC = re.compile(r"\d[eE][+-]?\d")
 
 def accepted_or_skip(stem: str):
     """The accepted run of `stem`, or a skip while it is of the old schema (it is re-executed on the GPU)."""
-    from launchlab.store.runs import accepted_run
+    from launchlab.analysis import accepted_run
 
     try:
         return accepted_run(stem)
@@ -162,7 +163,7 @@ def test_a_missing_headline_key_or_a_disagreeing_summary_stops_the_page():
 def test_every_linked_claim_is_a_book_claim():
     from launchlab.claims.declared import BOOK_CLAIMS
 
-    source = (REPO_ROOT / "src/launchlab/present/conclusion.py").read_text()
+    source = (REPO_ROOT / "src/launchlab/pages/conclusion.py").read_text()
     linked = set(re.findall(r'claim\("(B\d+)"\)', source))
     assert linked and linked <= {c.id for c in BOOK_CLAIMS}
 
@@ -205,6 +206,7 @@ def test_execute_starts_its_kernel_on_an_encrypted_transport(monkeypatch, tmp_pa
     from jupyter_client.manager import KernelManager
 
     from launchlab import __main__ as cli
+    from launchlab.gpu import device
 
     if not zmq.has("curve"):
         pytest.skip("this pyzmq has no CurveZMQ support")
@@ -217,9 +219,10 @@ def test_execute_starts_its_kernel_on_an_encrypted_transport(monkeypatch, tmp_pa
         raise RuntimeError("stop before executing")
 
     monkeypatch.setattr(papermill, "execute_notebook", record_policy)
+    monkeypatch.setattr(device, "gpu_status", lambda: (True, "Test GPU"))  # execute checks for one first
     monkeypatch.setenv("LAUNCHLAB_EVIDENCE_ROOT", str(tmp_path))  # command_execute sets it; restored afterwards
     args = argparse.Namespace(stem="ordinary_launches", mode="gpu", parameter=None, root=tmp_path, kernel="python3",
                               archive=None, accept=False)
-    with pytest.raises(RuntimeError, match="stop before executing"):
+    with pytest.raises(cli.ExecutionFailed, match="stop before executing"):
         cli.command_execute(args)
     assert seen["policy"] == "auto"

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
+from launchlab import analysis
 from launchlab.chapter import open_chapter
 from launchlab.chapters import STEMS, available_stems, chapter
 from launchlab.gpu import device
 from launchlab.store import evidence
-from launchlab.store import runs
 from launchlab.store.status import kernel_drift
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -62,7 +62,7 @@ def test_unknown_parameters_are_refused_in_every_mode(stem):
 
 @pytest.mark.parametrize("stem", sorted(ACCEPTED))
 def test_analyze_reproduces_every_accepted_run_exactly(stem):
-    assert runs.analyze(evidence.accepted_run(stem)) == []
+    assert analysis.analyze(evidence.accepted_run(stem)) == []
 
 
 @pytest.mark.parametrize("stem", sorted(ACCEPTED))
@@ -85,7 +85,7 @@ def test_analyze_detects_a_changed_summary(tmp_path):
     metric = next(iter(summaries["timing"][variant][measurement]))
     summaries["timing"][variant][measurement][metric]["median"] *= 1.0001
     (copy / "summaries.json").write_text(json.dumps(summaries))
-    assert runs.analyze(copy) == [f"{copy.name}/summaries.json differs from the recomputation from raw samples"]
+    assert analysis.analyze(copy) == [f"{copy.name}/summaries.json differs from the recomputation from raw samples"]
 
 
 @pytest.mark.skipif(device.gpu_status()[0], reason="a GPU is visible here")
@@ -160,7 +160,7 @@ def test_chapter_executes_with_papermill_in_evidence_mode(stem, tmp_path):
 @pytest.mark.slow
 def test_chapter_1_glues_its_headline_figures(tmp_path):
     values = glued_markdown(execute_in_evidence_mode("ordinary_launches", tmp_path))
-    headline = runs.accepted_run("ordinary_launches").headline
+    headline = analysis.accepted_run("ordinary_launches").headline
     assert values["row4_4096x4096_warm_batch_event_us"] == f"{headline['event_us.row4.4096x4096.stream']:.3g}"
 
 

@@ -494,7 +494,7 @@ def article_page(tmp_path: Path, claims: list[dict], sources: dict) -> Path:
 
 def test_table_cells_show_no_truncation_mark_and_no_scientific_notation(tmp_path, claims, sources):
     """Hashes in full; the audit record's "..." inside a quotation shown as the editor's "[…]"."""
-    from launchlab.present import site_check
+    import site_check
 
     assert site_check.bad_table_cells(article_page(tmp_path, claims, sources)) == []
     shortened = [claim["id"] for claim in claims if "..." in claim["excerpt"]]

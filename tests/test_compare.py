@@ -7,16 +7,18 @@ from pathlib import Path
 import pytest
 
 from launchlab import compare
+from launchlab.analysis import open_run
 from launchlab.store import evidence
 from launchlab.store.record import RunRecord
 from launchlab.store.runs import Run
+
 
 ROW4_EVENT = "stream_over_graph_event.row4.128x8192.graph"  # chapter 2's figure under claim B06, with an interval
 
 
 @pytest.fixture(scope="module")
 def graphs_run() -> Run:
-    return Run.open(evidence.accepted_run("graphs"))
+    return open_run(evidence.accepted_run("graphs"))
 
 
 def perturbed(run: Run, tmp_path: Path, factor: float) -> Run:
@@ -58,7 +60,7 @@ def test_a_figure_moved_outside_its_interval_is_flagged_and_its_claim_broken(gra
 
 
 def test_runs_of_two_chapters_are_refused_naming_both(graphs_run):
-    other = Run.open(evidence.accepted_run("ordinary_launches"))
+    other = open_run(evidence.accepted_run("ordinary_launches"))
     with pytest.raises(compare.CompareError,
                        match=r"^runs 20261130T093346Z-ch02 \(graphs\) and .* \(ordinary_launches\) are of different"):
         compare.comparison(graphs_run, other)

@@ -9,14 +9,14 @@ from example_runs import example_a_run
 from launchlab.chapters import chapter
 from launchlab.chapters.example_a_pointwise import (CHAPTER, Parameters, historical_name, label, parse_sizes,
                                                     size_of, variant)
-from launchlab.store import runs
+from launchlab import analysis
 
 SIZES = (256, 32_768, 1_048_576, 16_777_216)
 
 
 @pytest.fixture(scope="module")
 def run(tmp_path_factory):
-    return runs.Run.open(example_a_run(tmp_path_factory.mktemp("evidence")), require_sealed=False)
+    return analysis.open_run(example_a_run(tmp_path_factory.mktemp("evidence")), require_sealed=False)
 
 
 def test_declaration():
@@ -65,14 +65,14 @@ def test_summaries(run):
     assert set(s["sanitizer"]) == {"memcheck", "racecheck"} and all(t["clean"] for t in s["sanitizer"].values())
     ratio = s["ratios"]["three_over_fused.graph.16777216"]
     assert ratio["ci_low"] <= ratio["median"] <= ratio["ci_high"] and ratio["median"] > 1
-    assert runs.analyze(run.path) == []
+    assert analysis.analyze(run.path) == []
 
 
 @pytest.mark.parametrize("ncu", ["error", "none"])
 def test_without_ncu_counters_the_key_is_absent_and_the_page_says_why(tmp_path, ncu):
     from launchlab.chapters.example_a_pointwise import page
 
-    run = runs.Run.open(example_a_run(tmp_path, ncu=ncu), require_sealed=False)
+    run = analysis.open_run(example_a_run(tmp_path, ncu=ncu), require_sealed=False)
     assert not [k for k in run.headline if k.startswith("dram_over_logical")]
     values = page.page_values(run)
     status = page.dram_status(run).data
@@ -141,4 +141,4 @@ def test_notebook_executes_on_a_sealed_synthetic_run(tmp_path, monkeypatch):
     sources = "".join("".join(c["source"]) for c in notebook["cells"] if c["cell_type"] == "markdown")
     names = {part.split("`")[1] for part in sources.split("{glue:md}")[1:]}
     assert names <= glued, names - glued
-    assert np.isfinite(runs.Run.open(run_dir).headline["event_us.fused_graph.256"])
+    assert np.isfinite(analysis.open_run(run_dir).headline["event_us.fused_graph.256"])

@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 
 from example_runs import example_b_run, simulated_trace
+from launchlab import analysis
 from launchlab.chapters import chapter
 from launchlab.chapters.example_b_jobs import CHAPTER, Parameters, historical_name, label, parse_cases, variant
 from launchlab.model import jobs as model
-from launchlab.store import runs
 
 VARIANTS = ("separate_stream", "separate_graph", "fused_stream", "fused_graph", "queue_stream", "queue_graph")
 CASES = ("balanced", "ragged")
@@ -17,7 +17,7 @@ CASES = ("balanced", "ragged")
 
 @pytest.fixture(scope="module")
 def run(tmp_path_factory):
-    return runs.Run.open(example_b_run(tmp_path_factory.mktemp("evidence")), require_sealed=False)
+    return analysis.open_run(example_b_run(tmp_path_factory.mktemp("evidence")), require_sealed=False)
 
 
 def test_declaration():
@@ -60,7 +60,7 @@ def test_summaries(run):
     assert trace["a_stage_ns"]["max"] == int(8192 * 2.5)
     assert s["layout"]["active_ctas_per_sm"] == [1] and s["layout"]["shared_memory"]["dynamic_shared_bytes"] == 116_992
     assert s["checks"]["by_phase"]["trace"] == {"checks": 12, "passed": 12}
-    assert runs.analyze(run.path) == []
+    assert analysis.analyze(run.path) == []
 
 
 def test_a_broken_trace_is_summarised_as_failing(tmp_path):

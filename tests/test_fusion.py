@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from launchlab.analysis import analyze, open_run, recompute
 from launchlab.chapters import fusion
 from launchlab.chapters.fusion import summary
 from launchlab.chapters.fusion.summary import by_variant
@@ -23,7 +24,7 @@ from launchlab.model import fused_policy, oracles, workloads
 from launchlab.runner import SAMPLES_FILE
 from launchlab.store import evidence
 from launchlab.store.record import RunRecord
-from launchlab.store.runs import Run, analyze, recompute
+from launchlab.store.runs import Run
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 H200_SHARED_OPTIN = 232448  # 227 KiB opt-in shared memory per block
@@ -173,7 +174,7 @@ def test_fused_plans_follow_the_declared_policy_at_fixed_and_swept_shapes():
 def test_the_accepted_run_was_planned_by_the_declared_policy():
     """The accepted chapter 3 run: its plans are what the code declares for its parameters and device, every plan's
     module was built, and its summaries and headline recompute exactly from its raw files."""
-    run = Run.open(evidence.accepted_run("fusion"))
+    run = open_run(evidence.accepted_run("fusion"))
     parameters = fusion.Parameters(**run.record.parameters)
     plans = run.record.details["fused_plans"]
     assert plans == fusion.fused_plans(parameters, run.record.device)
@@ -529,7 +530,7 @@ def write_synthetic_run(root: Path, run_id: str = "20990101T000000Z-ch03", param
 
 @pytest.fixture(scope="module")
 def synthetic_run(tmp_path_factory) -> Run:
-    return Run.open(write_synthetic_run(tmp_path_factory.mktemp("evidence")), require_sealed=False)
+    return open_run(write_synthetic_run(tmp_path_factory.mktemp("evidence")), require_sealed=False)
 
 
 def test_summaries_are_pure_and_recompute_exactly(synthetic_run):
@@ -537,7 +538,7 @@ def test_summaries_are_pure_and_recompute_exactly(synthetic_run):
     again, _ = recompute(synthetic_run.path)
     assert json.dumps(again, sort_keys=True) == json.dumps(synthetic_run.summaries, sort_keys=True)
     evidence.seal(synthetic_run.path)
-    assert Run.open(synthetic_run.path).headline == synthetic_run.headline
+    assert open_run(synthetic_run.path).headline == synthetic_run.headline
 
 
 def test_device_time_is_per_call_and_ratios_are_paired(synthetic_run):
@@ -803,7 +804,7 @@ def test_the_accepted_run_gives_every_glued_name_a_value():
     """With every library and the sweep present, no sentence of the page may read "n/a"."""
     from launchlab.chapters.fusion import page
 
-    run = Run.open(evidence.accepted_run("fusion"))
+    run = open_run(evidence.accepted_run("fusion"))
     values = page.page_values(run)
     assert sorted(name for name in glued_names() if str(values[name]).startswith("n/a")) == []
 
@@ -811,7 +812,7 @@ def test_the_accepted_run_gives_every_glued_name_a_value():
 @pytest.fixture(scope="module")
 def every_library_run(tmp_path_factory) -> Run:
     """The synthetic run with torch present too, the sanitizer not run."""
-    return Run.open(write_synthetic_run(tmp_path_factory.mktemp("evidence"), absent=None, sanitizer={}),
+    return open_run(write_synthetic_run(tmp_path_factory.mktemp("evidence"), absent=None, sanitizer={}),
                     require_sealed=False)
 
 
@@ -866,7 +867,7 @@ NO_LIBRARY = fusion.Parameters(baselines="", sweep_4096="2:4:2", sweep_128="")
 def test_every_glued_name_is_a_page_value_in_a_sparse_run(tmp_path, parameters, expected):
     from launchlab.chapters.fusion import page
 
-    run = Run.open(write_synthetic_run(tmp_path, parameters=parameters, sanitizer={}), require_sealed=False)
+    run = open_run(write_synthetic_run(tmp_path, parameters=parameters, sanitizer={}), require_sealed=False)
     values = page.page_values(run)
     assert sorted(glued_names() - set(values)) == []
     assert {key: values[key] for key in expected} == expected

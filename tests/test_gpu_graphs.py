@@ -105,7 +105,7 @@ def test_the_chapter_runs_end_to_end_under_a_short_protocol(tmp_path):
     from launchlab.measure.protocol import MeasurementProtocol
     from launchlab.runner import Session
     from launchlab.store.evidence import RunWriter
-    from launchlab.store.runs import Run, recompute
+    from launchlab.analysis import open_run, recompute
 
     parameters = Parameters(row_shapes="257x1000,128x8192", tiled_cases="balanced,ragged", fixture_seed=FRESH_SEED,
                             empty_lengths="1,8", row_copies="1,3", copies_shape="64x2048", setup_repeats=2)
@@ -116,7 +116,7 @@ def test_the_chapter_runs_end_to_end_under_a_short_protocol(tmp_path):
     summaries, headline = recompute(writer.path)
     writer.write_json("summaries.json", summaries)
     writer.write_json("headline.json", headline)
-    run = Run.open(writer.path, require_sealed=False)
+    run = open_run(writer.path, require_sealed=False)
 
     declared = {str(spec.id) for spec in CHAPTER.variants(parameters)}
     measured = set(run.summaries["timing"])

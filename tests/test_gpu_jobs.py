@@ -157,7 +157,7 @@ def test_traced_build_validates_and_its_traces_pass_the_checks(modules, backend,
 
 def test_the_chapter_runs_through_the_runner(tmp_path, sms):
     """execute() in a child process (the evidence root is read at import), ragged case only."""
-    from launchlab.store.runs import Run
+    from launchlab.analysis import open_run
 
     code = ("from launchlab.chapters import chapter; from launchlab.runner import execute; "
             "c = chapter('example_b_jobs'); "
@@ -165,7 +165,7 @@ def test_the_chapter_runs_through_the_runner(tmp_path, sms):
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           env={**os.environ, "LAUNCHLAB_EVIDENCE_ROOT": str(tmp_path)})
     assert done.returncode == 0, done.stderr[-3000:]
-    run = Run.open(tmp_path / "runs/20990101T000000Z-exb-test", require_sealed=False)
+    run = open_run(tmp_path / "runs/20990101T000000Z-exb-test", require_sealed=False)
     headline = run.headline
     assert run.record.verdict == "passed" and headline["jobs"] == model.job_count(sms)
     assert headline["active_ctas_per_sm"] == 1 and headline["trace_checks"] == 6 and headline["exact_checks"] == 30

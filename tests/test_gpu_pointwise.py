@@ -98,7 +98,7 @@ def test_poisoned_and_partial_outputs_fail(setups):
 
 def test_the_chapter_runs_through_the_runner(tmp_path):
     """execute() in a child process (the evidence root is read at import) on two small sizes, ncu at one."""
-    from launchlab.store.runs import Run
+    from launchlab.analysis import open_run
 
     code = ("from launchlab.chapters import chapter; from launchlab.runner import execute; "
             "c = chapter('example_a_pointwise'); "
@@ -106,7 +106,7 @@ def test_the_chapter_runs_through_the_runner(tmp_path):
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           env={**os.environ, "LAUNCHLAB_EVIDENCE_ROOT": str(tmp_path)})
     assert done.returncode == 0, done.stderr[-3000:]
-    run = Run.open(tmp_path / "runs/20990101T000000Z-exa-test", require_sealed=False)
+    run = open_run(tmp_path / "runs/20990101T000000Z-exa-test", require_sealed=False)
     assert run.record.verdict == "passed" and run.headline["exact_checks"] == 32
     assert run.headline["kernel_nodes.three"] == 3 and run.headline["kernel_nodes.fused"] == 1
     assert {f"event_us.{v}.{n}" for v in model.VARIANTS for n in (256, 1000)} <= set(run.headline)

@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from launchlab.analysis import open_run, recompute
 from launchlab.chapters import chapter as declared
 from launchlab.chapters.graphs import CHAPTER, Parameters, is_graph_length, kernel_names, launches_of, stream_twin
 from launchlab.chapters.graphs import page, summary
@@ -18,7 +19,6 @@ from launchlab.runner import SAMPLES_FILE
 from launchlab.store import evidence
 from launchlab.store.evidence import RunWriter
 from launchlab.store.record import RunRecord
-from launchlab.store.runs import Run, recompute
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
@@ -207,7 +207,7 @@ def write_synthetic_run(root: Path, parameters: Parameters = Parameters(), nativ
 
 @pytest.fixture(scope="module")
 def synthetic_run(tmp_path_factory):
-    return Run.open(write_synthetic_run(tmp_path_factory.mktemp("evidence")), require_sealed=False)
+    return open_run(write_synthetic_run(tmp_path_factory.mktemp("evidence")), require_sealed=False)
 
 
 def notebook_glue_names() -> set[str]:
@@ -247,7 +247,7 @@ def test_page_values_hold_every_name_the_prose_glues(synthetic_run):
 
 
 def test_page_values_name_the_missing_native_loop(tmp_path):
-    run = Run.open(write_synthetic_run(tmp_path / "evidence", native=False), require_sealed=False)
+    run = open_run(write_synthetic_run(tmp_path / "evidence", native=False), require_sealed=False)
     values = page.page_values(run)
     assert values["node_event_empty_n1024_native"] == "(not measured)"
     assert not notebook_glue_names() - set(values)

@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from launchlab import analysis
 from launchlab.chapters import megakernels as declared
 from launchlab.chapters.megakernels import DESIGN, Parameters, design_of, sweep_variant
 from launchlab.chapters.megakernels import summary
@@ -22,7 +23,6 @@ from launchlab.model import design_schedules as ds
 from launchlab.model import oracles, schedules, timelines, workloads
 from launchlab.model.schedules import TaskGraph, Trace
 from launchlab.store import evidence
-from launchlab.store import runs as analysis
 from launchlab.store.record import RecordError, RunRecord
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -672,7 +672,7 @@ def execute_simulated(root: Path, device: FakeDevice, parameters: Parameters = P
 
 @pytest.fixture(scope="module")
 def synthetic(simulated_gpu, tmp_path_factory):
-    return analysis.Run.open(execute_simulated(tmp_path_factory.mktemp("evidence"), simulated_gpu))
+    return analysis.open_run(execute_simulated(tmp_path_factory.mktemp("evidence"), simulated_gpu))
 
 
 @pytest.mark.slow
@@ -774,7 +774,7 @@ def test_analysis_sees_a_changed_trace(synthetic, tmp_path):
 
 @pytest.mark.slow
 def test_a_sweep_of_other_counts_and_one_case_runs_too(simulated_gpu, tmp_path):
-    run = analysis.Run.open(execute_simulated(tmp_path, simulated_gpu, Parameters(tiled_cases="ragged",
+    run = analysis.open_run(execute_simulated(tmp_path, simulated_gpu, Parameters(tiled_cases="ragged",
                                                                                   sweep_workers_per_sm="2,8")))
     from launchlab.chapters.megakernels import page
 
@@ -908,7 +908,7 @@ def accepted_new_run():
     try:
         path = evidence.accepted_run("megakernels")
         RunRecord.read(path)
-        return analysis.Run.open(path)
+        return analysis.open_run(path)
     except (evidence.EvidenceError, RecordError, KeyError, FileNotFoundError, TypeError, ValueError):
         return None
 

@@ -198,7 +198,7 @@ def test_inline_scripts_are_unified():
 # --- the static page checks (site_check) -------------------------------------------------------------------------
 
 def test_page_checks_find_uncaptioned_figures_and_bad_cells(tmp_path):
-    from launchlab.present import site_check
+    import site_check
 
     good = ('<figure class="align-default" id="fig-a"><img src="a.png" /><figcaption><p>'
             '<span class="caption-number">Figure 1 </span><span class="caption-text">A.</span></p></figcaption></figure>')

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from launchlab.present import site_check
+import site_check
 
 REPO = Path(__file__).resolve().parents[1]
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")

@@ -1,7 +1,8 @@
 """Command line: python -m launchlab {verify, analyze, execute, seal, accept, claims, status}.
 
-Every command honours --root (the evidence store; default evidence/); a root that does not exist
-is an error."""
+Every command honours --root (the evidence store; default evidence/): a root that does not exist, is a
+file, or holds neither runs/ nor accepted.json is an error. Every expected failure ends as one line,
+`error: ...` naming the file or thing, with exit code 2."""
 from __future__ import annotations
 
 import argparse
@@ -12,7 +13,9 @@ import traceback
 from pathlib import Path
 
 from launchlab.chapters import STEMS, available_stems, chapter
+from launchlab.gpu import device
 from launchlab.store import evidence
+from launchlab.store.files import read_json
 
 BOOK_DIR = evidence.REPO_ROOT / "book"
 
@@ -26,7 +29,7 @@ def command_verify(args) -> int:
 
 
 def command_analyze(args) -> int:
-    from launchlab.store.runs import analyze
+    from launchlab.analysis import analyze
 
     run_dir = Path(args.run_dir)
     if not (run_dir / "run.json").exists():
@@ -39,16 +42,28 @@ def command_analyze(args) -> int:
 
 
 def seal_with_notebook(run_id: str, notebook: Path | None, root: Path) -> Path:
-    """Store the executed notebook (its images removed: the figures are regenerated from the data) and seal."""
+    """Store the executed notebook (its images removed: the figures are regenerated from the data) and seal.
+    Everything is checked before anything is written: the run exists and is open, the notebook reads as JSON."""
     path = evidence.run_dir(run_id, root)
-    if notebook is not None:
-        (path / "notebook.ipynb").write_text(without_images(Path(notebook).read_text()))
+    if (path / evidence.MANIFEST).exists():
+        raise evidence.EvidenceError(f"run {run_id} is already sealed; nothing was written")
+    text = without_images(read_json(notebook)) if notebook is not None else None
+    if text is not None:
+        store_notebook(path, text)
     evidence.seal(path)
     return path
 
 
-def without_images(notebook_text: str) -> str:
-    notebook = json.loads(notebook_text)
+def store_notebook(run_path: Path, text: str) -> None:
+    """notebook.ipynb in an open run, written once like every file of a run."""
+    try:
+        with open(run_path / "notebook.ipynb", "x") as out:
+            out.write(text)
+    except FileExistsError:
+        raise evidence.EvidenceError(f"run {run_path.name} already holds notebook.ipynb; it is never overwritten") from None
+
+
+def without_images(notebook: dict) -> str:
     for cell in notebook.get("cells", []):
         for output in cell.get("outputs", []):
             data = output.get("data", {})
@@ -68,40 +83,38 @@ def command_accept(args) -> int:
     return 0
 
 
+def notebook_parameters(stem: str, given: list | None) -> dict:
+    """The -p NAME VALUE pairs, checked by the chapter's declaration and typed, before anything runs."""
+    given = dict(given or [])
+    declared = chapter(stem)
+    typed = declared.parse_parameters(given)
+    declared.variants(typed)  # the values themselves: a malformed shape list fails here, not after a build
+    recorded = declared.recorded_parameters(typed)
+    return {name: recorded[name] for name in given}
+
+
+def require_gpu(mode: str) -> None:
+    """execute makes a new run, so it needs a GPU whatever the mode; say so before papermill starts."""
+    available, detail = device.gpu_status()
+    if available:
+        return
+    if mode == "auto":
+        raise device.NoGPUError(f"no GPU is visible ({detail}), so --mode auto would read the committed evidence, "
+                                "which execute cannot do: execute needs a GPU")
+    raise device.NoGPUError(f"execute needs a visible CUDA GPU: {detail}")
+
+
 def command_execute(args) -> int:
     """Execute a chapter notebook with papermill into a new run, then seal it (or file it as failed)."""
-    import papermill
-
-    from launchlab.present.sphinx_ext import encrypt_kernel_transport
-
-    # The kernel papermill starts gets CurveZMQ keys, as the book build's kernels do (sphinx_ext says why):
-    # ipykernel 7 then has no plain-TCP transport to warn about.
-    encrypt_kernel_transport()
+    parameters = notebook_parameters(args.stem, args.parameter)
+    require_gpu(args.mode)
     run_id = evidence.new_run_id(chapter(args.stem).tag)
-    parameters = {"mode": args.mode, "run_id": run_id, **dict(args.parameter or [])}
-    staging = args.root / "staging"
-    staging.mkdir(parents=True, exist_ok=True)
-    staged = staging / f"{run_id}.ipynb"
-    os.environ["LAUNCHLAB_EVIDENCE_ROOT"] = str(args.root)
-    try:
-        papermill.execute_notebook(str(BOOK_DIR / f"{args.stem}.ipynb"), str(staged), parameters=parameters,
-                                   cwd=str(BOOK_DIR), kernel_name=args.kernel, progress_bar=False)
-    except Exception as error:
-        run_path = args.root / "runs" / run_id
-        if run_path.exists() and not (run_path / evidence.MANIFEST).exists():
-            if staged.exists():
-                (run_path / "notebook.ipynb").write_text(without_images(staged.read_text()))
-            failed = evidence.move_to_failed(run_id, f"execution failed: {error}\n\n{traceback.format_exc(limit=3)}",
-                                             args.root)
-            print(f"run {run_id} failed and was moved to {failed}", file=sys.stderr)
-            if args.archive:
-                print(f"archived {evidence.archive_run(failed, Path(args.archive))}", file=sys.stderr)
-        raise
+    staged = run_notebook(args, {"mode": args.mode, "run_id": run_id, **parameters}, run_id)
     path = seal_with_notebook(run_id, staged, args.root)
     staged.unlink()
     if args.archive:
         print(f"archived {evidence.archive_run(path, Path(args.archive))}")
-    print(json.dumps(json.loads((path / "headline.json").read_text()), indent=1, sort_keys=True))
+    print(json.dumps(read_json(path / "headline.json"), indent=1, sort_keys=True))
     print(f"sealed run {run_id} at {path}")
     if args.accept:
         evidence.accept(args.stem, run_id, args.root)
@@ -109,10 +122,63 @@ def command_execute(args) -> int:
     return 0
 
 
+class ExecutionFailed(evidence.EvidenceError):
+    """papermill stopped; the message names where the run and its traceback went."""
+
+
+def run_notebook(args, parameters: dict, run_id: str) -> Path:
+    """papermill into evidence/staging/<RUN_ID>.ipynb; on failure the run goes to failed/ with the traceback in its
+    REASON.txt, and one line says where."""
+    import papermill
+
+    from launchlab.present.sphinx_ext import encrypt_kernel_transport
+
+    # The kernel papermill starts gets CurveZMQ keys, as the book build's kernels do (sphinx_ext says why):
+    # ipykernel 7 then has no plain-TCP transport to warn about.
+    encrypt_kernel_transport()
+    staging = args.root / "staging"
+    staging.mkdir(parents=True, exist_ok=True)
+    staged = staging / f"{run_id}.ipynb"
+    os.environ["LAUNCHLAB_EVIDENCE_ROOT"] = str(args.root)
+    try:
+        papermill.execute_notebook(str(BOOK_DIR / f"{args.stem}.ipynb"), str(staged), parameters=parameters,
+                                   cwd=str(BOOK_DIR), kernel_name=args.kernel, progress_bar=False)
+    except Exception as error:  # papermill's own errors, the kernel's, and whatever the notebook raised
+        raise ExecutionFailed(f"executing {args.stem} failed ({cell_error(error)}); "
+                              f"{file_failed_run(args, run_id, staged, error)}") from None
+    return staged
+
+
+def cell_error(error: Exception) -> str:
+    """The notebook's own exception, where papermill names it (its message is the whole cell traceback)."""
+    return one_line(f"{error.ename}: {error.evalue}") if hasattr(error, "ename") else message(error)
+
+
+def file_failed_run(args, run_id: str, staged: Path, error: Exception) -> str:
+    """Move the open run (if the notebook got as far as making one) to failed/, the traceback in its REASON.txt;
+    say where. A staged notebook that cannot be read stays out of the run rather than stop the move."""
+    run_path = args.root / "runs" / run_id
+    if not run_path.exists() or (run_path / evidence.MANIFEST).exists():
+        return f"no run was written; the executed notebook is {staged}"
+    reason = "".join(traceback.format_exception(error))
+    try:
+        store_notebook(run_path, without_images(read_json(staged)))
+    except evidence.EvidenceError as problem:
+        reason = f"the executed notebook was not stored: {problem}\n\n{reason}"
+    failed = evidence.move_to_failed(run_id, f"execution failed\n\n{reason}", args.root)
+    if args.archive:
+        print(f"archived {evidence.archive_run(failed, Path(args.archive))}", file=sys.stderr)
+    return f"the run and its REASON.txt (with the traceback) are in {failed}"
+
+
 def command_claims(args) -> int:
     from launchlab.claims.book import refresh_registry
 
-    print(f"rewrote {refresh_registry()} and the claim-audit downloads from the accepted runs")
+    registry = args.root / "claims" / "claims.yaml"
+    if not registry.is_file():
+        raise evidence.EvidenceError(f"--root {args.root} holds no claims registry ({registry} is missing)")
+    written = refresh_registry(root=args.root)
+    print(f"rewrote {written} and the claim-audit downloads from the accepted runs")
     return 0
 
 
@@ -131,8 +197,18 @@ def command_status(args) -> int:
     return 0
 
 
-def _root(text: str) -> Path:
-    return evidence.check_root(Path(text))
+def one_line(text: str) -> str:
+    return " ".join(str(text).split())
+
+
+def message(error: BaseException) -> str:
+    """An error as one line: a KeyError's own text (not its repr), every line break folded."""
+    text = error.args[0] if isinstance(error, KeyError) and error.args else str(error)
+    return one_line(text) or type(error).__name__
+
+
+# What a user can cause and mend: each ends as one line on stderr, never a traceback.
+EXPECTED = (evidence.EvidenceError, ValueError, KeyError, OSError, device.NoGPUError)
 
 
 def main(argv=None) -> int:
@@ -171,10 +247,10 @@ def main(argv=None) -> int:
     compare.add_parser(commands)
     args = parser.parse_args(argv)
     try:
-        args.root = _root(args.root)
+        args.root = evidence.check_root(Path(args.root))
         return args.handler(args)
-    except (evidence.EvidenceError, KeyError, ValueError) as error:
-        print(f"error: {error}", file=sys.stderr)
+    except EXPECTED as error:
+        print(f"error: {message(error)}", file=sys.stderr)
         return 2
 
 

@@ -7,6 +7,7 @@ committed run. Unknown parameters are an error in every mode; a run_id of anothe
 """
 from __future__ import annotations
 
+from launchlab.analysis import open_run
 from launchlab.chapters import chapter as declared
 from launchlab.gpu import device
 from launchlab.store import evidence
@@ -18,10 +19,10 @@ def open_chapter(stem: str, mode: str = "evidence", run_id: str = "", **paramete
     typed = chapter.parse_parameters(parameters)
     if device.resolve_mode(mode) == "evidence":
         path = evidence.run_dir(run_id) if run_id else evidence.accepted_run(stem)
-        run = Run.open(path)
+        run = open_run(path)
         if run.chapter != stem:
             raise evidence.EvidenceError(f"run {run.run_id} belongs to chapter {run.chapter!r}, not {stem!r}")
         return run
     from launchlab.runner import execute
 
-    return Run.open(execute(chapter, run_id or evidence.new_run_id(chapter.tag), typed), require_sealed=False)
+    return open_run(execute(chapter, run_id or evidence.new_run_id(chapter.tag), typed), require_sealed=False)

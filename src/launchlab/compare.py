@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from launchlab.analysis import open_run
 from launchlab.store import evidence
 from launchlab.store.runs import Run
 
@@ -193,7 +194,7 @@ def command_compare(args) -> int:
     """Print the comparison; 2, with one line naming the problem, on bad input (a missing or unsealed run, two
     chapters)."""
     try:
-        runs = [Run.open(resolve_run(text, args.root)) for text in (args.run_a, args.run_b)]
+        runs = [open_run(resolve_run(text, args.root)) for text in (args.run_a, args.run_b)]
         result = comparison(*runs, root=args.root)
     except (CompareError, evidence.EvidenceError) as problem:
         print(f"error: {problem}", file=sys.stderr)

@@ -193,13 +193,13 @@ class Session:
 
 def execute(chapter, run_id: str, parameters) -> Path:
     """Run a chapter on the GPU into a new run directory; return its path (not yet sealed)."""
-    from launchlab.store.runs import recompute
+    from launchlab.store.runs import summarize
 
     writer = evidence.RunWriter(run_id)
     session = Session(chapter, writer, parameters)
     chapter.run.run(session)
     session.finish()
-    summaries, headline = recompute(writer.path)
+    summaries, headline = summarize(writer.path, chapter.summary)
     writer.write_json("summaries.json", summaries)
     writer.write_json("headline.json", headline)
     return writer.path

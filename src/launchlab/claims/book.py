@@ -25,6 +25,7 @@ from pathlib import Path
 
 import yaml
 
+from launchlab.analysis import open_run
 from launchlab.claims import bounds, declared, page, registry
 from launchlab.claims.spec import Beside, BookClaim, Value, record_at, show_path
 from launchlab.present.tables import decimals_for
@@ -51,7 +52,7 @@ def accepted_views(root: Path = evidence.EVIDENCE_ROOT) -> tuple[dict[str, Run],
             why = str(problem).replace(f"{path}/", "")
             pending[chapter] = f"pending re-execution: accepted run {run_id} has an older run record ({why})"
             continue
-        views[chapter] = Run.open(path)
+        views[chapter] = open_run(path)
     return views, pending
 
 
@@ -72,7 +73,7 @@ def replicate_views(views: dict[str, Run], root: Path = evidence.EVIDENCE_ROOT) 
     listed = read_replicates(root)
     found = {}
     for chapter, view in views.items():
-        found[chapter] = [Run.open(evidence.run_dir(run_id, root)) for run_id in listed.get(view.run_id, [])]
+        found[chapter] = [open_run(evidence.run_dir(run_id, root)) for run_id in listed.get(view.run_id, [])]
         strays = [replicate.run_id for replicate in found[chapter] if replicate.chapter != chapter]
         if strays:
             raise ValueError(f"{REPLICATES_FILE}: {', '.join(strays)} listed as replicates of {view.run_id} "

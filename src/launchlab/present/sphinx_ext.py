@@ -14,6 +14,10 @@ when `KernelManager.transport_encryption` is "auto" and the kernelspec declares 
 an empty traitlets config, so no config file reaches it. The policy's default is therefore set to "auto" here, for
 the kernels this build starts; the warning disappears because the channel is encrypted, not because a log is
 filtered. A pyzmq without CurveZMQ support, or a kernelspec that does not declare it, leaves the default alone.
+
+The evidence is verified once, when the builder starts (what `python -m launchlab verify` checks: every run's
+manifest and hashes, that its JSON and gzip files decode, and accepted.json). A broken file stops the build with
+one error naming it; left to the notebooks, it surfaced as one cell failure among every page's warnings.
 """
 from __future__ import annotations
 
@@ -47,7 +51,29 @@ def encrypt_kernel_transport() -> bool:
     return True
 
 
+def check_evidence(root) -> None:
+    """Raise one ExtensionError naming the first broken file of the evidence store at `root` (and how many)."""
+    from sphinx.errors import ExtensionError
+
+    from launchlab.store import evidence
+
+    try:
+        problems = evidence.verify(root)
+    except evidence.EvidenceError as error:
+        raise ExtensionError(f"the evidence cannot be read: {error}") from None
+    if problems:
+        raise ExtensionError(f"the evidence does not verify: {problems[0]} ({len(problems)} problem(s); "
+                             "`python -m launchlab verify` lists them all)")
+
+
+def _check_evidence(app) -> None:
+    from launchlab.store import evidence
+
+    check_evidence(evidence.EVIDENCE_ROOT)
+
+
 def setup(app):
+    app.connect("builder-inited", _check_evidence)
     app.connect("env-updated", _unify_inline_scripts)
     encrypt_kernel_transport()
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -364,7 +364,7 @@ def html_table(data, **kwargs) -> str:
     return page_table(data, **kwargs).to_html()
 
 
-_SCI = re.compile(r"(?<![\w.])[+-]?\d+(?:\.\d+)?[eE][+-]?\d+(?![\w.])")   # as site_check.SCIENTIFIC
+_SCI = re.compile(r"(?<![\w.])[+-]?\d+(?:\.\d+)?[eE][+-]?\d+(?![\w.])")   # as SCIENTIFIC in tests/site_check.py
 
 
 def looks_elided_or_scientific(cell: str) -> bool:

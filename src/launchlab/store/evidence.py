@@ -23,15 +23,13 @@ from pathlib import Path
 
 import numpy as np
 
+from launchlab.store.files import EvidenceError, read_json, unreadable
+
 REPO_ROOT = Path(__file__).resolve().parents[3]
 # LAUNCHLAB_EVIDENCE_ROOT moves the store (the command line's --root sets it for papermill's kernel too).
 EVIDENCE_ROOT = Path(os.environ.get("LAUNCHLAB_EVIDENCE_ROOT") or REPO_ROOT / "evidence")
 MANIFEST = "manifest.json"
 RUN_ID_PATTERN = re.compile(r"^\d{8}T\d{6}Z-[a-z0-9][a-z0-9-]{0,30}$")
-
-
-class EvidenceError(Exception):
-    """A problem with the evidence store that the caller must see by name."""
 
 
 def new_run_id(tag: str, now: _dt.datetime | None = None) -> str:
@@ -115,11 +113,6 @@ class RunWriter:
             np.savez_compressed(handle, **arrays)
         return target
 
-    def copy_file(self, relative: str, source: Path) -> Path:
-        target = self._target(relative)
-        shutil.copyfile(source, target)
-        return target
-
 
 def build_manifest(run_dir: Path) -> dict:
     files = {}
@@ -151,7 +144,8 @@ def verify_run(run_dir: Path) -> list[str]:
     except (ValueError, KeyError, TypeError) as error:
         return [f"{run_dir.name}/{MANIFEST}: unreadable ({type(error).__name__}: {error})"]
     actual = build_manifest(run_dir)["files"]
-    problems = []
+    problems = [f"{run_dir.name}/{relative}: {why}" for relative in sorted(actual)
+                if (why := unreadable(run_dir / relative))]
     for relative, entry in sorted(listed.items()):
         if relative not in actual:
             problems.append(f"{run_dir.name}/{relative}: listed in the manifest but missing")
@@ -163,10 +157,16 @@ def verify_run(run_dir: Path) -> list[str]:
 
 
 def check_root(root: Path) -> Path:
-    """An evidence root that exists; a clear error otherwise (never an empty success)."""
+    """An evidence store: a folder holding runs/ or accepted.json. Anything else is an error that says what the
+    path is instead, never an empty success."""
     root = Path(root)
-    if not root.is_dir():
+    if not root.exists():
         raise EvidenceError(f"evidence root {root} does not exist")
+    if not root.is_dir():
+        raise EvidenceError(f"evidence root {root} is a file, not a folder")
+    if not (root / "runs").is_dir() and not (root / "accepted.json").is_file():
+        what = "is empty" if not any(root.iterdir()) else "holds neither runs/ nor accepted.json"
+        raise EvidenceError(f"evidence root {root} {what}: it is not an evidence store")
     return root
 
 
@@ -186,7 +186,7 @@ def verify(root: Path = EVIDENCE_ROOT) -> list[str]:
 
 def read_accepted(root: Path = EVIDENCE_ROOT) -> dict:
     path = check_root(root) / "accepted.json"
-    return json.loads(path.read_text()) if path.exists() else {}
+    return read_json(path) if path.exists() else {}
 
 
 def run_dir(run_id: str, root: Path = EVIDENCE_ROOT) -> Path:
@@ -250,7 +250,7 @@ def accept(stem: str, run_id: str, root: Path = EVIDENCE_ROOT, force: bool = Fal
         raise EvidenceError("--force needs --reason TEXT, which is recorded with the acceptance")
     if objections:
         notes_path = Path(root) / ACCEPT_NOTES
-        notes = json.loads(notes_path.read_text()) if notes_path.exists() else {}
+        notes = read_json(notes_path) if notes_path.exists() else {}
         notes[run_id] = {"stem": stem, "overrode": objections, "reason": reason.strip()}
         _atomic_write(notes_path, to_json(notes))
     accepted = read_accepted(root)

@@ -9,8 +9,9 @@ Chapter-specific facts go into `details`.
 from __future__ import annotations
 
 import dataclasses
-import json
 from pathlib import Path
+
+from launchlab.store.files import read_json
 
 VERDICTS = ("passed", "failed", "pending")
 
@@ -57,7 +58,10 @@ class RunRecord:
     @classmethod
     def read(cls, run_dir: Path) -> "RunRecord":
         path = Path(run_dir) / "run.json"
-        return cls.from_dict(json.loads(path.read_text()), str(path))
+        data = read_json(path)
+        if not isinstance(data, dict):
+            raise RecordError(f"{path} holds a JSON {type(data).__name__}, not an object")
+        return cls.from_dict(data, str(path))
 
     @property
     def verdict(self) -> str:

@@ -1,18 +1,18 @@
-"""One type for reading a run: `Run` (its record, summaries and headline), and the check that a run's
-saved summaries are exactly what its raw files give.
+"""One type for reading a run: `Run` (its record, summaries and headline), the readers of its raw files, and
+the comparison of its saved summaries with a recomputation.
 
-Pages, claims and the command line all read runs through `Run.open` / `accepted_run`. Opening a
-sealed run checks its manifest first; opening any run recomputes its summaries from raw samples
-and insists they equal the saved ones.
+The store knows no chapter: recomputing a run's summaries needs its chapter's summary module, so that module
+is passed in (`summarize`). `launchlab.analysis`, which sits above the chapters, finds it and is where runs are
+opened (`open_run` checks the manifest and insists the saved summaries equal the recomputed ones).
 """
 from __future__ import annotations
 
 import dataclasses
-import gzip
 import json
 from pathlib import Path
 
 from launchlab.store import evidence
+from launchlab.store.files import read_json, read_jsonl
 from launchlab.store.record import RunRecord
 
 
@@ -45,7 +45,7 @@ class Run:
         return read_jsonl(self.file(relative))
 
     def json(self, relative: str):
-        return json.loads(self.file(relative).read_text())
+        return read_json(self.file(relative))
 
     def value(self, key: str):
         """A headline figure by name; a missing one is an error, never a silent blank."""
@@ -54,24 +54,11 @@ class Run:
         return self.headline[key]
 
     @classmethod
-    def open(cls, path: Path, require_sealed: bool = True) -> "Run":
+    def read(cls, path: Path) -> "Run":
+        """The run's record, summaries and headline as saved, unchecked (`analysis.open_run` checks them)."""
         path = Path(path)
-        if require_sealed:
-            problems = evidence.verify_run(path)
-            if problems:
-                raise evidence.EvidenceError(f"run {path.name} does not verify: {'; '.join(problems[:3])}")
-        problems = analyze(path)
-        if problems:
-            raise evidence.EvidenceError("; ".join(problems))
-        return cls(path, RunRecord.read(path), json.loads((path / "summaries.json").read_text()),
-                   json.loads((path / "headline.json").read_text()))
-
-
-def read_jsonl(path: Path) -> list[dict]:
-    """Raw samples, one JSON object per line; `.gz` files are read compressed."""
-    path = Path(path)
-    data = gzip.decompress(path.read_bytes()) if path.suffix == ".gz" else path.read_bytes()
-    return [json.loads(line) for line in data.decode().splitlines() if line.strip()]
+        return cls(path, RunRecord.read(path), read_json(path / "summaries.json"),
+                   read_json(path / "headline.json"))
 
 
 def checks_by_phase(checks: list[dict]) -> dict:
@@ -84,17 +71,9 @@ def checks_by_phase(checks: list[dict]) -> dict:
     return by_phase
 
 
-def accepted_run(stem: str, root: Path = evidence.EVIDENCE_ROOT) -> Run:
-    return Run.open(evidence.accepted_run(stem, root))
-
-
-def recompute(run_dir: Path) -> tuple[dict, dict]:
-    """(summaries, headline) from the raw files of the run alone."""
-    from launchlab.chapters import chapter
-
-    record = RunRecord.read(run_dir)
-    summary = chapter(record.chapter).summary
-    summaries = summary.summarize(Path(run_dir), record)
+def summarize(run_dir: Path, summary) -> tuple[dict, dict]:
+    """(summaries, headline) from the raw files of the run alone, by its chapter's `summary` module."""
+    summaries = summary.summarize(Path(run_dir), RunRecord.read(run_dir))
     return summaries, summary.headline(summaries)
 
 
@@ -102,15 +81,14 @@ def _canonical(obj):
     return json.loads(json.dumps(obj, sort_keys=True, allow_nan=False))
 
 
-def analyze(run_dir: Path) -> list[str]:
-    """Differences between the saved summaries/headline and a fresh recomputation (empty: identical)."""
+def differences(run_dir: Path, summaries: dict, headline: dict) -> list[str]:
+    """Where the saved summaries/headline differ from the given recomputation (empty: identical)."""
     run_dir = Path(run_dir)
-    summaries, headline = recompute(run_dir)
     problems = []
     for name, fresh in (("summaries.json", summaries), ("headline.json", headline)):
         saved_path = run_dir / name
         if not saved_path.exists():
             problems.append(f"{run_dir.name}/{name} is missing")
-        elif json.loads(saved_path.read_text()) != _canonical(fresh):
+        elif read_json(saved_path) != _canonical(fresh):
             problems.append(f"{run_dir.name}/{name} differs from the recomputation from raw samples")
     return problems

@@ -1,10 +1,10 @@
 """The accepted runs at a glance, and whether the kernels they ran are still today's."""
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from launchlab.store import evidence
+from launchlab.store.files import read_json
 from launchlab.store.record import RecordError, RunRecord
 
 
@@ -14,7 +14,7 @@ def kernel_drift(run_dir: Path) -> list[str]:
 
     changed = []
     for record_file in sorted(Path(run_dir).glob("builds/*/record.json")):
-        family = json.loads(record_file.read_text())["family"]
+        family = read_json(record_file)["family"]
         stored = (record_file.parent / "source.cu").read_text()
         current_path = KERNEL_DIR / f"{family}.cu"
         if not current_path.exists() or expand_source(current_path) != stored:

@@ -6,6 +6,7 @@ import numpy as np
 from launchlab.chapters.ordinary_launches import ROW_KERNELS
 from launchlab.measure.variant import VariantId
 from launchlab.present import figures, tables
+from launchlab.present.prose import comparison, pacer
 
 # (measurement, metric) -> what the column holds; units are µs per invocation
 TIMING_COLUMNS = {
@@ -136,22 +137,6 @@ def page_values(run) -> dict:
         values[f"trace_{shape}_total_us"] = tables.fmt_sig(timeline["kernels"][-1]["last_end_ns"] / 1e3)
         values[f"trace_{shape}_timer_step_ns"] = str(timeline["timer_step_ns"])
     return values
-
-
-PACE_TOLERANCE = 0.05   # two per-call times this close (relative) are "the same pace"
-
-
-def comparison(value: float, reference: float, tolerance: float = PACE_TOLERANCE) -> str:
-    """How `value` stands against `reference`, in words: "larger than", "smaller than" or "within 5 % of"."""
-    if abs(value - reference) <= tolerance * reference:
-        return f"within {tolerance * 100:.0f} % of"
-    return "larger than" if value > reference else "smaller than"
-
-
-def pacer(event_us: float, enqueue_us: float, tolerance: float = PACE_TOLERANCE) -> str:
-    """Who set the pace of a batch: the GPU ran the calls no slower than the host submitted them when the event
-    interval per call is within `tolerance` of the host's enqueue time per call ("the host"); else "the GPU"."""
-    return "the host" if abs(event_us - enqueue_us) <= tolerance * enqueue_us else "the GPU"
 
 
 def pace_values(run) -> dict:

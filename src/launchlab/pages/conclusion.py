@@ -1,6 +1,6 @@
 """The conclusion page (book/conclusion.ipynb): CUDA Graph, fused kernel or megakernel? What the accepted runs say.
 
-Every figure on the page is read from an accepted run (`store.runs.accepted_run`): a ratio's median by its exact
+Every figure on the page is read from an accepted run (`analysis.accepted_run`): a ratio's median by its exact
 headline key (`Run.value`, which raises on a missing key) and its 95 % bootstrap interval from the same paired
 ratio in the run's summaries; the two medians must agree. Appendix A and B keep their ratios in the summaries
 only. A key or entry an accepted run lacks stops the page, so the build fails rather than print a blank.
@@ -13,8 +13,8 @@ from __future__ import annotations
 import dataclasses
 import math
 
-from launchlab.chapters.ordinary_launches.page import comparison, pacer
 from launchlab.present import tables
+from launchlab.present.prose import comparison, pacer
 
 CHAPTERS = {"ordinary_launches": "Chapter 1", "graphs": "Chapter 2", "fusion": "Chapter 3",
             "megakernels": "Chapter 4", "example_a_pointwise": "Appendix A", "example_b_jobs": "Appendix B"}
@@ -26,7 +26,7 @@ MEASURED = {("warm_batch", "event_us"): "event intervals of warm batches",
 
 def open_runs(stems=tuple(CHAPTERS)) -> dict:
     """{stem: the accepted Run} for every chapter the page reads."""
-    from launchlab.store.runs import accepted_run
+    from launchlab.analysis import accepted_run
 
     return {stem: accepted_run(stem) for stem in stems}
 
