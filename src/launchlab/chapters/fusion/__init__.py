@@ -86,12 +86,13 @@ def per_element(read: int, written: int):
     """Logical bytes per CALL from bytes per matrix element (4-byte floats: each array touched as often as the
     algorithm says)."""
     def logical_bytes(case: str) -> tuple[int, int]:
-        rows, cols = workloads.parse_shapes(case)[0]
+        rows, cols = dims(case)
         return read * rows * cols, written * rows * cols
     return logical_bytes
 
 
 def dims(case: str) -> tuple[int, int]:
+    """(rows, cols) of a variant's case, e.g. 4096x128."""
     return workloads.parse_shapes(case)[0]
 
 
