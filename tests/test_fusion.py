@@ -15,8 +15,8 @@ from launchlab.chapters import fusion
 from launchlab.chapters.fusion import summary
 from launchlab.chapters.fusion.summary import by_variant
 from launchlab.gpu import ncu
-from launchlab.chapters.fusion import profile as fusion_profile
-from launchlab.gpu.ncu import dram_by_marker, parse_ncu_csv
+from launchlab.chapters.fusion import profile
+from launchlab.gpu.ncu import parse_ncu_csv
 from launchlab.measure import stats
 from launchlab.measure.protocol import FROZEN
 from launchlab.measure.variant import VariantId
@@ -30,24 +30,71 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 H200_SHARED_OPTIN = 232448  # 227 KiB opt-in shared memory per block
 H200 = {"name": "Synthetic GPU", "compute_capability": "9.0", "sm_count": 132, "l2_bytes": 62914560,
         "shared_bytes_per_block_optin": H200_SHARED_OPTIN}
-ACCEPTED_RUN = REPO_ROOT / "evidence/runs/20261130T112110Z-ch03"
 
 
 # ---------------------------------------------------------------- the declaration
+def typed(**given) -> fusion.Parameters:
+    """Parameters as a notebook or run.json gives them (text), parsed by the declaration."""
+    return fusion.CHAPTER.parse_parameters(given)
+
+
 def test_logical_bytes_per_call_are_declared_once_per_contender():
-    per_element = {name: c.bytes_per_element for name, c in fusion.CONTENDERS.items()}
+    per_element = {row.name: sum(row.bytes("1x1")) for row in fusion.ROWS}
     assert per_element["copy"] == per_element["fused_rms"] == per_element["fused_plain"] == 8
     assert per_element["row4"] == 24  # x three times, e twice, y once
+    assert fusion.row("row4").bytes("2x3") == (16 * 6, 8 * 6)
     assert all(per_element[name] == 8 for name in fusion.LIBRARIES)
     assert fusion.logical_bytes_per_call("row4", 4096, 4096) == 24 * 4096 * 4096
 
 
+def test_snapshot_of_the_default_variants_is_committed():
+    committed = (REPO_ROOT / "tests/snapshots/fusion.txt").read_text()
+    assert fusion.CHAPTER.snapshot() == committed, (
+        "the expanded default variants changed; if that is intended, regenerate the snapshot with\n"
+        "  PYTHONPATH=src python -c 'from launchlab.chapters import fusion; print(fusion.CHAPTER.snapshot(), end=\"\")' "
+        "> tests/snapshots/fusion.txt")
+
+
+def test_the_default_variants_are_what_the_accepted_run_measured():
+    """The declaration describes what ran: the accepted run's sampled variants (and those it skipped with a
+    reason) are exactly the expanded variants of its parameters, which are the defaults."""
+    from launchlab.store.runs import read_jsonl
+
+    run = open_run(evidence.accepted_run("fusion"))
+    assert fusion.CHAPTER.parameters_of(run.record) == fusion.Parameters()
+    sampled = {sample["variant"] for sample in read_jsonl(run.path / SAMPLES_FILE)}
+    skipped = set(run.record.details.get("skipped_variants", {}))
+    assert {str(v.id) for v in fusion.CHAPTER.variants()} == sampled | skipped
+
+
+def test_typed_parameters_parse_once_and_record_as_their_text():
+    given = typed(shapes="64x128, 16x1001", baselines="cudnn", sweep_4096="3:9:3", sweep_128="7,5",
+                       profile_shapes="", sanitizer_tools="memcheck")
+    assert given.shapes == ((64, 128), (16, 1001)) and given.baselines == ("cudnn",)
+    assert list(given.sweep_4096.values) == [3, 6, 9] and given.sweep_128 == (7, 5) and given.profile_shapes == ()
+    assert fusion.CHAPTER.recorded_parameters(given)["sweep_4096"] == "3:9:3"
+    assert fusion.CHAPTER.recorded_parameters(given)["shapes"] == "64x128,16x1001"
+    assert typed(**fusion.CHAPTER.defaults()) == fusion.Parameters()
+
+
+def test_every_row_enters_known_outputs_and_names_its_library():
+    assert {output for row in fusion.ROWS for output in row.outputs} <= set(fusion.OUTPUTS)
+    assert [row.name for row in fusion.ROWS if row.requires.library] == list(fusion.LIBRARIES)
+    assert fusion.submission_paths() == ["row4", "fused_rms", "fused_plain"]
+    for variant in fusion.CHAPTER.variants():
+        assert variant.enters <= variant.row.outputs, variant.id
+        assert variant.calls == fusion.calls_per_invocation(variant.id)
+        assert {variant.pacing(l2) for l2 in variant.l2_states} == (
+            {"host"} if variant.l2_states == ("warm",) and variant.id.submission == "stream" else
+            {"device"} if variant.id.submission != "stream" or variant.l2_states == ("cold",) else {"host", "device"})
+
+
 def test_variant_table_has_every_contender_submission_and_bytes_per_invocation():
-    table = {str(spec.id): spec for spec in fusion.variants(fusion.Parameters())}
+    table = {str(spec.id): spec for spec in fusion.CHAPTER.variants(fusion.Parameters())}
     shapes = [workloads.shape_name(*s) for s in workloads.FUSION_SHAPES]
-    assert fusion.Parameters().shapes == ",".join(shapes)
+    assert fusion.Parameters().shapes.text() == ",".join(shapes)
     for shape in shapes:
-        for name in fusion.CONTENDERS:
+        for name in (row.name for row in fusion.ROWS):
             assert f"{name}.{shape}.stream" in table and f"{name}.{shape}.graph32" in table
         for name in ("row4", "fused_rms", "fused_plain"):
             assert f"{name}.{shape}.graph" in table
@@ -69,12 +116,12 @@ def test_variant_table_has_every_contender_submission_and_bytes_per_invocation()
 
 
 def test_libraries_follow_the_parameter_and_unknown_ones_are_refused():
-    only_cudnn = fusion.Parameters(baselines="cudnn")
+    only_cudnn = typed(baselines="cudnn")
     assert fusion.contenders(only_cudnn) == ["copy", "row4", "fused_rms", "fused_plain", "cudnn"]
-    assert not any(spec.id.target in ("torch", "triton") for spec in fusion.variants(only_cudnn))
-    assert fusion.contenders(fusion.Parameters(baselines="")) == ["copy", "row4", "fused_rms", "fused_plain"]
+    assert not any(spec.id.target in ("torch", "triton") for spec in fusion.CHAPTER.variants(only_cudnn))
+    assert fusion.contenders(typed(baselines="")) == ["copy", "row4", "fused_rms", "fused_plain"]
     with pytest.raises(ValueError, match="unknown baselines"):
-        fusion.variants(fusion.Parameters(baselines="cudnn,mkl"))
+        fusion.CHAPTER.variants(typed(baselines="cudnn,mkl"))
 
 
 def test_calls_per_invocation_and_batch_size():
@@ -90,7 +137,7 @@ def test_calls_per_invocation_and_batch_size():
 
 # ---------------------------------------------------------------- the sweep's grid
 def test_sweep_grid_parses_both_series_with_the_fixed_shapes_on_them():
-    grid = fusion.sweep_grid(fusion.Parameters(sweep_4096="2:10:4", sweep_128="4096, 65536,4096,100003"))
+    grid = fusion.sweep_grid(typed(sweep_4096="2:10:4", sweep_128="4096, 65536,4096,100003"))
     assert grid == {"4096": [(4096, 256), (4096, 768), (4096, 1280)],
                     "128": [(128, 4096), (128, 65536), (128, 100003)]}  # a repeated N once, in the order given
     default = fusion.sweep_grid(fusion.Parameters())
@@ -98,20 +145,20 @@ def test_sweep_grid_parses_both_series_with_the_fixed_shapes_on_them():
     assert [cols for _, cols in default["128"]] == [4096, 5000, 8192, 12345, 16384, 32768, 50000, 65536, 100003,
                                                     131072, 200000, 262144]
     assert (4096, 4096) in default["4096"] and (128, 65536) in default["128"]  # fixed shapes stay on the grid
-    assert fusion.sweep_grid(fusion.Parameters(sweep_4096="3:3:1", sweep_128=" 7 ")) == {"4096": [(4096, 384)],
-                                                                                         "128": [(128, 7)]}
-    assert fusion.sweep_grid(fusion.Parameters(sweep_4096="", sweep_128=" ")) == {"4096": [], "128": []}
+    assert fusion.sweep_grid(typed(sweep_4096="3:3:1", sweep_128=" 7 ")) == {"4096": [(4096, 384)],
+                                                                                 "128": [(128, 7)]}
+    assert fusion.sweep_grid(typed(sweep_4096="", sweep_128=" ")) == {"4096": [], "128": []}
 
 
 def test_sweep_shapes_leave_out_the_fixed_shapes_and_all_shapes_put_those_first():
-    parameters = fusion.Parameters(shapes="4096x1024,128x65536", sweep_4096="6:10:2", sweep_128="65536,4096,4096")
-    assert fusion.sweep_shapes(parameters) == [(4096, 768), (4096, 1280), (128, 4096)]
-    assert fusion.all_shapes(parameters) == [(4096, 1024), (128, 65536), (4096, 768), (4096, 1280), (128, 4096)]
-    assert fusion.device_submission(parameters, 4096, 1024) == fusion.DEVICE == "graph32"  # fixed: graph32
-    assert fusion.device_submission(parameters, 4096, 768) == "graph8"
-    assert fusion.device_submission(parameters, 4096, 1280) == "graph4"
-    assert fusion.sweep_shapes(fusion.Parameters(sweep_4096="", sweep_128="")) == []
-    assert fusion.all_shapes(fusion.Parameters(sweep_4096="", sweep_128="")) == list(workloads.FUSION_SHAPES)
+    given = typed(shapes="4096x1024,128x65536", sweep_4096="6:10:2", sweep_128="65536,4096,4096")
+    assert fusion.sweep_shapes(given) == [(4096, 768), (4096, 1280), (128, 4096)]
+    assert fusion.all_shapes(given) == [(4096, 1024), (128, 65536), (4096, 768), (4096, 1280), (128, 4096)]
+    assert fusion.device_submission(given, 4096, 1024) == fusion.DEVICE == "graph32"  # fixed: graph32
+    assert fusion.device_submission(given, 4096, 768) == "graph8"
+    assert fusion.device_submission(given, 4096, 1280) == "graph4"
+    assert fusion.sweep_shapes(typed(sweep_4096="", sweep_128="")) == []
+    assert fusion.all_shapes(typed(sweep_4096="", sweep_128="")) == list(workloads.FUSION_SHAPES)
 
 
 @pytest.mark.parametrize("field, text, message", [
@@ -120,14 +167,11 @@ def test_sweep_shapes_leave_out_the_fixed_shapes_and_all_shapes_put_those_first(
     ("sweep_4096", "0:10:2", "needs 1 <= first <= last"), ("sweep_4096", "10:2:2", "needs 1 <= first <= last"),
     ("sweep_4096", "2:10:0", "step >= 1"), ("sweep_4096", "2:10:-2", "step >= 1"),
     ("sweep_128", "4096;8192", "is not a comma-separated list"), ("sweep_128", "4096,8k", "is not a comma-separated"),
-    ("sweep_128", "4096,1.5", "is not a comma-separated"), ("sweep_128", "4096,0", "at least 1"),
-    ("sweep_128", "-5", "at least 1")])
+    ("sweep_128", "4096,1.5", "is not a comma-separated"), ("sweep_128", "4096,0", "must be positive"),
+    ("sweep_128", "-5", "must be positive")])
 def test_sweep_grid_refuses_bad_input_with_a_clear_error(field, text, message):
-    parameters = fusion.Parameters(**{field: text})
-    with pytest.raises(ValueError, match=message):
-        fusion.sweep_grid(parameters)
-    with pytest.raises(ValueError, match=message):  # the declaration too: refused before any run
-        fusion.variants(parameters)
+    with pytest.raises(ValueError, match=f"parameter {field} of fusion must be .*{message}"):  # refused before any run
+        typed(**{field: text})
 
 
 def test_sweep_calls_are_powers_of_two_from_1_to_32():
@@ -149,14 +193,13 @@ def test_sweep_calls_are_powers_of_two_from_1_to_32():
 
 def test_sweep_contenders_are_the_copy_the_fused_modes_and_the_libraries():
     assert fusion.sweep_contenders(fusion.Parameters()) == ["copy", "fused_rms", "fused_plain", "cudnn", "torch", "triton"]
-    assert fusion.sweep_contenders(fusion.Parameters(baselines="")) == ["copy", "fused_rms", "fused_plain"]
+    assert fusion.sweep_contenders(typed(baselines="")) == ["copy", "fused_rms", "fused_plain"]
 
 
 # ---------------------------------------------------------------- the fused plans (launch policy per shape)
 def test_fused_plans_follow_the_declared_policy_at_fixed_and_swept_shapes():
-    parameters = fusion.Parameters(shapes="4096x128,4096x4096,128x65536", sweep_4096="",
-                                   sweep_128="131072,1000003")
-    plans = fusion.fused_plans(parameters, H200)
+    plans = fusion.fused_plans(typed(shapes="4096x128,4096x4096,128x65536", sweep_4096="",
+                                          sweep_128="131072,1000003"), H200)
     assert list(plans) == ["4096x128", "4096x4096", "128x65536", "128x131072", "128x1000003"]
     assert {shape: plan["design"] for shape, plan in plans.items()} == {
         "4096x128": "narrow", "4096x4096": "row", "128x65536": "row", "128x131072": "cluster", "128x1000003": "split"}
@@ -175,7 +218,7 @@ def test_the_accepted_run_was_planned_by_the_declared_policy():
     """The accepted chapter 3 run: its plans are what the code declares for its parameters and device, every plan's
     module was built, and its summaries and headline recompute exactly from its raw files."""
     run = open_run(evidence.accepted_run("fusion"))
-    parameters = fusion.Parameters(**run.record.parameters)
+    parameters = fusion.CHAPTER.parameters_of(run.record)
     plans = run.record.details["fused_plans"]
     assert plans == fusion.fused_plans(parameters, run.record.device)
     assert {plan["module"] for plan in plans.values()} <= {p.name for p in (run.path / "builds").iterdir()}
@@ -229,10 +272,10 @@ def test_plain_softmax_is_the_rms_form_with_rho_one():
 
 # ---------------------------------------------------------------- build policy per shape
 def test_chunks_count_the_worst_aligned_row():
-    assert fusion.max_chunks(4096, 4096) == 1024       # every row starts on a 16-byte boundary
-    assert fusion.max_chunks(3, 70001) == 17501        # (3 + 70001 + 3) // 4: a row may start 3 floats in
-    assert fusion.max_chunks(3, 70002) == 17502
-    assert fusion.max_chunks(1, 70002) == 17501        # a single row starts at the aligned base
+    assert fused_policy.worst_chunks(4096, 4096) == 1024       # every row starts on a 16-byte boundary
+    assert fused_policy.worst_chunks(3, 70001) == 17501        # (3 + 70001 + 3) // 4: a row may start 3 floats in
+    assert fused_policy.worst_chunks(3, 70002) == 17502
+    assert fused_policy.worst_chunks(1, 70002) == 17501        # a single row starts at the aligned base
 
 
 @pytest.mark.parametrize("rows, cols, tier, block, reg_chunks", [
@@ -247,7 +290,7 @@ def test_fused_policy_per_shape(rows, cols, tier, block, reg_chunks):
     assert config["defines"]["MIN_BLOCKS"] == fusion.min_blocks(block, fusion.REGISTER_BUDGET[tier])
     assert fusion.fused_tier(rows, cols, block, config["shared_bytes"], reg_chunks) == tier
     if tier == "shared":
-        assert config["shared_bytes"] == 16 * fusion.max_chunks(rows, cols) <= H200_SHARED_OPTIN
+        assert config["shared_bytes"] == 16 * fused_policy.worst_chunks(rows, cols) <= H200_SHARED_OPTIN
     else:
         assert config["shared_bytes"] == 0
 
@@ -279,7 +322,8 @@ def test_tier_follows_the_kernels_rule_and_builds_are_shared():
     assert fusion.fused_tier(2, 16384, 512, 65535) == "streamed"
     assert [fusion.min_blocks(b) for b in (32, 64, 128, 256, 512, 1024)] == [32, 20, 10, 5, 2, 1]
     assert [fusion.min_blocks(b, 64) for b in (32, 64, 128, 256, 512, 1024)] == [32, 16, 8, 4, 2, 1]
-    configs = fusion.fused_configs(fusion.Parameters().shapes, H200_SHARED_OPTIN, H200["sm_count"])
+    configs = {workloads.shape_name(*shape): fusion.fused_config(*shape, H200_SHARED_OPTIN, H200["sm_count"])
+               for shape in fusion.Parameters().shapes}
     assert configs["4096x128"]["module"] == configs["4096x512"]["module"]  # one build serves both
     assert len({c["module"] for c in configs.values()}) == 5
 
@@ -344,7 +388,7 @@ def ncu_lines(kernel_id: int, kernel: str, read: str, write: str, unit: str = "b
             f'{prefix},"dram__bytes_write.sum","{unit}","{write}"']
 
 
-# As gpu/ncu.py's target launches them: the fixture's kernel (before the first marker), then the copy, the row
+# As chapters/fusion/profile.py's child launches the default profile rows: the fixture's kernel (before the first marker), then the copy, the row
 # path, fused RMS, fused plain and cuDNN, each followed by the marker (empty_kernel). Here fused plain launched
 # nothing and a stray kernel follows the last marker.
 NCU_KERNELS = [
@@ -382,33 +426,52 @@ def test_ncu_csv_is_parsed_with_units():
 
 def test_ncu_dram_bytes_are_attributed_by_the_markers():
     rows = parse_ncu_csv(NCU_CSV)
-    by_variant = dram_by_marker(rows, fusion_profile.PROFILED)
+    order = fusion.rows_entering("profile")
+    assert tuple(order) == profile.ORDER_BEFORE_RECORDED == ("copy", "row4", "fused_rms", "fused_plain", "cudnn")
+    by_variant = profile.attribute(rows, order)
     assert list(by_variant) == ["copy", "row4", "fused_rms", "cudnn"]  # fused plain launched nothing: left out
     assert by_variant["copy"] == {"read_bytes": 67108864, "write_bytes": 67108864, "kernels": 1}  # not the fixture's
     assert by_variant["row4"] == {"read_bytes": 4 * 67108864, "write_bytes": 1024 + 2 * 67108864, "kernels": 4}
     assert by_variant["fused_rms"] == {"read_bytes": 67108864, "write_bytes": 60000000, "kernels": 1}
     assert by_variant["cudnn"] == {"read_bytes": 3 * 33554432, "write_bytes": 2 * 33554432, "kernels": 2}
-    assert dram_by_marker(list(reversed(rows)), fusion_profile.PROFILED) == by_variant  # by kernel ID, not by line order
-    assert fusion_profile.PROFILED == ("copy", "row4", "fused_rms", "fused_plain", "cudnn") and ncu.MARKER == "empty_kernel"
+    assert profile.attribute(list(reversed(rows)), order) == by_variant  # by kernel ID, not by line order
+    assert profile.MARKER == "empty_kernel"
+    assert list(profile.attribute(rows, ["copy", "row4"])) == ["copy", "row4"]  # the recorded order names the rows
 
 
 def test_ncu_without_markers_attributes_nothing():
-    unmarked = [r for r in parse_ncu_csv(NCU_CSV) if r["kernel"] != ncu.MARKER]
-    assert dram_by_marker(unmarked, fusion_profile.PROFILED) == {}
+    order = profile.ORDER_BEFORE_RECORDED
+    unmarked = [r for r in parse_ncu_csv(NCU_CSV) if r["kernel"] != profile.MARKER]
+    assert profile.attribute(unmarked, order) == {}
     first = [r for r in parse_ncu_csv(NCU_CSV) if r["id"] <= 2]  # the target stopped after the copy: no closing marker
-    assert dram_by_marker(first, fusion_profile.PROFILED) == {}
-    assert dram_by_marker([], fusion_profile.PROFILED) == {}
+    assert profile.attribute(first, order) == {}
+    assert profile.attribute([], order) == {}
 
 
-def test_ncu_command_runs_the_target_with_the_plan():
+def test_ncu_runs_the_chapter_child_with_the_plan_and_the_rows(monkeypatch, tmp_path):
+    import subprocess
+    import sys
+
     plan = fusion.fused_plan(4096, 128, H200)
-    child = fusion_profile.child_arguments(4096, 128, plan, cudnn=False)
-    command = ncu.ncu_command("/opt/ncu", "/tmp/log.csv", child)
+    ran = []
+
+    def fake_run(command, **options):
+        ran.append(command)
+        Path(command[command.index("--log-file") + 1]).write_text(NCU_CSV)
+        return subprocess.CompletedProcess(command, 0, "", "")
+
+    monkeypatch.setattr(ncu, "find_ncu", lambda: "/opt/ncu")
+    monkeypatch.setattr(subprocess, "run", fake_run)
+    result = profile.dram_bytes(4096, 128, plan, ["copy", "fused_rms"])
+    command = ran[0]
     assert command[:3] == ["/opt/ncu", "--clock-control", "none"] and "--csv" in command
     assert command[command.index("--metrics") + 1] == "dram__bytes_read.sum,dram__bytes_write.sum"
-    assert command[-6:] == ["-m", "launchlab.chapters.fusion.profile", "4096", "128", json.dumps(plan, sort_keys=True),
-                            "no-cudnn"]
-    assert fusion_profile.child_arguments(1, 2, plan, cudnn=True)[-1] == "cudnn"
+    assert command[-7:-1] == [sys.executable, "-m", "launchlab.chapters.fusion.profile", "4096", "128",
+                              json.dumps(plan, sort_keys=True)]
+    assert command[-1] == "copy,fused_rms" and result["order"] == ["copy", "fused_rms"]
+    assert result["csv"] == NCU_CSV and result["error"] is None
+    monkeypatch.setattr(ncu, "find_ncu", lambda: None)
+    assert profile.dram_bytes(1, 2, plan, ["copy"])["error"] == "ncu (Nsight Compute) is not on this host"
 
 
 # ---------------------------------------------------------------- a synthetic run of every declared variant
@@ -420,7 +483,7 @@ HOST_US = {"row4": 16.0}  # host enqueue per stream call; 4 µs for the others
 ABSENT = "torch"
 # The chapter's fixed shapes with a small sweep (sweep-only points 4096x256, 4096x768, 128x4096 and 128x262144;
 # 4096x512, 4096x1024 and 128x65536 are fixed shapes on its grid).
-SYNTHETIC_PARAMETERS = fusion.Parameters(sweep_4096="2:8:2", sweep_128="4096,65536,262144")
+SYNTHETIC_PARAMETERS = typed(sweep_4096="2:8:2", sweep_128="4096,65536,262144")
 SANITIZER_CHECKS = 44
 
 
@@ -435,17 +498,15 @@ def synthetic_samples(parameters, warm_us=per_call_us, cold_us=None, absent=ABSE
     and its stream variant cold. warm_us(name, shape): device time per call; cold: 1.5 times that by default.
     The `absent` library (None: none) has no samples."""
     cold_us = cold_us or (lambda name, shape: 1.5 * warm_us(name, shape))
-    fixed = {workloads.shape_name(*shape) for shape in workloads.parse_shapes(parameters.shapes)}
     samples = []
-    for spec in fusion.variants(parameters):
+    for spec in fusion.CHAPTER.variants(parameters):
         vid = spec.id
         if vid.target == absent:
             continue
         calls = fusion.calls_per_invocation(vid)
         count = FROZEN.large_batch if fusion.large(vid) else FROZEN.batch
         enqueue = 3.0 if calls > 1 else HOST_US.get(vid.target, 4.0)
-        warm = vid.case in fixed or vid.submission.startswith("graph")
-        cold = vid.submission == "stream" or (vid.case in fixed and vid.submission == "graph")
+        warm, cold = "warm" in spec.l2_states, "cold" in spec.l2_states
         for r in range(FROZEN.rounds):
             wobble = 1 + 0.01 * ((r * 7) % 5)
             device = calls * warm_us(vid.target, vid.case) * wobble
@@ -467,10 +528,6 @@ def sanitizer_result(tool: str, errors: int) -> dict:
             "tail": [], "error": None}
 
 
-def plan_build_kernels(plan: dict) -> tuple[str, ...]:
-    return fusion.FUSED_KERNELS if plan["design"] == "row" else tuple(fused_policy.KERNELS[plan["design"]].values())
-
-
 def write_synthetic_run(root: Path, run_id: str = "20990101T000000Z-ch03", parameters=None,
                         sanitizer: dict | None = None, absent: str | None = ABSENT) -> Path:
     """A run of `parameters` (SYNTHETIC_PARAMETERS by default) with made-up timings, Nsight Compute bytes at 4096x4096
@@ -480,7 +537,7 @@ def write_synthetic_run(root: Path, run_id: str = "20990101T000000Z-ch03", param
     sanitizer = {"memcheck": 0, "racecheck": 2} if sanitizer is None else sanitizer
     writer = evidence.RunWriter(run_id, root)
     plans = fusion.fused_plans(parameters, H200)
-    shapes = [workloads.shape_name(*shape) for shape in workloads.parse_shapes(parameters.shapes)]
+    shapes = [workloads.shape_name(*shape) for shape in parameters.shapes]
     libraries = {name: {"requested": True, "unavailable": {}, "setup": {}} for name in fusion.requested_libraries(parameters)}
     if "cudnn" in libraries:
         libraries["cudnn"]["setup"] = {shape: {"cudnn_version": 91002, "call": "cudnnSoftmaxForward"} for shape in plans}
@@ -494,13 +551,13 @@ def write_synthetic_run(root: Path, run_id: str = "20990101T000000Z-ch03", param
     if sanitizer:
         details["sanitizer"] = {"executable": "compute-sanitizer", "clean": not any(sanitizer.values()), "error": None,
                                 "tools": list(sanitizer), "problem": "every fused design (synthetic)"}
-    record = RunRecord(chapter="fusion", run_id=run_id, parameters=dataclasses.asdict(parameters),
+    record = RunRecord(chapter="fusion", run_id=run_id, parameters=fusion.CHAPTER.recorded_parameters(parameters),
                        protocol=FROZEN.record(), host_path=fusion.CHAPTER.host_path, device=dict(H200),
                        environment={"driver": "0", "libraries": {"cudnn": "9.10.2"}}, git_commit="0" * 40,
                        source_tree_sha256="0" * 64, states={},
                        validation={"verdict": "passed", "checks": 2 * len(shapes)}, details=details)
     writer.write_jsonl(SAMPLES_FILE, synthetic_samples(parameters, absent=absent))
-    builds = {plan["module"]: plan_build_kernels(plan) for plan in plans.values()} | {"row_softmax": fusion.ROW_KERNELS}
+    builds = {plan["module"]: fusion.plan_kernels(plan) for plan in plans.values()} | {"row_softmax": fusion.ROW_KERNELS}
     for label, kernels in builds.items():
         writer.write_json(f"builds/{label}/record.json", {
             "resources_loaded": {k: {"registers": 40, "shared_bytes": 128, "local_bytes": 0} for k in kernels},
@@ -509,7 +566,7 @@ def write_synthetic_run(root: Path, run_id: str = "20990101T000000Z-ch03", param
         str(spec.id): {"capture_us": 10.0, "end_capture_us": 20.0, "instantiate_us": 0.0, "upload_us": 5.0,
                        "first_replay_us": 40.0, "instantiated_in_end_capture": True,
                        "calls": fusion.calls_per_invocation(spec.id), "nodes": fusion.calls_per_invocation(spec.id)}
-        for spec in fusion.variants(parameters) if spec.id.submission != "stream" and spec.id.target != absent})
+        for spec in fusion.CHAPTER.variants(parameters) if spec.id.submission != "stream" and spec.id.target != absent})
     writer.write_text("profiles/ncu_4096x4096.csv", NCU_CSV)
     writer.write_json("profiles/ncu_4096x4096.json", {"command": ["ncu"], "returncode": 0, "error": None})
     writer.write_text("profiles/ncu_128x65536.csv", "")
@@ -598,7 +655,7 @@ def test_the_sweep_holds_its_points_with_the_fixed_shapes_standing_in(synthetic_
 
 
 # ---------------------------------------------------------------- the sweep's summary on hand-set timings
-SWEEP_PARAMETERS = fusion.Parameters(shapes="4096x1024,128x65536", baselines="cudnn", sweep_4096="4:10:2",
+SWEEP_PARAMETERS = typed(shapes="4096x1024,128x65536", baselines="cudnn", sweep_4096="4:10:2",
                                      sweep_128="4096,65536,131072")
 # Per point, warm L2: (fused plain / copy, fused RMS / fused plain, cuDNN / fused plain); the copy takes 10 µs a call.
 # Cold L2 every time doubles, except fused plain at 4096x512 (1.3 times the copy's, fused RMS and cuDNN unchanged)
@@ -717,7 +774,7 @@ def test_sweep_headline_keys_on_hand_set_timings(hand_sweep):
 
 
 def test_an_empty_sweep_summarises_to_nothing():
-    parameters = fusion.Parameters(shapes="4096x1024", baselines="", sweep_4096="", sweep_128="")
+    parameters = typed(shapes="4096x1024", baselines="", sweep_4096="", sweep_128="")
     samples = synthetic_samples(parameters, sweep_warm_us, sweep_cold_us)
     sweep = summary.summarize_sweep(by_variant(samples), stats.summarize(samples), parameters,
                                     fusion.fused_plans(parameters, H200))
@@ -844,14 +901,14 @@ def test_every_glued_name_is_a_page_value_with_a_library_absent(synthetic_run):
 
 
 def test_every_sweep_extreme_the_summary_gives_has_a_default(every_library_run):
-    from launchlab.chapters.fusion import page
+    from launchlab.chapters.fusion import page_sweep
 
-    assert sorted(every_library_run.summaries["sweep"]["extremes"]) == sorted(page.SWEEP_EXTREME_KEYS)
+    assert sorted(every_library_run.summaries["sweep"]["extremes"]) == sorted(page_sweep.SWEEP_EXTREME_KEYS)
 
 
 # Runs whose prose has the least to glue: no sweep at all; no library requested, with a sweep only below N = 1024.
-NO_SWEEP = fusion.Parameters(sweep_4096="", sweep_128="")
-NO_LIBRARY = fusion.Parameters(baselines="", sweep_4096="2:4:2", sweep_128="")
+NO_SWEEP = typed(sweep_4096="", sweep_128="")
+NO_LIBRARY = typed(baselines="", sweep_4096="2:4:2", sweep_128="")
 
 
 @pytest.mark.parametrize("parameters, expected", [
@@ -877,7 +934,6 @@ def test_every_glued_name_is_a_page_value_in_a_sparse_run(tmp_path, parameters, 
                         {"met", "not measured (no sweep point)", "not measured (library absent)"})
 
 
-# ---------------------------------------------------------------- run.py end to end on fake GPU modules
 class FakeGPU:
     """A device clock that fake invocations advance: event intervals are what the fakes 'ran'."""
     ns = 0
@@ -910,6 +966,9 @@ class FakeTarget:
     def output(self):
         return self.y.copy()
 
+    def device_output(self):
+        return self.y
+
     def compute(self, x, invoke=None):
         self.load(x)
         self.poison()
@@ -917,15 +976,45 @@ class FakeTarget:
         return self.output()
 
 
+class FakeWrapper(FakeTarget):
+    """A graph or a repetition of a target: its buffers, its own invocation."""
+
+    def load(self, x):
+        self.target.load(x)
+
+    def poison(self):
+        self.target.poison()
+
+    def output(self):
+        return self.target.output()
+
+    def device_output(self):
+        return self.target.device_output()
+
+    def compute(self, x, invoke=None):
+        return self.target.compute(x, invoke or self.invoke)
+
+
+def numpy_as_cupy():
+    """An array module with NumPy's functions and CuPy's memory pool: what the chapter asks of CuPy, on the CPU."""
+    import types
+
+    fake = types.ModuleType("cupy")
+    fake.__dict__.update({name: getattr(np, name) for name in dir(np) if not name.startswith("__")})
+    fake.get_default_memory_pool = lambda: types.SimpleNamespace(free_all_blocks=lambda: None)
+    return fake
+
+
 def fake_gpu_modules(monkeypatch, broken_library="triton") -> dict:
-    """Stand-ins for gpu.targets, gpu.fused_designs, gpu.capture, gpu.instruments, gpu.baselines, ncu's and
-    compute-sanitizer's subprocesses. Returns what the fakes were asked: {"designs": [(design, rows, cols, mode,
-    module)], "ncu": [(rows, cols, plan, cudnn)], "sanitizer": [(example, tools)]}."""
-    import importlib.util
+    """Stand-ins for gpu.targets, gpu.fused_designs, gpu.capture, gpu.instruments, the chapter's baselines, CuPy
+    (NumPy), the sweep's device fixtures (the host's), Nsight Compute's and compute-sanitizer's subprocesses.
+    Returns what the fakes were asked: {"designs": [(design, rows, cols, mode, module)], "ncu": [(rows, cols, plan,
+    rows profiled)], "sanitizer": [(example, tools)]}."""
     import sys
     import types
 
     import launchlab.gpu
+    from launchlab.chapters.fusion import sweep
     from launchlab.gpu import sanitizer
 
     asked = {"designs": [], "ncu": [], "sanitizer": []}
@@ -934,8 +1023,7 @@ def fake_gpu_modules(monkeypatch, broken_library="triton") -> dict:
         return lambda x: function(x).astype(np.float32)
 
     targets = types.ModuleType("launchlab.gpu.targets")
-    targets.RowPath = lambda built, rows, cols: FakeTarget(np.zeros((rows, cols), np.float32),
-                                                           as_float32(oracles.rms_softmax), 24, "row4")
+    targets.RowPath = lambda built, rows, cols, x: FakeTarget(x, as_float32(oracles.rms_softmax), 24, "row4")
     targets.FusedRow = lambda built, rows, cols, mode, shared, x: FakeTarget(
         x, as_float32(oracles.rms_softmax if mode == "rms" else oracles.softmax), 8, f"fused_{mode}")
     targets.DeviceCopy = lambda x: FakeTarget(x, lambda v: v.copy(), 8, "copy")
@@ -947,7 +1035,7 @@ def fake_gpu_modules(monkeypatch, broken_library="triton") -> dict:
 
     fused_designs.make_target = make_target
 
-    class Repeated:  # as gpu.targets.Repeated: `calls` calls of a target as one invocation, on its buffers
+    class Repeated(FakeWrapper):  # as gpu.targets.Repeated: `calls` calls of a target as one invocation, on its buffers
         def __init__(self, target, calls):
             self.target, self.calls, self.name = target, calls, target.name
 
@@ -955,12 +1043,9 @@ def fake_gpu_modules(monkeypatch, broken_library="triton") -> dict:
             for _ in range(self.calls):
                 self.target.invoke()
 
-        def compute(self, x, invoke=None):
-            return self.target.compute(x, invoke or self.invoke)
-
     targets.Repeated = Repeated
 
-    class GraphReplay(FakeTarget):
+    class GraphReplay(FakeWrapper):
         def __init__(self, target, stream):
             self.target, self.name = target, target.name
             before = FakeGPU.launches
@@ -972,9 +1057,6 @@ def fake_gpu_modules(monkeypatch, broken_library="triton") -> dict:
 
         def invoke(self):
             self.target.invoke()
-
-        def compute(self, x, invoke=None):
-            return self.target.compute(x, invoke or self.invoke)
 
     capture = types.ModuleType("launchlab.gpu.capture")
     capture.GraphReplay = GraphReplay
@@ -992,7 +1074,7 @@ def fake_gpu_modules(monkeypatch, broken_library="triton") -> dict:
             return {"wait_ns": self.wait_ns}
 
     instruments.ColdL2 = ColdL2
-    baselines = types.ModuleType("launchlab.gpu.baselines")
+    baselines = types.ModuleType("launchlab.chapters.fusion.baselines")
 
     def make_baseline(name, x, stream):
         if name == "torch":
@@ -1004,22 +1086,24 @@ def fake_gpu_modules(monkeypatch, broken_library="triton") -> dict:
 
     baselines.make_baseline = make_baseline
     for name, module in (("targets", targets), ("fused_designs", fused_designs), ("capture", capture),
-                         ("instruments", instruments), ("baselines", baselines)):
+                         ("instruments", instruments)):
         monkeypatch.setitem(sys.modules, f"launchlab.gpu.{name}", module)
         monkeypatch.setattr(launchlab.gpu, name, module, raising=False)  # `from launchlab.gpu import name` too
-    if importlib.util.find_spec("cupy") is None:  # sweep.run_sweep imports CuPy even for an empty sweep
-        monkeypatch.setitem(sys.modules, "cupy", types.ModuleType("cupy"))
+    monkeypatch.setitem(sys.modules, "launchlab.chapters.fusion.baselines", baselines)
+    monkeypatch.setattr(fusion, "baselines", baselines, raising=False)
+    monkeypatch.setitem(sys.modules, "cupy", numpy_as_cupy())
+    monkeypatch.setattr(sweep, "device_fixture", workloads.rms_softmax_fixture)
 
-    def dram_bytes(rows, cols, plan, cudnn=True):
-        asked["ncu"].append((rows, cols, plan, cudnn))
-        return {"command": ["ncu"], "returncode": 0, "csv": NCU_CSV, "error": None}
+    def dram_bytes(rows, cols, plan, names):
+        asked["ncu"].append((rows, cols, plan, list(names)))
+        return {"command": ["ncu"], "returncode": 0, "csv": NCU_CSV, "error": None, "order": list(names)}
 
-    def sanitize(child, tools=sanitizer.TOOLS, timeout_s=300, environment=None):
-        asked["sanitizer"].append((child, tuple(tools)))
+    def sanitize(example, tools=sanitizer.TOOLS, timeout_s=300, environment=None):
+        asked["sanitizer"].append((example, tuple(tools)))
         results = [sanitizer_result(tool, 0) for tool in tools]
         return {"sanitizer": "/fake/compute-sanitizer", "error": None, "tools": results, "clean": True}
 
-    monkeypatch.setattr(fusion_profile, "dram_bytes", dram_bytes)
+    monkeypatch.setattr(profile, "dram_bytes", dram_bytes)
     monkeypatch.setattr(sanitizer, "sanitize", sanitize)
     return asked
 
@@ -1032,7 +1116,7 @@ def fake_session(writer, parameters):
     from launchlab.measure.protocol import MeasurementProtocol
 
     class Backend:
-        stream = SimpleNamespace(ptr=1)
+        stream = SimpleNamespace(ptr=1, synchronize=lambda: None)
         host = 0
 
         def host_ns(self):
@@ -1071,50 +1155,98 @@ def fake_session(writer, parameters):
     return session
 
 
-def test_run_py_end_to_end_on_fake_gpu_modules(tmp_path, monkeypatch):
-    """run.run(session) through the real Session, protocol, checks, samples and summary: every declared
-    variant of the contenders that set up is measured; a library failing the oracle is dropped with a note; the
-    fused kernel of each shape is the plan's; Nsight Compute and compute-sanitizer are asked as the parameters say.
-    (The sweep draws and checks its fixtures with CuPy on the GPU: left empty here.)"""
+# Small fixed shapes (a narrow design and the row kernel), a profile at one of them and two sweep points of 128 rows.
+FAKE_RUN = {"shapes": "64x128,16x1001", "profile_shapes": "64x128", "sweep_4096": "", "sweep_128": "7,100",
+            "sanitizer_tools": "memcheck"}
+
+
+def run_on_fakes(tmp_path, monkeypatch):
+    """run.run(session) on the fakes through the real Session; (session, writer, asked, summaries, headline)."""
     from launchlab.chapters.fusion import run as chapter_run
 
     asked = fake_gpu_modules(monkeypatch)
-    parameters = fusion.Parameters(shapes="64x128,16x1001", profile_shapes="64x128", sweep_4096="", sweep_128="",
-                                   sanitizer_tools="memcheck")
     writer = evidence.RunWriter("20990101T000000Z-fake", tmp_path)
-    session = fake_session(writer, parameters)
+    session = fake_session(writer, typed(**FAKE_RUN))
     chapter_run.run(session)
     session.finish()
     summaries, headline = recompute(writer.path)
+    writer.write_json("summaries.json", summaries)
+    writer.write_json("headline.json", headline)
+    return session, writer, asked, summaries, headline
+
+
+def test_run_py_end_to_end_on_fake_gpu_modules(tmp_path, monkeypatch):
+    """run.run(session) through the real Session, protocol, checks, samples and summary: every declared
+    variant of the rows that set up is measured, at the fixed shapes and the sweep's points; a library failing the
+    oracle is dropped with a note; the fused kernel of each shape is the plan's; Nsight Compute and
+    compute-sanitizer are asked as the parameters say."""
+    session, writer, asked, summaries, headline = run_on_fakes(tmp_path, monkeypatch)
+    parameters = session.parameters
     measured = {s["variant"] for s in session.samples}
-    declared = {str(spec.id) for spec in fusion.variants(parameters)}
+    declared = {str(spec.id) for spec in fusion.CHAPTER.variants(parameters)}
     assert measured == {v for v in declared if VariantId.parse(v).target not in ("torch", "triton")}
+    assert set(session.skipped) == declared - measured
     details = session.record.details
     plans = details["fused_plans"]
     assert plans == fusion.fused_plans(parameters, session.record.device)
-    assert {shape: plan["design"] for shape, plan in plans.items()} == {"64x128": "narrow", "16x1001": "row"}
-    assert set(session.builds) == {"row_softmax", "instruments", plans["64x128"]["module"], plans["16x1001"]["module"]}
+    assert {shape: plan["design"] for shape, plan in plans.items()} == {
+        "64x128": "narrow", "16x1001": "row", "128x7": "narrow", "128x100": "narrow"}
+    assert set(session.builds) == {"row_softmax", "instruments"} | {plan["module"] for plan in plans.values()}
     assert {(design, rows, cols, mode) for design, rows, cols, mode, _ in asked["designs"]} == {
-        ("narrow", 64, 128, "rms"), ("narrow", 64, 128, "plain")}   # the row kernel (FusedRow) serves 16x1001
-    assert all(built.defines == plans["64x128"]["defines"] for *_, built in asked["designs"])
-    assert asked["ncu"] == [(64, 128, plans["64x128"], True)]
+        (design, rows, cols, mode) for rows, cols in ((64, 128), (128, 7), (128, 100)) for mode in ("rms", "plain")
+        for design in ("narrow",)}   # the row kernel (FusedRow) serves 16x1001
+    assert asked["ncu"] == [(64, 128, plans["64x128"], ["copy", "row4", "fused_rms", "fused_plain", "cudnn"])]
     assert asked["sanitizer"] == [("launchlab.chapters.fusion.sanitize", ("memcheck",))]
     assert json.loads((writer.path / "sanitizer/memcheck.json").read_text())["errors"] == 0
     assert details["sanitizer"]["tools"] == ["memcheck"] and details["sanitizer"]["clean"] is True
     assert summaries["sanitizer"]["memcheck"]["clean"] and "racecheck" not in summaries["sanitizer"]
-    assert summaries["sweep"]["4096"] == summaries["sweep"]["128"] == [] and summaries["sweep"]["extremes"] == {}
-    assert not any(key.startswith("sweep") for key in headline)
+    assert [p["shape"] for p in summaries["sweep"]["128"]] == ["128x7", "128x100"] and summaries["sweep"]["4096"] == []
     assert "PyTorch cannot be imported" in details["baselines"]["torch"]["unavailable"]["64x128"]
-    assert "failed the float64 softmax oracle" in details["baselines"]["triton"]["unavailable"]["16x1001"]
+    assert set(details["baselines"]["triton"]["unavailable"]) == {"64x128", "16x1001", "128x7", "128x100"}
+    assert all(reason.startswith("failed the float64 softmax oracle before timing (")
+               for reason in details["baselines"]["triton"]["unavailable"].values())
     assert session.record.environment["libraries"] == {"cudnn": "1.0", "triton": "1.0"}
     assert details["baselines"]["cudnn"]["setup"]["16x1001"] == {"call": "cudnn (fake)"}
     phases = {c["phase"] for c in session.checks}
     assert phases == {"before", "after"} and all(c["passed"] for c in session.checks)
+    assert {c["variant"] for c in session.checks if c.get("on_device")} == {
+        v for v in measured if VariantId.parse(v).case in ("128x7", "128x100")}
     setup = json.loads((writer.path / "graphs/setup.json").read_text())
     assert setup["row4.64x128.graph32"]["nodes"] == 32 and setup["row4.64x128.graph"]["nodes"] == 1
+    assert setup["copy.128x7.graph32"]["nodes"] == 32
     for shape in ("64x128", "16x1001"):
         for l2 in ("warm", "cold"):
             assert {f"graph.fused_plain_over_copy.{shape}.{l2}", f"graph.fused_rms_over_copy.{shape}.{l2}",
                     f"graph.cudnn_over_fused_plain.{shape}.{l2}"} <= set(headline)
     assert summaries["dram"]["64x128"]["contenders"]["row4"]["read_bytes"] > 0
     assert (writer.path / SAMPLES_FILE).exists() and (writer.path / "profiles/ncu_64x128.json").exists()
+
+
+def test_a_row_added_to_the_declaration_reaches_every_output(tmp_path, monkeypatch):
+    """One more row (the fused plain kernel under a new name) and nothing else: it is timed at the fixed shapes and
+    in the sweep, profiled and sanitized, and it appears in the summaries' tables, the submission table and the
+    page's tables."""
+    pytest.importorskip("pandas")
+    from launchlab.chapters.fusion import page
+
+    again = dataclasses.replace(fusion.row("fused_plain"), name="fused_plain_again", label="fused plain, again")
+    monkeypatch.setattr(fusion, "ROWS", fusion.ROWS + (again,))
+    session, writer, asked, summaries, _ = run_on_fakes(tmp_path, monkeypatch)
+    measured = {s["variant"] for s in session.samples}
+    assert {f"fused_plain_again.{shape}.{submission}" for shape in ("64x128", "16x1001")
+            for submission in ("stream", "graph", "graph32")} <= measured                     # the fixed shapes
+    assert {"fused_plain_again.128x7.graph32", "fused_plain_again.128x7.stream",
+            "fused_plain_again.128x100.graph32", "fused_plain_again.128x100.stream"} <= measured  # the sweep
+    assert asked["ncu"][0][3][-1] == "fused_plain_again"                                         # the profile
+    assert "fused_plain_again" in summaries["contenders"]
+    for shape in ("64x128", "16x1001"):
+        assert set(summaries["device"]["fused_plain_again"][shape]) == {"warm", "cold"}
+        assert set(summaries["ratios"]["graph"]["fused_plain_again_over_copy"][shape]) == {"warm", "cold"}
+        assert set(summaries["ratios"]["submission"]["fused_plain_again_stream_over_graph"][shape]) == {"warm", "cold"}
+    for point in summaries["sweep"]["128"]:
+        assert set(point["device_us"]["fused_plain_again"]) == {"warm", "cold"}
+    run = open_run(writer.path, require_sealed=False)
+    for table in (page.device_table, page.copy_ratio_table, page.submission_table, page.host_table, page.pacing_table):
+        assert "fused plain, again" in set(table(run).raw.iloc[:, :2].astype(str).stack()), table.__name__
+    page.page_values(run)
+    page.sweep_figure(run, "128")

@@ -12,6 +12,7 @@ import pytest
 
 from launchlab.chapters import fusion
 from launchlab.chapters.fusion import sweep
+from launchlab.chapters.fusion.targets import Context
 from launchlab.measure.variant import VariantId
 from launchlab.model import fused_policy, oracles, workloads
 
@@ -21,16 +22,21 @@ H200 = {"sm_count": 132, "shared_bytes_per_block_optin": 232448}
 MIB = 2**20
 
 
+def typed(**given) -> fusion.Parameters:
+    """Parameters as a notebook or run.json gives them (text), parsed by the declaration."""
+    return fusion.CHAPTER.parse_parameters(given)
+
+
 # ---------------------------------------------------------------- the sweep's grid and shapes
 def test_the_default_4096_row_series_is_128_i_for_i_from_2_to_98_step_2():
-    grid = fusion.sweep_grid(fusion.Parameters(sweep_4096="2:98:2", sweep_128=""))
+    grid = fusion.sweep_grid(typed(sweep_4096="2:98:2", sweep_128=""))
     assert grid["128"] == []
     assert grid["4096"] == [(4096, 128 * i) for i in range(2, 99, 2)]
     assert len(grid["4096"]) == 49 and grid["4096"][0] == (4096, 256) and grid["4096"][-1] == (4096, 12544)
 
 
 def test_an_explicit_128_row_list_keeps_its_order_once_per_length_and_skips_empty_items():
-    grid = fusion.sweep_grid(fusion.Parameters(sweep_4096="", sweep_128="65536, 4096,,65536 ,100003,"))
+    grid = fusion.sweep_grid(typed(sweep_4096="", sweep_128="65536, 4096,,65536 ,100003,"))
     assert grid == {"4096": [], "128": [(128, 65536), (128, 4096), (128, 100003)]}
 
 
@@ -38,23 +44,25 @@ def test_an_explicit_128_row_list_keeps_its_order_once_per_length_and_skips_empt
     ("sweep_4096", "2:98:", "'2:98:' is not first:last:step"), ("sweep_4096", ":98:2", "is not first:last:step"),
     ("sweep_4096", "2,98,2", "is not first:last:step"), ("sweep_4096", "2.0:98:2", "is not first:last:step"),
     ("sweep_4096", "99:98:1", "needs 1 <= first <= last and step >= 1"),
-    ("sweep_128", "0x10", "'0x10' is not a comma-separated list of row lengths"),
+    ("sweep_128", "0x10", "'0x10' is not a comma-separated list of integers"),
     ("sweep_128", "1e3", "is not a comma-separated list"), ("sweep_128", "4096 8192", "is not a comma-separated list"),
-    ("sweep_128", "4096,-1", "every sweep row length must be at least 1")])
+    ("sweep_128", "4096,-1", "counts must be positive")])
 def test_a_bad_grid_string_is_a_value_error_naming_the_text(field, text, message):
+    with pytest.raises(ValueError, match=f"parameter {field} of fusion must be"):
+        typed(**{field: text})
     with pytest.raises(ValueError, match=message):
-        fusion.sweep_grid(fusion.Parameters(**{field: text}))
+        typed(**{field: text})
 
 
 def test_sweep_shapes_are_the_grid_once_without_the_fixed_shapes_and_all_shapes_put_the_fixed_first():
     parameters = fusion.Parameters()
-    fixed = workloads.parse_shapes(parameters.shapes)
+    fixed = parameters.shapes
     grid = fusion.sweep_grid(parameters)
     swept = fusion.sweep_shapes(parameters)
     assert len(swept) == len(set(swept)) == 46 + 11       # 49 - 3 and 12 - 1 fixed shapes on the grid
     assert not set(swept) & set(fixed)
     assert set(swept) | set(fixed) == set(grid["4096"] + grid["128"]) | set(fixed)
-    assert fusion.all_shapes(parameters) == fixed + swept
+    assert fusion.all_shapes(parameters) == list(fixed) + swept
 
 
 def test_sweep_calls_are_a_power_of_two_from_1_to_32_moving_about_256_mib():
@@ -73,8 +81,8 @@ def test_sweep_calls_are_a_power_of_two_from_1_to_32_moving_about_256_mib():
 
 
 def test_a_sweep_shape_is_timed_warm_from_a_graph_of_sweep_calls_and_cold_from_the_stream():
-    parameters = fusion.Parameters(baselines="triton")
-    table = {str(spec.id) for spec in fusion.variants(parameters)}
+    parameters = typed(baselines="triton")
+    table = {str(spec.id) for spec in fusion.CHAPTER.variants(parameters)}
     for rows, cols in fusion.sweep_shapes(parameters):
         shape, calls = workloads.shape_name(rows, cols), fusion.sweep_calls(rows, cols)
         assert fusion.device_submission(parameters, rows, cols) == f"graph{calls}"
@@ -87,11 +95,11 @@ def test_a_sweep_shape_is_timed_warm_from_a_graph_of_sweep_calls_and_cold_from_t
     ("triton, cudnn", ["copy", "fused_rms", "fused_plain", "cudnn", "triton"]),   # the declared order
     ("", ["copy", "fused_rms", "fused_plain"])])
 def test_sweep_contenders_never_include_the_row_path(baselines, expected):
-    assert fusion.sweep_contenders(fusion.Parameters(baselines=baselines)) == expected
+    assert fusion.sweep_contenders(typed(baselines=baselines)) == expected
 
 
 def test_fused_plans_cover_all_shapes_in_order_by_the_declared_policy():
-    parameters = fusion.Parameters(sweep_128="4096,131072,262144,1000003")
+    parameters = typed(sweep_128="4096,131072,262144,1000003")
     plans = fusion.fused_plans(parameters, H200)
     assert list(plans) == [workloads.shape_name(*shape) for shape in fusion.all_shapes(parameters)]
     for shape, plan in plans.items():
@@ -174,7 +182,7 @@ def test_validate_on_device_checks_each_variant_against_its_declared_oracle(fake
         y.view(np.uint32)[0, 0] ^= 1
         return y
 
-    session = FakeSession(fusion.Parameters(fixture_seed=7))
+    session = FakeSession(typed(fixture_seed=7))
     variants = {VariantId("copy", "4x8", "stream"): FakeVariant(lambda x: x.copy()),
                 VariantId("copy", "4x8", "graph32"): FakeVariant(one_bit_off),
                 VariantId("fused_rms", "4x8", "stream"): FakeVariant(oracles.rms_softmax),
@@ -203,16 +211,21 @@ def test_screen_on_device_drops_a_library_failing_the_oracle_and_says_why(fake_c
     assert session.skipped == [("triton", "4x8")]
 
 
+def sweep_variants(parameters) -> list:
+    """The declared variants at the sweep's own points, as run.py hands them to run_sweep."""
+    return [v for v in fusion.CHAPTER.variants(parameters) if "table" not in v.enters]
+
+
 def sweep_point_fakes(monkeypatch) -> list:
-    """prepare_point and validate_on_device replaced: a point's graph and stream variants of the copy; returns
+    """prepare_point and validate_on_device replaced: a point's graph and stream invocations of the copy; returns
     the validations asked for, as (shape, fixture, phase)."""
     validated = []
 
-    def prepare_point(session, modules, plans, libraries, setup, rows, cols):
-        shape = workloads.shape_name(rows, cols)
+    def prepare_point(session, context, libraries, setup, shape, variants):
+        rows, cols = workloads.parse_shapes(shape)[0]
         target = FakeVariant(lambda x: x)
-        return ({VariantId("copy", shape, f"graph{fusion.sweep_calls(rows, cols)}"): target},
-                {VariantId("copy", shape, "stream"): target})
+        return {VariantId("copy", shape, f"graph{fusion.sweep_calls(rows, cols)}"): target,
+                VariantId("copy", shape, "stream"): target}
 
     def validate_on_device(session, variants, rows, cols, index, phase):
         validated.append((workloads.shape_name(rows, cols), index, phase, sorted(str(v) for v in variants)))
@@ -224,11 +237,11 @@ def sweep_point_fakes(monkeypatch) -> list:
 
 def test_run_sweep_times_the_shapes_sweep_group_at_a_time_and_validates_each_after(fake_cupy, monkeypatch):
     validated = sweep_point_fakes(monkeypatch)
-    parameters = fusion.Parameters(sweep_4096="2:22:2", sweep_128="4096")   # 11 + 1, 4096x512 and 4096x1024 fixed
+    parameters = typed(sweep_4096="2:22:2", sweep_128="4096")   # 11 + 1, 4096x512 and 4096x1024 fixed
     shapes = fusion.sweep_shapes(parameters)
     assert len(shapes) == 10 and sweep.SWEEP_GROUP == 8
     session, cold = FakeSession(parameters), types.SimpleNamespace(flush=object())
-    sweep.run_sweep(session, {}, {}, {}, cold, {})
+    sweep.run_sweep(session, Context(None, {}, {}), {}, cold, {}, sweep_variants(parameters))
     timed = [event for event in session.events if event[0] in ("warm", "cold")]
     groups = [shapes[:8], shapes[8:]]
     assert [kind for kind, _, _ in timed] == ["warm", "cold", "warm", "cold"]
@@ -247,15 +260,17 @@ def test_run_sweep_times_the_shapes_sweep_group_at_a_time_and_validates_each_aft
 
 def test_run_sweep_on_an_empty_sweep_times_nothing(fake_cupy, monkeypatch):
     validated = sweep_point_fakes(monkeypatch)
-    session = FakeSession(fusion.Parameters(sweep_4096="", sweep_128=""))
-    sweep.run_sweep(session, {}, {}, {}, types.SimpleNamespace(flush=None), {})
+    session = FakeSession(typed(sweep_4096="", sweep_128=""))
+    sweep.run_sweep(session, Context(None, {}, {}), {}, types.SimpleNamespace(flush=None), {},
+                    sweep_variants(session.parameters))
     assert session.events == [] and validated == []
 
 
 def test_run_sweep_on_an_empty_sweep_needs_no_cupy(monkeypatch):
     monkeypatch.setitem(sys.modules, "cupy", None)   # `import cupy` raises ImportError
-    session = FakeSession(fusion.Parameters(sweep_4096="", sweep_128=""))
-    sweep.run_sweep(session, {}, {}, {}, types.SimpleNamespace(flush=None), {})
+    session = FakeSession(typed(sweep_4096="", sweep_128=""))
+    sweep.run_sweep(session, Context(None, {}, {}), {}, types.SimpleNamespace(flush=None), {},
+                    sweep_variants(session.parameters))
     assert session.events == []
 
 

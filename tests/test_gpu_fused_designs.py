@@ -137,7 +137,7 @@ def forced_configurations(sm_count: int) -> list[tuple[str, dict]]:
 @pytest.mark.parametrize("shape", list(POLICY_SHAPES))
 def test_policy_pick_matches_oracle(device, shape, mode):
     """The fused kernel the chapter runs for a shape (fusion.fused_plan: the declared policy and its config)."""
-    from launchlab.chapters.fusion.run import make_fused
+    from launchlab.chapters.fusion.targets import make_fused
 
     plan = fusion.fused_plan(*shape, device)
     assert plan["design"] == POLICY_SHAPES[shape], plan

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from launchlab.chapters import fusion
-from launchlab.model import oracles, workloads
+from launchlab.model import fused_policy, oracles, workloads
 
 pytestmark = pytest.mark.gpu
 FRESH_SEED = int(np.random.SeedSequence().entropy % 2**31)  # new every session; printed on failure
@@ -86,7 +86,7 @@ def test_fused_policy_matches_oracle_on_fresh_seed(stream, shape, mode):
 def test_every_tier_matches_oracle(stream, rows, cols, block, tier, mode):
     """Each place a row can live, forced by the block size and the shared memory given; cols % 4 != 0 puts
     rows at every alignment, so edge chunks are read lane by lane."""
-    shared = 16 * fusion.max_chunks(rows, cols) if tier == "shared" else 0
+    shared = 16 * fused_policy.worst_chunks(rows, cols) if tier == "shared" else 0
     check_fused(rows, cols, mode, block, shared, seed_index=1, expected_tier=tier)
 
 
@@ -108,7 +108,7 @@ def test_unwritten_output_fails_and_misaligned_buffers_are_refused(stream):
 
 def test_graph_of_many_calls_matches_oracle_and_holds_every_call(stream):
     """A graph32 replay computes what one call computes, and its graph holds 32 kernel nodes."""
-    from launchlab.chapters.fusion.run import graph_nodes, graph_of_calls
+    from launchlab.chapters.fusion.targets import graph_nodes, graph_of_calls
     from launchlab.gpu.targets import FusedRow
 
     config = fusion.fused_config(517, 1029, shared_limit(), sm_count())
@@ -123,7 +123,7 @@ def test_graph_of_many_calls_matches_oracle_and_holds_every_call(stream):
 def test_copy_graph_and_cold_flush_through_the_protocol(backend, stream):
     import cupy
 
-    from launchlab.chapters.fusion.run import graph_of_calls
+    from launchlab.chapters.fusion.targets import graph_of_calls
     from launchlab.gpu import build
     from launchlab.gpu.instruments import KERNELS, ColdL2
     from launchlab.gpu.targets import DeviceCopy
@@ -149,7 +149,7 @@ def test_copy_graph_and_cold_flush_through_the_protocol(backend, stream):
 
 
 def library(name, x, stream):
-    from launchlab.gpu import baselines
+    from launchlab.chapters.fusion import baselines
 
     target, note = baselines.make_baseline(name, x, stream)
     if target is None:
@@ -175,7 +175,7 @@ def test_library_captures_into_a_graph_of_many_calls_on_our_stream(stream, name)
     on the chapter's stream and buffers, replay to the oracle's result."""
     import cupy
 
-    from launchlab.chapters.fusion.run import graph_nodes, graph_of_calls
+    from launchlab.chapters.fusion.targets import graph_nodes, graph_of_calls
 
     shape = (333, 1029)
     x = workloads.rms_softmax_fixture(FRESH_SEED, 7, *shape)

@@ -28,9 +28,9 @@ CHECK_ROWS = 256  # the sweep compares these rows with the oracle and checks eve
 
 def candidates(rows: int, cols: int, shared_limit: int) -> list[dict]:
     """Block sizes and tiers worth comparing for one shape (all within the hardware limits)."""
-    from launchlab.chapters import fusion
+    from launchlab.model import fused_policy
 
-    chunks = fusion.max_chunks(rows, cols)
+    chunks = fused_policy.worst_chunks(rows, cols)
     blocks = (32, 64, 128, 256, 512, 1024)
     found = []
     for block in blocks:  # registers: one to four chunks per thread, or eight where four do not fit
@@ -77,7 +77,7 @@ def sweep_shape(rows: int, cols: int, backend, limit: int, modules: dict) -> Non
     import cupy
 
     from launchlab.chapters import fusion
-    from launchlab.chapters.fusion.run import graph_of_calls
+    from launchlab.chapters.fusion.targets import graph_of_calls
     from launchlab.chapters.fusion.summary import call_ratio, per_call
     from launchlab.gpu import build
     from launchlab.gpu.targets import DeviceCopy, FusedRow

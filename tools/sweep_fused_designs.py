@@ -125,9 +125,9 @@ def tag(plan: dict, options: dict) -> str:
 
 # ---------------------------------------------------------------- timing (GPU)
 def make_candidate(modules: dict, plan: dict, options: dict, rows: int, cols: int, mode: str, x):
-    """The candidate's target on x, built as the fusion chapter builds it (run.make_fused); launch options
+    """The candidate's target on x, built as the fusion chapter builds it (targets.make_fused); launch options
     (the split design's resident blocks per SM) go to the design's target directly."""
-    from launchlab.chapters.fusion.run import make_fused
+    from launchlab.chapters.fusion.targets import make_fused
     from launchlab.gpu import build, fused_designs
 
     if plan["module"] not in modules:
@@ -165,7 +165,7 @@ def sweep_shape(rows: int, cols: int, mode: str, device: dict, modules: dict, ba
     """Every candidate of one shape validated, then all of them and the copy timed together (warm L2)."""
     import cupy
 
-    from launchlab.chapters.fusion.run import graph_of_calls
+    from launchlab.chapters.fusion.targets import graph_of_calls
     from launchlab.gpu.targets import DeviceCopy
     from launchlab.measure import stats
     from launchlab.measure.protocol import Measured, measure_warm

@@ -137,15 +137,16 @@ class RowPath(ArrayTarget):
     """The four-kernel row path on fixed buffers: K1 rho, K2 m, K3 e and z, K4 y.
 
     Each launch is (kernel, grid, block, args); `invoke` enqueues the four on the
-    current stream and returns without waiting.
+    current stream and returns without waiting. `x`, where given, is an input matrix shared with other
+    targets (rows x cols float32); else the path allocates its own.
     """
 
     name = "row4"
     KERNELS = ("row_rms", "row_max", "row_exp_sum", "row_scale")
 
-    def __init__(self, built: BuiltModule, rows: int, cols: int):
+    def __init__(self, built: BuiltModule, rows: int, cols: int, x=None):
         self.rows, self.cols = rows, cols
-        self.x = cupy.empty((rows, cols), dtype=cupy.float32)
+        self.x = cupy.empty((rows, cols), dtype=cupy.float32) if x is None else x
         self.e = cupy.empty_like(self.x)
         self.y = cupy.empty_like(self.x)
         self.rho, self.m, self.z = (cupy.empty(rows, dtype=cupy.float32) for _ in range(3))

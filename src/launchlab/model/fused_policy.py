@@ -11,18 +11,8 @@ DESIGN_DEFINE = {"narrow": 1, "cluster": 2, "split": 3}  # -DDESIGN=n: a module 
 MODES = ("rms", "plain")
 
 # ---------------------------------------------------------------- policy constants (why each value)
-# Declared before the chapter's run from a development sweep on an H200 (tools/sweep_fused_designs.py and
-# device time of graphs of repeated calls, warm L2, plain mode): per shape, the fastest configuration of each design.
-#   4096 x 128:    narrow (32 lanes, 128 threads) 2.02 us, the one-block-per-row kernel 3.90 us, copy 1.51 us
-#   4096 x 256:    narrow (32 lanes, 128 threads) 2.56 us, row kernel 3.99 us, copy 2.07 us
-#   4096 x 512:    narrow (32 lanes, 256 threads) 3.85 us, row kernel 4.29 us, copy 3.23 us
-#   4096 x 1024:   row kernel (one warp per row) 6.58 us, narrow 6.88 us, copy 5.59 us
-#   128 x 4096:    row kernel 2.53 us, cluster of 2 3.19 us, copy 1.50 us
-#   128 x 5000:    row kernel (8 chunks a thread) 2.83 us, cluster of 2 3.52 us, copy 1.60 us
-#   128 x 16384:   row kernel (8 chunks a thread) 5.26 us, cluster of 2 in registers 5.75 us, of 4 6.00 us, copy 3.22 us
-#   128 x 32768:   row kernel (8 chunks a thread) 8.83 us, cluster of 2 in registers 9.13 us, copy 5.51 us
-#   128 x 65536:   row kernel (streamed) 22.5 us, cluster of 8 in registers 23.3 us, split 23.0 us, copy 17.6 us
-#   128 x 262144:  cluster of 16 in registers 86.6 us, in shared memory 102.6 us, row kernel 104.5 us, copy 65.7 us
+# Declared before the chapter's run from a development sweep on an H200 (tools/sweep_fused_designs.py): per shape,
+# the fastest configuration of each design; its figures are in evidence/development/fused_policy_sweep.md.
 # Narrow: rows of at most NARROW_MAX_CHUNKS 16-byte chunks (512 floats) get 32 lanes (fewer only for rows of
 # fewer than 32 chunks) holding the row in registers; 128-thread blocks up to 64 chunks a row, 256 above.
 NARROW_MAX_CHUNKS = 128
@@ -62,6 +52,7 @@ def next_power_of_two(n: int) -> int:
 
 
 def module_label(design: str, defines: dict) -> str:
+    """The build of one of kernels/softmax_designs.cu's designs: softmax_designs_<design>_<define><value>..."""
     return f"{FAMILY}_{design}_" + "_".join(f"{k.lower()}{v}" for k, v in sorted(defines.items()))
 
 

@@ -1,115 +1,209 @@
 """Chapter 3, fusion: a fused RMS-scaled softmax against the four-kernel row path, library softmax and a
 device copy of the same bytes, with a warm and a cold L2.
 
-Every contender runs on the same input matrix and the same stream, and is measured three ways:
+Every contender is a `Row` of ROWS and runs on the same input matrix and the same stream. At the fixed shapes
+(`shapes`) each is measured as its row's submissions say:
 
-  * `<contender>.<shape>.graph32`: a CUDA graph that captured CALLS_PER_GRAPH back-to-back calls,
+  * `<row>.<shape>.graph32`: a CUDA graph that captured CALLS_PER_GRAPH back-to-back calls,
     replayed in the protocol's warm batches. The host submits one replay per 32 calls, far faster than
     the GPU runs them, so the event interval is device time with a warm L2 (summary.py checks, per
     round, that the host's enqueue time per replay stayed below the event time per replay). Its
     samples are per replay; the summaries divide by `calls_per_invocation` to report time per CALL.
-  * `<contender>.<shape>.stream`: one call submitted from Python. In the cold measurement (L2 flushed,
+  * `<row>.<shape>.stream`: one call submitted from Python. In the cold measurement (L2 flushed,
     then a GPU wait while the host enqueues) its event interval is device time with a cold L2; in the
     warm measurement its batches are the host-path view (stream launches as a caller makes them).
-  * `<path>.<shape>.graph`: a graph of ONE call (row path and the fused kernel only): what capturing a
-    single invocation changes against its stream launch, warm and cold.
+  * `<row>.<shape>.graph`: a graph of ONE call (rows declaring it: the row path and the fused kernels): what
+    capturing a single invocation changes against its stream launch, warm and cold.
 
-Comparisons (ratios, bandwidth, targets) use the device-time figures: graph32 warm, stream cold.
+At the sweep's points (4096 rows x 128 i, 128 rows x N) the rows entering the sweep have a `graph<k>` variant
+(warm L2, k = sweep_calls) and a `stream` variant (cold L2).
+
+Comparisons (ratios, bandwidth, targets) use the device-time figures: graph replays warm, stream cold.
+
+What a variant enters (OUTPUTS): `table` (the fixed-shape tables), `submission` (a one-call graph against its
+stream launch), `sweep` (the sweep's points, the fixed shapes on its grid standing in), `profile` (Nsight
+Compute's DRAM bytes of one call at a profile shape) and, for a row, `sanitizer` (compute-sanitizer over every
+fused design).
 """
 from __future__ import annotations
 
 import dataclasses
 import re
 
-from launchlab.chapters.declaration import Chapter, VariantSpec
+from launchlab.chapters.declaration import Chapter, Counts, Names, Oracle, Requires, Row, Shapes, Variant
 from launchlab.measure.variant import VariantId
-from launchlab.model import fused_policy, workloads
+from launchlab.model import fused_policy, oracles, workloads
 
 CALLS_PER_GRAPH = 32                      # calls of a contender captured in one graph32 replay
-DEVICE = f"graph{CALLS_PER_GRAPH}"        # the submission of the warm device-time variants
+DEVICE = f"graph{CALLS_PER_GRAPH}"        # the submission of the warm device-time variants at fixed shapes
 LARGE_ELEMENTS = 1 << 24                  # stream and one-call graph variants this big use the smaller batch
 ROW_KERNELS = ("row_rms", "row_max", "row_exp_sum", "row_scale")
 FUSED_KERNELS = ("fused_rms_softmax", "fused_softmax")
 LIBRARIES = ("cudnn", "torch", "triton")
 L2_STATES = ("warm", "cold")
-
-
-@dataclasses.dataclass(frozen=True)
-class Contender:
-    """One thing compared on the same matrix: what makes it, its oracle, its logical bytes per CALL per
-    matrix element (4-byte floats: each array touched as often as the algorithm says), its submissions."""
-    label: str
-    target: str
-    oracle: str
-    read_per_element: int
-    written_per_element: int
-    submissions: tuple[str, ...]
-    library: bool = False
-
-    @property
-    def bytes_per_element(self) -> int:
-        return self.read_per_element + self.written_per_element
-
-
-# The contenders in the order tables and figures show them; every summary, ratio over the copy and table
-# follows this table. "fused RMS" and "fused plain" are the kernel the launch policy picks for the shape
-# (fused_plan): the one-block-per-row kernel, or a design of kernels/softmax_designs.cu.
-CONTENDERS = {
-    "copy": Contender("copy (cudaMemcpyAsync)", "DeviceCopy", "x itself (exact)", 4, 4, ("stream", DEVICE)),
-    "row4": Contender("row path (4 kernels)", "RowPath", "rms_softmax (float64)", 16, 8,  # x 3x, e 1x; e, y
-                      ("stream", "graph", DEVICE)),
-    "fused_rms": Contender("fused RMS", "fused_plan(mode='rms')", "rms_softmax (float64)", 4, 4,
-                           ("stream", "graph", DEVICE)),
-    "fused_plain": Contender("fused plain", "fused_plan(mode='plain')", "softmax (float64)", 4, 4,
-                             ("stream", "graph", DEVICE)),
-    "cudnn": Contender("cuDNN softmax", "CudnnSoftmax", "softmax (float64)", 4, 4, ("stream", DEVICE), True),
-    "torch": Contender("torch.softmax", "TorchSoftmax", "softmax (float64)", 4, 4, ("stream", DEVICE), True),
-    "triton": Contender("Triton softmax", "TritonSoftmax", "softmax (float64)", 4, 4, ("stream", DEVICE), True),
-}
-
-
-@dataclasses.dataclass(frozen=True)
-class Parameters:
-    shapes: str = "4096x128,4096x512,4096x1024,4096x4096,4096x16384,128x65536"
-    fixture_seed: int = 2026
-    baselines: str = "cudnn,torch,triton"  # libraries to time where installed (skipped with a note where not)
-    profile_shapes: str = "4096x4096,128x65536"  # Nsight Compute's DRAM bytes at these shapes ("" for none)
-    sweep_4096: str = "2:98:2"            # 4096 rows x N = 128 i for i = first:last:step ("" for none)
-    sweep_128: str = "4096,5000,8192,12345,16384,32768,50000,65536,100003,131072,200000,262144"  # 128 rows x N
-    sanitizer_tools: str = "memcheck,racecheck"  # compute-sanitizer tools over every fused design ("" for none)
-
-
-FUSED_MODES = {"fused_rms": "rms", "fused_plain": "plain"}  # with the copy and the libraries: a sweep point's contenders
+OUTPUTS = ("table", "submission", "sweep", "profile", "sanitizer")
 SWEEP_BYTES_PER_REPLAY = 1 << 28             # a sweep graph holds enough calls to move this many logical bytes ...
 SWEEP_MAX_CALLS = CALLS_PER_GRAPH            # ... up to this many calls (a power of two)
 
 
+# ---------------------------------------------------------------- parameters
+class Steps(str):
+    """`first:last:step` (the 4096-row sweep's multiples of 128 floats), or "" for none; kept as its text so that
+    run.json and the notebook's parameters cell write it as they always did."""
+
+    def __new__(cls, value=""):
+        text = str(value).strip()
+        if text:
+            try:
+                first, last, step = (int(v) for v in text.split(":"))
+            except ValueError:
+                raise ValueError(f"{text!r} is not first:last:step") from None
+            if first < 1 or last < first or step < 1:
+                raise ValueError(f"{text!r} needs 1 <= first <= last and step >= 1")
+        return super().__new__(cls, text)
+
+    @property
+    def values(self) -> range:
+        if not self:
+            return range(0)
+        first, last, step = (int(v) for v in self.split(":"))
+        return range(first, last + 1, step)
+
+
+@dataclasses.dataclass(frozen=True)
+class Parameters:
+    shapes: Shapes = Shapes.parse("4096x128,4096x512,4096x1024,4096x4096,4096x16384,128x65536")
+    fixture_seed: int = 2026
+    baselines: Names = Names.parse("cudnn,torch,triton")  # libraries to time where installed (skipped with a note where not)
+    profile_shapes: Shapes = Shapes.parse("4096x4096,128x65536")  # Nsight Compute's DRAM bytes at these shapes
+    sweep_4096: Steps = Steps("2:98:2")  # 4096 rows x N = 128 i for i = first:last:step ("" for none)
+    sweep_128: Counts = Counts.parse("4096,5000,8192,12345,16384,32768,50000,65536,100003,131072,200000,262144")  # 128 rows x N
+    sanitizer_tools: Names = Names.parse("memcheck,racecheck")  # compute-sanitizer tools over every fused design
+
+
+# ---------------------------------------------------------------- rows: what makes each contender, its oracle and bytes
+def per_element(read: int, written: int):
+    """Logical bytes per CALL from bytes per matrix element (4-byte floats: each array touched as often as the
+    algorithm says)."""
+    def logical_bytes(case: str) -> tuple[int, int]:
+        rows, cols = dims(case)
+        return read * rows * cols, written * rows * cols
+    return logical_bytes
+
+
+def dims(case: str) -> tuple[int, int]:
+    """(rows, cols) of a variant's case, e.g. 4096x128."""
+    return workloads.parse_shapes(case)[0]
+
+
+def make_copy(context, case: str):
+    from launchlab.gpu.targets import DeviceCopy
+
+    return DeviceCopy(context.input(case))
+
+
+def make_row_path(context, case: str):
+    from launchlab.gpu.targets import RowPath
+
+    return RowPath(context.modules["row_softmax"], *dims(case), x=context.input(case))
+
+
+def fused(mode: str):
+    """The maker of the fused kernel the shape's plan names (fused_plan), in `mode` (rms or plain)."""
+    def make_fused(context, case: str):
+        from launchlab.chapters.fusion.targets import make_fused
+
+        return make_fused(context.modules, context.plans[case], *dims(case), mode, context.input(case))
+    return make_fused
+
+
+def library(name: str):
+    """The maker of a library's softmax on the shared input (chapters/fusion/baselines.py); where the library
+    cannot be set up it raises Unavailable with the reason."""
+    def make_library(context, case: str):
+        from launchlab.chapters.fusion import baselines
+        from launchlab.chapters.fusion.targets import Unavailable
+
+        target, reason = baselines.make_baseline(name, context.input(case), context.stream)
+        if target is None:
+            raise Unavailable(reason)
+        return target
+    return make_library
+
+
+def itself(x, xp=None):
+    return x
+
+
+EXACT = Oracle("x itself (exact)", itself, None)
+RMS_SOFTMAX = Oracle("rms_softmax (float64)", oracles.rms_softmax, oracles.RMS_SOFTMAX_TOLERANCE)
+SOFTMAX = Oracle("softmax (float64)", oracles.softmax, oracles.SOFTMAX_TOLERANCE)
+EVERY_OUTPUT = frozenset(OUTPUTS)
+ONE_CALL_GRAPH = ("stream", "graph", DEVICE)
+
+# The contenders in the order tables and figures show them; every summary, ratio over the copy and table
+# follows this order. "fused RMS" and "fused plain" are the kernel the launch policy picks for the shape
+# (fused_plan): the one-block-per-row kernel, or a design of kernels/softmax_designs.cu.
+ROWS = (
+    Row("copy", "copy (cudaMemcpyAsync)", make_copy, EXACT, ("stream", DEVICE), per_element(4, 4),
+        l2=L2_STATES, outputs=frozenset({"table", "sweep", "profile"})),
+    Row("row4", "row path (4 kernels)", make_row_path, RMS_SOFTMAX, ONE_CALL_GRAPH,
+        per_element(16, 8), l2=L2_STATES, outputs=frozenset({"table", "submission", "profile"})),  # x 3x, e 1x; e, y
+    Row("fused_rms", "fused RMS", fused("rms"), RMS_SOFTMAX, ONE_CALL_GRAPH, per_element(4, 4), l2=L2_STATES,
+        outputs=EVERY_OUTPUT),
+    Row("fused_plain", "fused plain", fused("plain"), SOFTMAX, ONE_CALL_GRAPH, per_element(4, 4), l2=L2_STATES,
+        outputs=EVERY_OUTPUT),
+    Row("cudnn", "cuDNN softmax", library("cudnn"), SOFTMAX, ("stream", DEVICE), per_element(4, 4), l2=L2_STATES,
+        outputs=frozenset({"table", "sweep", "profile"}), requires=Requires(library="cudnn")),
+    Row("torch", "torch.softmax", library("torch"), SOFTMAX, ("stream", DEVICE), per_element(4, 4), l2=L2_STATES,
+        outputs=frozenset({"table", "sweep"}), requires=Requires(library="torch")),
+    Row("triton", "Triton softmax", library("triton"), SOFTMAX, ("stream", DEVICE), per_element(4, 4), l2=L2_STATES,
+        outputs=frozenset({"table", "sweep"}), requires=Requires(library="triton")),
+)
+
+
+def row(name: str) -> Row:
+    """The declared row of a name (ROWS read at call time: a test may add one)."""
+    for declared in ROWS:
+        if declared.name == name:
+            return declared
+    raise KeyError(f"fusion declares no row {name!r} (rows: {', '.join(r.name for r in ROWS)})")
+
+
+def is_library(name: str) -> bool:
+    return row(name).requires.library is not None
+
+
+def rows_entering(output: str) -> list[str]:
+    """The rows that enter an output, in declaration order (whether a run requested them or not)."""
+    return [declared.name for declared in ROWS if output in declared.outputs]
+
+
+def submission_paths() -> list[str]:
+    """The rows also captured as a graph of one call (their stream launch over its replay)."""
+    return [declared.name for declared in ROWS if "graph" in declared.submissions]
+
+
+def label(name: str) -> str:
+    return row(name).label
+
+
+def logical_bytes_per_call(name: str, rows: int, cols: int) -> int:
+    return sum(row(name).bytes(workloads.shape_name(rows, cols)))
+
+
+# ---------------------------------------------------------------- the shapes and variants of a run
 def sweep_grid(parameters: Parameters) -> dict[str, list[tuple[int, int]]]:
     """The sweep's two series of shapes, fixed shapes included where they fall on them:
-    {"4096": 4096 x 128 i over the `sweep_4096` range, "128": 128 x N over `sweep_128`}."""
-    grid = {"4096": [], "128": []}
-    if parameters.sweep_4096.strip():
-        try:
-            first, last, step = (int(v) for v in parameters.sweep_4096.split(":"))
-        except ValueError:
-            raise ValueError(f"sweep_4096 {parameters.sweep_4096!r} is not first:last:step") from None
-        if first < 1 or last < first or step < 1:
-            raise ValueError(f"sweep_4096 {parameters.sweep_4096!r} needs 1 <= first <= last and step >= 1")
-        grid["4096"] = [(4096, 128 * i) for i in range(first, last + 1, step)]
-    if parameters.sweep_128.strip():
-        try:
-            grid["128"] = list(dict.fromkeys((128, int(n)) for n in parameters.sweep_128.split(",") if n.strip()))
-        except ValueError:
-            raise ValueError(f"sweep_128 {parameters.sweep_128!r} is not a comma-separated list of row lengths") from None
-    if any(cols < 1 for series in grid.values() for _, cols in series):
-        raise ValueError("every sweep row length must be at least 1")
-    return grid
+    {"4096": 4096 x 128 i over the `sweep_4096` range, "128": 128 x N over `sweep_128` (each N once)}."""
+    return {"4096": [(4096, 128 * i) for i in Steps(parameters.sweep_4096).values],
+            "128": list(dict.fromkeys((128, n) for n in parameters.sweep_128))}
 
 
 def sweep_shapes(parameters: Parameters) -> list[tuple[int, int]]:
     """The shapes the sweep itself measures: its grid without the fixed shapes (whose graph32 and cold figures
     stand in the sweep at those points)."""
-    fixed = set(workloads.parse_shapes(parameters.shapes))
+    fixed = set(parameters.shapes)
     grid = sweep_grid(parameters)
     return [shape for shape in dict.fromkeys(grid["4096"] + grid["128"]) if shape not in fixed]
 
@@ -117,12 +211,12 @@ def sweep_shapes(parameters: Parameters) -> list[tuple[int, int]]:
 def device_submission(parameters: Parameters, rows: int, cols: int) -> str:
     """The submission whose warm batches give a shape's warm device time: graph32 at a fixed shape, else the
     sweep's graph of sweep_calls(rows, cols) calls."""
-    return DEVICE if (rows, cols) in set(workloads.parse_shapes(parameters.shapes)) else f"graph{sweep_calls(rows, cols)}"
+    return DEVICE if (rows, cols) in set(parameters.shapes) else f"graph{sweep_calls(rows, cols)}"
 
 
 def all_shapes(parameters: Parameters) -> list[tuple[int, int]]:
     """The fixed shapes, then the sweep's."""
-    return workloads.parse_shapes(parameters.shapes) + sweep_shapes(parameters)
+    return list(parameters.shapes) + sweep_shapes(parameters)
 
 
 def sweep_calls(rows: int, cols: int) -> int:
@@ -133,17 +227,21 @@ def sweep_calls(rows: int, cols: int) -> int:
 
 
 def requested_libraries(parameters: Parameters) -> list[str]:
-    wanted = [name.strip() for name in parameters.baselines.split(",") if name.strip()]
-    unknown = sorted(set(wanted) - set(LIBRARIES))
+    known = [declared.requires.library for declared in ROWS if declared.requires.library]
+    unknown = sorted(set(parameters.baselines) - set(known))
     if unknown:
-        raise ValueError(f"unknown baselines {unknown}; known: {', '.join(LIBRARIES)}")
-    return wanted
+        raise ValueError(f"unknown baselines {unknown}; known: {', '.join(known)}")
+    return list(parameters.baselines)
 
 
 def contenders(parameters: Parameters) -> list[str]:
-    """The contenders this run declares: ours, and the requested libraries."""
+    """The rows this run declares: ours, and the requested libraries."""
     wanted = requested_libraries(parameters)
-    return [name for name, c in CONTENDERS.items() if not c.library or name in wanted]
+    return [r.name for r in ROWS if r.requires.library is None or r.requires.library in wanted]
+
+
+def sweep_contenders(parameters: Parameters) -> list[str]:
+    return [name for name in contenders(parameters) if "sweep" in row(name).outputs]
 
 
 def calls_per_invocation(variant) -> int:
@@ -154,40 +252,41 @@ def calls_per_invocation(variant) -> int:
 
 def large(variant: VariantId) -> bool:
     """The protocol's smaller batch: a graph of many calls, or one call on a large matrix."""
-    rows, cols = workloads.parse_shapes(variant.case)[0]
+    rows, cols = dims(variant.case)
     return calls_per_invocation(variant) > 1 or rows * cols >= LARGE_ELEMENTS
 
 
-def sweep_contenders(parameters: Parameters) -> list[str]:
-    return [name for name in contenders(parameters) if name == "copy" or name in FUSED_MODES or CONTENDERS[name].library]
+def fixed_outputs(declared: Row, shape: tuple[int, int], submission: str, parameters: Parameters) -> frozenset:
+    """What a fixed-shape variant enters: the tables; a one-call graph the submission table; graph32 and the
+    cold stream call the sweep where the shape is on its grid; the stream call the profile at a profile shape."""
+    grid = sweep_grid(parameters)
+    wanted = {"table"}
+    wanted |= {"submission"} if submission == "graph" else set()
+    wanted |= {"sweep"} if submission in (DEVICE, "stream") and shape in grid["4096"] + grid["128"] else set()
+    wanted |= {"profile"} if submission == "stream" and shape in parameters.profile_shapes else set()
+    return frozenset(wanted & declared.outputs)
 
 
-def variants(parameters: Parameters) -> list[VariantSpec]:
-    """Every variant, with logical bytes per INVOCATION (a graph32 replay moves 32 calls' bytes). A sweep point
-    has a graph<k> variant (warm L2, k = sweep_calls) and a stream variant (cold L2) per sweep contender."""
+def expand(parameters: Parameters) -> list[Variant]:
+    """Every variant, with logical bytes per INVOCATION (a graph32 replay moves 32 calls' bytes): at each fixed
+    shape each declared row under each of its submissions (a stream call warm and cold, a one-call graph warm and
+    cold, graph32 warm); at each sweep point a graph<k> variant (warm) and a stream variant (cold) per sweep row."""
     table = []
-
-    def add(name, rows, cols, submission):
-        contender = CONTENDERS[name]
-        vid = VariantId(name, workloads.shape_name(rows, cols), submission)
-        calls = calls_per_invocation(vid)
-        how = f"{contender.target}, {calls} calls per graph" if calls > 1 else contender.target
-        table.append(VariantSpec(vid, how, contender.oracle, calls * contender.read_per_element * rows * cols,
-                                 calls * contender.written_per_element * rows * cols))
-
-    for rows, cols in workloads.parse_shapes(parameters.shapes):
+    for rows, cols in parameters.shapes:
         for name in contenders(parameters):
-            for submission in CONTENDERS[name].submissions:
-                add(name, rows, cols, submission)
+            declared = row(name)
+            for submission in declared.submissions:
+                vid = VariantId(name, workloads.shape_name(rows, cols), submission)
+                table.append(Variant(vid, declared, calls=calls_per_invocation(vid),
+                                     outputs=fixed_outputs(declared, (rows, cols), submission, parameters),
+                                     l2=("warm",) if calls_per_invocation(vid) > 1 else L2_STATES))
     for rows, cols in sweep_shapes(parameters):
         for name in sweep_contenders(parameters):
-            for submission in (f"graph{sweep_calls(rows, cols)}", "stream"):
-                add(name, rows, cols, submission)
+            for submission, l2 in ((f"graph{sweep_calls(rows, cols)}", "warm"), ("stream", "cold")):
+                vid = VariantId(name, workloads.shape_name(rows, cols), submission)
+                table.append(Variant(vid, row(name), calls=calls_per_invocation(vid), outputs=frozenset({"sweep"}),
+                                     l2=(l2,)))
     return table
-
-
-def logical_bytes_per_call(name: str, rows: int, cols: int) -> int:
-    return CONTENDERS[name].bytes_per_element * rows * cols
 
 
 # ---------------------------------------------------------------- performance targets, declared before any run
@@ -207,11 +306,7 @@ SWEEP_COPY_TARGETS = {"max_n_ge_1024": 1.10, "max_n_lt_1024": 1.25}
 # (tools/gpu_fusion_check.py --sweep): one warp per row for rows up to 256 chunks, a register budget that
 # lets several rows share an SM, and deeper unrolling where a row is cached in shared memory or streamed.
 # Fewer rows than SMs (one row per SM at most) keep rows of up to 8 x 1024 chunks in registers, 8 chunks a
-# thread: device time of graphs, warm L2, plain mode, against the shared tier's 512 threads x 4 chunks:
-#   128 x 5000:  256 threads x 8 chunks 2.83 us, shared tier 3.07 us (Triton 2.76, copy 1.60)
-#   128 x 8192:  256 x 8 3.39 us, shared tier 3.81 us (Triton 3.30, copy 2.13)
-#   128 x 16384: 512 x 8 5.26 us, shared tier 5.69 us (Triton 5.19, copy 3.22)
-#   128 x 32768: 1024 x 8 8.83 us, shared tier 9.33 us (Triton 10.45, copy 5.51)
+# thread; the sweep's figures for that are in evidence/development/fused_policy_sweep.md.
 REG_CHUNKS = 4
 WARP_ROW_CHUNKS = 8           # chunks per thread a one-warp block may hold (rows up to 1024 floats)
 FEW_ROWS_REG_CHUNKS = 8       # chunks per thread in registers when rows are fewer than SMs
@@ -223,15 +318,9 @@ UNROLL = {"registers": 4, "shared": 8, "streamed": 8}
 REGISTER_BUDGET = {"registers": 48, "shared": 64, "streamed": 64}  # per thread; ptxas fits these without spills
 
 
-def max_chunks(rows: int, cols: int) -> int:
-    """16-byte chunks of the worst-aligned row: rows start at r*cols floats from an aligned base."""
-    lead = 0 if cols % 4 == 0 else (3 if rows > 1 else 0)
-    return (lead + cols + 3) // 4
-
-
 def fused_tier(rows: int, cols: int, block: int, shared_bytes: int, reg_chunks: int = REG_CHUNKS) -> str:
     """Where the kernel keeps a row (the worst-aligned one), mirroring fused_row() in the .cu file."""
-    chunks = max_chunks(rows, cols)
+    chunks = fused_policy.worst_chunks(rows, cols)
     if chunks <= reg_chunks * block:
         return "registers"
     if 16 * chunks <= shared_bytes:
@@ -243,7 +332,7 @@ def fused_config(rows: int, cols: int, shared_limit: int, sm_count: int | None =
     """Block size, compile-time defines and dynamic shared memory of the fused kernel for a shape;
     `module` names the build (shapes with equal defines share one). With the GPU's `sm_count`, fewer rows
     than SMs keep longer rows in registers; without it (callers whose rows outnumber any GPU's SMs) they do not."""
-    chunks = max_chunks(rows, cols)
+    chunks = fused_policy.worst_chunks(rows, cols)
     few_rows = sm_count is not None and rows < sm_count
     if chunks <= WARP_ROW_CHUNKS * 32:
         tier, block, reg_chunks, shared = "registers", 32, (REG_CHUNKS if chunks <= REG_CHUNKS * 32 else WARP_ROW_CHUNKS), 0
@@ -262,13 +351,7 @@ def fused_config(rows: int, cols: int, shared_limit: int, sm_count: int | None =
     budget = REGISTER_BUDGET[tier] if reg_chunks <= REG_CHUNKS else WIDE_REGISTER_BUDGET
     defines = {"BLOCK": block, "REG_CHUNKS": reg_chunks, "UNROLL": UNROLL[tier], "MIN_BLOCKS": min_blocks(block, budget)}
     assert fused_tier(rows, cols, block, shared, reg_chunks) == tier
-    return {"defines": defines, "block": block, "shared_bytes": shared, "tier": tier, "module": module_label(defines)}
-
-
-def fused_configs(shapes: str, shared_limit: int, sm_count: int) -> dict:
-    """{shape: fused_config} for every shape of a run."""
-    return {workloads.shape_name(r, c): fused_config(r, c, shared_limit, sm_count)
-            for r, c in workloads.parse_shapes(shapes)}
+    return {"defines": defines, "block": block, "shared_bytes": shared, "tier": tier, "module": row_kernel_module(defines)}
 
 
 def min_blocks(block: int, register_budget: int = REGISTER_BUDGET["registers"]) -> int:
@@ -279,7 +362,8 @@ def min_blocks(block: int, register_budget: int = REGISTER_BUDGET["registers"]) 
     return max(1, min(32, 2048 // block, warps // max(1, block // 32)))
 
 
-def module_label(defines: dict) -> str:
+def row_kernel_module(defines: dict) -> str:
+    """The build of kernels/fused_softmax.cu with these defines (shapes with equal defines share it)."""
     return (f"fused_softmax_b{defines['BLOCK']}_r{defines['REG_CHUNKS']}_u{defines['UNROLL']}"
             f"_m{defines.get('MIN_BLOCKS', 1)}")
 
@@ -292,6 +376,13 @@ def fused_plan(rows: int, cols: int, device: dict) -> dict:
         return {"design": "row", "family": "fused_softmax",
                 **fused_config(rows, cols, int(device["shared_bytes_per_block_optin"]), int(device["sm_count"]))}
     return design_plan(design, fused_policy.design_defines(design, rows, cols, int(device["sm_count"])))
+
+
+def plan_kernels(plan: dict) -> tuple[str, str]:
+    """(RMS kernel, plain kernel) of a plan: the row kernel's, or a design's of kernels/softmax_designs.cu."""
+    if plan["design"] == "row":
+        return FUSED_KERNELS
+    return tuple(fused_policy.KERNELS[plan["design"]][mode] for mode in fused_policy.MODES)
 
 
 def design_plan(design: str, defines: dict) -> dict:
@@ -312,4 +403,4 @@ CHAPTER = Chapter(
                "stream (torch.cuda.ExternalStream) and memory (DLPack); device time from CUDA graphs of 32 captured "
                "calls replayed by Graph.launch (warm L2) and from single stream calls after an L2 flush and a GPU "
                "wait (cold L2)"),
-    parameters=Parameters, expand=variants)
+    parameters=Parameters, expand=expand)

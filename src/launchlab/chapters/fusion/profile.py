@@ -1,62 +1,86 @@
-"""Chapter 3's Nsight Compute child (`python -m launchlab.chapters.fusion.profile ROWS COLS PLAN_JSON cudnn|no-cudnn`):
-once each on one matrix, a copy kernel, the four-kernel row path, the fused kernel the plan names (both modes) and,
-where asked, cuDNN's softmax, with the empty kernel before each and after the last, so that gpu/ncu.py's markers
-attribute the kernels between them. The copy is CuPy's elementwise copy kernel: the chapter's copy contender is
-cudaMemcpyAsync, which is not a kernel and which Nsight Compute cannot profile."""
+"""Chapter 3's DRAM bytes per row, measured with Nsight Compute in a separate process.
+
+`dram_bytes` (parent) runs ncu (gpu/ncu.py's metrics: DRAM bytes read and written, caches flushed before each
+profiled kernel) over `python -m launchlab.chapters.fusion.profile ROWS COLS PLAN_JSON NAMES`, a small program
+that makes the named rows on one matrix (their own `make`, the fused kernels from the shape's plan) and launches
+each once, with the empty kernel (kernels/empty.cu) before the first and after each: the kernels between two
+markers are one row's, whatever their names. The copy is CuPy's elementwise copy kernel: the chapter's copy
+is cudaMemcpyAsync, which is not a kernel and which Nsight Compute cannot profile.
+
+The run keeps ncu's CSV and, beside it, the order the rows were launched in (`order`), which `attribute` reads.
+"""
 from __future__ import annotations
 
 import json
 import sys
 
-PROFILED = ("copy", "row4", "fused_rms", "fused_plain", "cudnn")  # the order the child launches them in
-CHILD = "launchlab.chapters.fusion.profile"
+from launchlab.gpu import ncu
+
+MARKER = ncu.MARKER
+# Runs made before the order was recorded launched these, cuDNN's place kept by its marker where it was absent.
+ORDER_BEFORE_RECORDED = ("copy", "row4", "fused_rms", "fused_plain", "cudnn")
 
 
-def child_arguments(rows: int, cols: int, plan: dict, cudnn: bool) -> list[str]:
-    return [CHILD, str(rows), str(cols), json.dumps(plan, sort_keys=True), "cudnn" if cudnn else "no-cudnn"]
+def child_arguments(rows: int, cols: int, plan: dict, names) -> list[str]:
+    """What gpu/ncu.py's `profile` runs after `python -m`: this module at one shape, the rows by name."""
+    return ["launchlab.chapters.fusion.profile", str(rows), str(cols), json.dumps(plan, sort_keys=True), ",".join(names)]
 
 
-def dram_bytes(rows: int, cols: int, plan: dict, cudnn: bool = True, timeout_s: int = 240) -> dict:
-    """ncu's CSV over this child at one shape (gpu/ncu.py's `profile`)."""
-    from launchlab.gpu import ncu
-
-    return ncu.profile(child_arguments(rows, cols, plan, cudnn), timeout_s=timeout_s)
+def dram_bytes(rows: int, cols: int, plan: dict, names, timeout_s: int = 240) -> dict:
+    """{"command", "returncode", "csv", "error", "order"}: one call of each named row at a shape under ncu."""
+    return {**ncu.profile(child_arguments(rows, cols, plan, names), timeout_s=timeout_s), "order": list(names)}
 
 
-def launch_each(rows: int, cols: int, plan: dict, cudnn: bool) -> None:
-    """Under ncu: a marker, then each of PROFILED once, each followed by a marker; prints nothing."""
+def attribute(records: list[dict], order) -> dict:
+    """{row: {"read_bytes", "write_bytes", "kernels"}}: the kernels between the k-th and (k+1)-th marker are order[k]'s."""
+    return ncu.dram_by_marker(records, order)
+
+
+def launches(stream, rows: int, cols: int, plan: dict, names) -> dict:
+    """{row: one call}: the rows made as the run makes them, on one matrix of normal values; the copy as a kernel."""
     import cupy
 
-    from launchlab.chapters.fusion.run import make_fused
-    from launchlab.gpu import baselines, build
-    from launchlab.gpu.backend import CupyBackend
-    from launchlab.gpu.ncu import MARKER
-    from launchlab.gpu.targets import RowPath
+    from launchlab.chapters import fusion
+    from launchlab.chapters.fusion.targets import Context, Unavailable
+    from launchlab.gpu import build
 
-    backend = CupyBackend()
+    case = f"{rows}x{cols}"
+    modules = {"row_softmax": build.load_module("row_softmax"), plan["module"]: build.load_module(plan["family"], plan["defines"])}
+    context = Context(stream, modules, {case: plan})
+    x = context.input(case)
+    x[...] = cupy.random.default_rng(1).standard_normal((rows, cols), dtype=cupy.float32)
+    found = {}
+    for name in names:
+        if name == "copy":
+            y, copy = cupy.empty_like(x), cupy.ElementwiseKernel("T x", "T y", "y = x", "copy_kernel")
+            found[name] = lambda y=y: copy(x, y)
+            continue
+        try:
+            found[name] = fusion.row(name).make(context, case).invoke
+        except Unavailable:
+            continue  # its marker still follows: the next row keeps its place
+    return found
+
+
+def child(rows: int, cols: int, plan: dict, names) -> None:
+    """Under ncu: a marker, then each named row once, each followed by a marker; print nothing."""
+    from launchlab.gpu import build
+    from launchlab.gpu.backend import CupyBackend
+
+    backend = CupyBackend()   # its stream, made current, is the one the run launches on
     marker = build.load_module("empty").kernel(MARKER)
-    row_path = RowPath(build.load_module("row_softmax"), rows, cols)
-    modules = {plan["module"]: build.load_module(plan["family"], plan["defines"])}
-    row_path.x[...] = cupy.random.default_rng(1).standard_normal((rows, cols), dtype=cupy.float32)
-    y = cupy.empty_like(row_path.x)
-    copy = cupy.ElementwiseKernel("T x", "T y", "y = x", "copy_kernel")
-    launches = {"copy": lambda: copy(row_path.x, y), "row4": row_path.invoke}
-    for mode in ("rms", "plain"):
-        launches[f"fused_{mode}"] = make_fused(modules, plan, rows, cols, mode, row_path.x).invoke
-    if cudnn:
-        target, _ = baselines.make_baseline("cudnn", row_path.x, backend.stream)
-        if target is not None:
-            launches["cudnn"] = target.invoke
+    calls = launches(backend.stream, rows, cols, plan, names)
     backend.synchronize()
     marker((1,), (1,), ())
-    for name in PROFILED:
-        if name in launches:
-            launches[name]()
+    for name in names:
+        if name in calls:
+            calls[name]()
         marker((1,), (1,), ())
     backend.synchronize()
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 5:
-        sys.exit("usage: python -m launchlab.chapters.fusion.profile ROWS COLS PLAN_JSON cudnn|no-cudnn")
-    launch_each(int(sys.argv[1]), int(sys.argv[2]), json.loads(sys.argv[3]), sys.argv[4] == "cudnn")
+    if len(sys.argv) == 5:
+        child(int(sys.argv[1]), int(sys.argv[2]), json.loads(sys.argv[3]), [n for n in sys.argv[4].split(",") if n])
+    else:
+        sys.exit("usage: python -m launchlab.chapters.fusion.profile ROWS COLS PLAN_JSON NAMES")

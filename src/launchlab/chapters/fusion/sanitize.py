@@ -32,21 +32,17 @@ TARGET_OPTIONS = ("slice_bytes",)  # options of the target rather than compile-t
 
 def make(case, modes=fused_policy.MODES) -> dict:
     """{mode: target} for one case."""
-    import cupy
-
     from launchlab.chapters.fusion import fused_config
-    from launchlab.gpu import build, fused_designs
+    from launchlab.gpu import build, device, fused_designs
     from launchlab.gpu.targets import FusedRow
 
     _, design, rows, cols, choices = case
-    properties = cupy.cuda.runtime.getDeviceProperties(cupy.cuda.runtime.getDevice())
     if design == "row":
-        config = fused_config(rows, cols, int(properties["sharedMemPerBlockOptin"]),
-                              int(properties["multiProcessorCount"]))
+        config = fused_config(rows, cols, device.shared_limit(), device.sm_count())
         module = build.load_module("fused_softmax", config["defines"])
         return {mode: FusedRow(module, rows, cols, mode, config["shared_bytes"]) for mode in modes}
     options = {k: v for k, v in choices.items() if k in TARGET_OPTIONS}
-    defines = fused_policy.design_defines(design, rows, cols, int(properties["multiProcessorCount"]),
+    defines = fused_policy.design_defines(design, rows, cols, device.sm_count(),
                                           **{k: v for k, v in choices.items() if k not in TARGET_OPTIONS})
     module = build.load_module(fused_policy.FAMILY, defines)
     return {mode: fused_designs.make_target(design, module, rows, cols, mode, **options) for mode in modes}

@@ -34,10 +34,10 @@ import json
 from collections import defaultdict
 from pathlib import Path
 
-from launchlab.chapters.fusion import (CONTENDERS, COPY_RATIO_SHAPES, COPY_RATIO_TARGET, CUDNN_SPEEDUP_SHAPE,
-                                       CUDNN_SPEEDUP_TARGET, DEVICE, L2_STATES, SWEEP_COPY_TARGETS, Parameters,
-                                       calls_per_invocation, contenders, device_submission, logical_bytes_per_call,
-                                       sweep_contenders, sweep_grid)
+from launchlab.chapters.fusion import (CHAPTER, COPY_RATIO_SHAPES, COPY_RATIO_TARGET, CUDNN_SPEEDUP_SHAPE,
+                                       CUDNN_SPEEDUP_TARGET, DEVICE, L2_STATES, LIBRARIES, SWEEP_COPY_TARGETS, Parameters,
+                                       calls_per_invocation, contenders, device_submission, is_library,
+                                       logical_bytes_per_call, submission_paths, sweep_contenders, sweep_grid)
 from launchlab.measure import stats
 from launchlab.measure.variant import VariantId
 from launchlab.model import workloads
@@ -46,7 +46,6 @@ from launchlab.store.runs import read_jsonl
 
 QUANTILE_KEYS = ("median", "p10", "p90", "ci_low", "ci_high")
 HOST_BOUND_SHARE = 0.9      # a stream batch whose host enqueue took this share of its event time ran at the host's pace
-SUBMISSION_PATHS = ("row4", "fused_rms", "fused_plain")  # the contenders also captured as a graph of one call
 
 
 def variant(name: str, shape: str, submission: str) -> str:
@@ -72,7 +71,7 @@ def ratio_pairs(names: list[str]) -> list[tuple[str, str]]:
     over fused RMS, each library over fused plain."""
     pairs = [(name, "copy") for name in names if name != "copy"]
     pairs += [(a, b) for a, b in (("row4", "fused_rms"), ("fused_plain", "fused_rms")) if a in names and b in names]
-    pairs += [(name, "fused_plain") for name in names if CONTENDERS[name].library]
+    pairs += [(name, "fused_plain") for name in names if is_library(name)]
     return pairs
 
 
@@ -86,8 +85,8 @@ def by_variant(samples: list[dict]) -> dict[str, list[dict]]:
 def summarize(run_dir: Path, record) -> dict:
     run_dir = Path(run_dir)
     samples = read_jsonl(run_dir / SAMPLES_FILE)
-    parameters = Parameters(**record.parameters)
-    shapes = [workloads.shape_name(*s) for s in workloads.parse_shapes(parameters.shapes)]
+    parameters = CHAPTER.parameters_of(record)
+    shapes = [workloads.shape_name(*s) for s in parameters.shapes]
     timing = stats.summarize(samples)
     grouped = by_variant(samples)
     measured = [n for n in contenders(parameters) if any(variant(n, s, "stream") in timing for s in shapes)]
@@ -214,7 +213,7 @@ def ratios(grouped, timing, names, shapes) -> dict:
             if "warm_batch" in timing.get(top, {}) and "warm_batch" in timing.get(bottom, {}):
                 stream.setdefault(f"{a}_over_{b}", {})[shape] = {"warm": call_ratio(grouped, top, bottom, "warm_batch")}
     submission = {}
-    for name in (n for n in SUBMISSION_PATHS if n in names):
+    for name in (n for n in submission_paths() if n in names):
         for shape in shapes:
             top, bottom = variant(name, shape, "stream"), variant(name, shape, "graph")
             entry = {l2: call_ratio(grouped, top, bottom, measurement)
@@ -262,13 +261,10 @@ def target_key(ratio_name: str, threshold: float, sense: str, shape: str, l2: st
 
 
 # ---------------------------------------------------------------- the sweep
-SWEEP_RATIOS = ("fused_plain_over_copy", "fused_rms_over_copy", "fused_rms_over_fused_plain")
-
-
 def sweep_pairs(names: list[str]) -> list[tuple[str, str]]:
     pairs = [(a, b) for a, b in (("fused_plain", "copy"), ("fused_rms", "copy"), ("fused_rms", "fused_plain"))
              if a in names and b in names]
-    return pairs + [(name, "fused_plain") for name in names if CONTENDERS[name].library and "fused_plain" in names]
+    return pairs + [(name, "fused_plain") for name in names if is_library(name) and "fused_plain" in names]
 
 
 def summarize_sweep(grouped: dict, timing: dict, parameters: Parameters, plans: dict) -> dict:
@@ -326,7 +322,7 @@ def sweep_extremes(sweep: dict) -> dict:
                 if values:
                     value, shape = max(values)
                     found[f"{ratio}.{which}.{l2}"] = {"value": value, "shape": shape}
-        for lib in ("cudnn", "torch", "triton"):
+        for lib in LIBRARIES:
             values = [(p["ratios"][f"{lib}_over_fused_plain"][l2]["median"], p["shape"]) for p in points
                       if l2 in p["ratios"].get(f"{lib}_over_fused_plain", {})]
             if values:
@@ -353,7 +349,7 @@ def sweep_targets(sweep: dict) -> list[dict]:
                               "l2": l2, "threshold": threshold,
                               "measured": entry and entry["value"], "shape": entry and entry["shape"],
                               "met": None if entry is None else bool(entry["value"] <= threshold)})
-        for lib in ("cudnn", "torch", "triton"):
+        for lib in LIBRARIES:
             entry = extremes.get(f"min_speedup.{lib}.{l2}")
             found.append({"key": f"faster_than_{lib}.every_point.{l2}", "kind": lib, "where": "every_point", "l2": l2,
                           "threshold": 1.0,
@@ -385,14 +381,15 @@ def summarize_resources(run_dir: Path) -> dict:
 
 def summarize_dram(run_dir: Path) -> dict:
     """Per profiled shape: ncu's DRAM bytes per contender beside its logical bytes per call, or the error."""
-    from launchlab.chapters.fusion.profile import PROFILED
-    from launchlab.gpu.ncu import dram_by_marker, parse_ncu_csv
+    from launchlab.chapters.fusion.profile import ORDER_BEFORE_RECORDED, attribute
+    from launchlab.gpu.ncu import parse_ncu_csv
 
     result = {}
     for meta_path in sorted((Path(run_dir) / "profiles").glob("ncu_*.json")):
         shape = meta_path.stem.removeprefix("ncu_")
         meta = json.loads(meta_path.read_text())
-        measured = dram_by_marker(parse_ncu_csv((meta_path.parent / f"ncu_{shape}.csv").read_text()), PROFILED)
+        measured = attribute(parse_ncu_csv((meta_path.parent / f"ncu_{shape}.csv").read_text()),
+                             meta.get("order", ORDER_BEFORE_RECORDED))
         rows, cols = workloads.parse_shapes(shape)[0]
         entry = {"error": meta.get("error"), "contenders": {}}
         for name, values in sorted(measured.items()):

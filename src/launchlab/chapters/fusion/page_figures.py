@@ -1,0 +1,105 @@
+"""Chapter 3's figures at the fixed shapes: device time over the copy's, logical GB/s, logical against DRAM bytes."""
+from __future__ import annotations
+
+from launchlab.chapters.fusion import L2_STATES, is_library
+from launchlab.chapters.fusion.page_format import label, shape_label, summaries_of
+
+MAX_SERIES = 6
+
+
+def _groups(run) -> list[tuple[str, list[str]]]:
+    """(title, contenders) per figure row: our kernels, then the libraries beside the fused plain kernel; at most
+    MAX_SERIES each, so every panel reads at a glance."""
+    contenders = summaries_of(run)["contenders"]
+    ours = [n for n in contenders if n != "copy" and not is_library(n)]
+    ours.sort(key=lambda n: n != "fused_plain")   # fused plain first: the same colour in both rows
+    libraries = [n for n in contenders if is_library(n)]
+    groups = [("this book's kernels", ours[:MAX_SERIES])]
+    if libraries:
+        plain = ["fused_plain"] if "fused_plain" in contenders else []
+        groups.append(("libraries and fused plain", (plain + libraries)[:MAX_SERIES]))
+    return groups
+
+
+def _panel_sweeps(run, value_of, ylabel: str, ceiling_of, logy: bool):
+    """A figure with one row per contender group and one column per L2 state; a legend right of each row."""
+    from launchlab.present import figures
+
+    s = summaries_of(run)
+    groups = _groups(run)
+    fig, axes = figures.figure(len(groups), 2, height=2.9, layout="constrained", sharey="row")
+    shapes = [shape_label(shape) for shape in s["shapes"]]
+    for row, (title, names) in enumerate(groups):
+        for column, l2 in enumerate(L2_STATES):
+            ax = axes[row, column]
+            series = {label(n): [value_of(n, shape, l2) for shape in s["shapes"]] for n in names}
+            figures.sweep(ax, shapes, series, ceiling=ceiling_of(l2), ceiling_label="copy", logy=logy,
+                          ylabel=ylabel if column == 0 else None)
+            ax.set_title(f"{title}, {l2} L2", fontsize=figures.FONT_PT)
+            ax.tick_params(axis="x", labelrotation=35)
+            if logy:
+                plain_log_ticks(ax)
+        figures.legend(axes[row, 1], "right")
+    return fig
+
+
+def ratio_figure(run):
+    """Device time per call over the copy's, per shape: warm L2 left, cold right; 1 is the copy."""
+    s = summaries_of(run)
+
+    def ratio(name, shape, l2):
+        return s["ratios"]["graph"].get(f"{name}_over_copy", {}).get(shape, {}).get(l2)
+
+    return _panel_sweeps(run, ratio, "device time / copy's", lambda l2: 1.0, logy=True)
+
+
+def plain_log_ticks(ax) -> None:
+    """Ratios on a log axis read as 1, 1.5, 2, 3, not as powers of ten."""
+    from matplotlib.ticker import FuncFormatter
+
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    ax.yaxis.set_minor_formatter(FuncFormatter(lambda v, _: f"{v:g}" if f"{v:g}"[0] in "125" else ""))
+
+
+def bandwidth_figure(run):
+    """Logical GB/s from device time per call, per shape, with the same run's copy as the ceiling."""
+    s = summaries_of(run)
+    copy = s["bandwidth"].get("copy", {})
+
+    def gbs(name, shape, l2):
+        return s["bandwidth"].get(name, {}).get(shape, {}).get(f"{l2}_gbs")
+
+    def ceiling(l2):
+        return [copy.get(shape, {}).get(f"{l2}_gbs", float("nan")) for shape in s["shapes"]]
+
+    return _panel_sweeps(run, gbs, "logical GB/s", ceiling, logy=False)
+
+
+def bytes_figure(run):
+    """Logical bytes against DRAM bytes measured by Nsight Compute, per contender."""
+    import numpy as np
+
+    from launchlab.present import figures
+
+    s = summaries_of(run)
+    fig, axes = figures.figure(1, 1, height=3.0, layout="constrained")
+    ax = axes[0, 0]
+    entries = [(shape, name, v) for shape, e in s["dram"].items() for name, v in e["contenders"].items()]
+    if not entries:
+        errors = "; ".join(f"{shape}: {e['error']}" for shape, e in s["dram"].items()) or "no profile was taken"
+        ax.text(0.5, 0.5, f"DRAM counters not read:\n{errors[:300]}", ha="center", va="center", wrap=True)
+        ax.set_axis_off()
+        return fig
+    xs = np.arange(len(entries))
+    read = np.array([v["read_bytes"] / 1e6 for _, _, v in entries])
+    ax.bar(xs - 0.2, [v["logical_bytes"] / 1e6 for _, _, v in entries], 0.4, label="logical",
+           color=figures.COLOURS[0])
+    ax.bar(xs + 0.2, read, 0.4, label="DRAM read", color=figures.COLOURS[1])
+    ax.bar(xs + 0.2, [v["write_bytes"] / 1e6 for _, _, v in entries], 0.4, bottom=read, label="DRAM written",
+           color=figures.COLOURS[2])
+    ax.set_xticks(xs, [f"{label(name)}\n{shape_label(shape)}" for shape, name, _ in entries])
+    ax.set_ylabel("MB per call")
+    ax.grid(axis="y", alpha=0.3)
+    return figures.finish(fig, legend_where="right")
+
+
