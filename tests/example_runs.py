@@ -110,31 +110,26 @@ def ncu_csv(n: int) -> str:
 
 def example_a_run(root: Path, run_id: str = "20990101T000000Z-exa", ncu: str = "counters", seal: bool = False) -> Path:
     """A passed Example A run; ncu "counters" (both paths profiled), "error" (no permission) or "none" (no profile)."""
-    from launchlab.chapters.example_a_pointwise import (KERNELS, LARGE_ELEMENTS, PATHS, SUBMISSIONS, Parameters,
-                                                        parse_sizes, variant)
-    from launchlab.model import pointwise as model
+    from launchlab.chapters.example_a_pointwise import CHAPTER, KERNELS, Parameters, is_large, model, size_of
 
     parameters = Parameters()
     writer = evidence.RunWriter(run_id, root)
-    sizes = parse_sizes(parameters.sizes)
     costs, large, checks = {}, set(), []
-    for n in sizes:
-        for path in PATHS:
-            for submission in SUBMISSIONS:
-                vid = variant(path, n, submission)
-                launches = len(KERNELS[path]) if submission == "stream" else 1
-                device = (24 if path == "three" else 8) * n / 4.0e6 + 2.0 * len(KERNELS[path])
-                costs[vid] = (max(device, 3.5 * launches), device + 9.0 * launches)
-                if n >= LARGE_ELEMENTS:
-                    large.add(vid)
-                if submission == "graph":
-                    writer.write_text(f"graphs/{vid}.dot", dot_chain(KERNELS[path]))
-                    checks.append(structure_check(vid, "graph nodes", "kernel and other nodes in the captured graph's DOT", 2))
+    for variant in CHAPTER.variants(parameters):
+        vid, n, kernels = variant.id, size_of(variant.id), KERNELS[variant.id.target]
+        launches = len(kernels) if vid.submission == "stream" else 1
+        device = variant.logical_bytes / 4.0e6 + 2.0 * len(kernels)
+        costs[vid] = (max(device, 3.5 * launches), device + 9.0 * launches)
+        if is_large(vid):
+            large.add(vid)
+        if vid.submission == "graph":
+            writer.write_text(f"graphs/{vid}.dot", dot_chain(kernels))
+            checks.append(structure_check(vid, "graph nodes", "kernel and other nodes in the captured graph's DOT", 2))
     for index, phase in [(i, "before") for i in range(model.FIXTURES_BEFORE_TIMING)] + [(model.HELD_OUT_FIXTURE, "after")]:
-        checks += [output_check(vid, index, phase, size) for vid in costs for size in [int(vid.case[1:])]]
+        checks += [output_check(vid, index, phase, size_of(vid)) for vid in costs]
     writer.write_json("graphs/setup.json", {})
     writer.write_json("builds/pointwise/record.json", {"family": "pointwise", "options": ["--fmad=false"], "resources_loaded": {
-        k: {"registers": 8, "shared_bytes": 0, "local_bytes": 0} for k in KERNELS["three"] + KERNELS["fused"]}})
+        k: {"registers": 8, "shared_bytes": 0, "local_bytes": 0} for names in KERNELS.values() for k in names}})
     n = parameters.profile_size
     if ncu == "counters":
         writer.write_text(f"profiles/ncu_n{n}.csv", ncu_csv(n))
@@ -152,7 +147,7 @@ def example_a_run(root: Path, run_id: str = "20990101T000000Z-exa", ncu: str = "
 # --------------------------------------------------------------------------- Example B
 def simulated_trace(schedule: str, case: str, jobs: int, workers: int) -> dict:
     """A trace of the schedule from model.jobs.simulate, with made-up stage durations (ns per iteration)."""
-    from launchlab.model import jobs as model
+    from launchlab.chapters.example_b_jobs import model
 
     a_ns = model.a_iterations(case, jobs) * 2.5
     b_ns = np.full(jobs, model.B_ITERATIONS * 2.5)
@@ -164,7 +159,7 @@ def simulated_trace(schedule: str, case: str, jobs: int, workers: int) -> dict:
 def example_b_run(root: Path, run_id: str = "20990101T000000Z-exb", seal: bool = False) -> Path:
     from launchlab.chapters.example_b_jobs import (KERNELS, SCHEDULES, SUBMISSIONS, Parameters, parse_cases,
                                                    variant)
-    from launchlab.model import jobs as model
+    from launchlab.chapters.example_b_jobs import model
 
     parameters = Parameters()
     writer = evidence.RunWriter(run_id, root)

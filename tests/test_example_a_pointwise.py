@@ -7,8 +7,8 @@ import pytest
 
 from example_runs import example_a_run
 from launchlab.chapters import chapter
-from launchlab.chapters.example_a_pointwise import (CHAPTER, Parameters, historical_name, label, parse_sizes,
-                                                    size_of, variant)
+from launchlab.chapters.example_a_pointwise import CHAPTER, Parameters, historical_name, label, size_of
+from launchlab.measure.variant import VariantId
 from launchlab.store import runs
 
 SIZES = (256, 32_768, 1_048_576, 16_777_216)
@@ -21,7 +21,7 @@ def run(tmp_path_factory):
 
 def test_declaration():
     assert chapter("example_a_pointwise") is CHAPTER and CHAPTER.tag == "exa"
-    assert Parameters().sizes == "256,32768,1048576,16777216" and parse_sizes(Parameters().sizes) == list(SIZES)
+    assert CHAPTER.defaults()["sizes"] == "256,32768,1048576,16777216" and Parameters().sizes == SIZES
     table = {str(spec.id): spec for spec in CHAPTER.variants()}
     assert len(table) == 16
     for n in SIZES:
@@ -29,14 +29,14 @@ def test_declaration():
             three, fused = table[f"three.n{n}.{submission}"], table[f"fused.n{n}.{submission}"]
             assert three.logical_bytes == 24 * n and (three.bytes_read, three.bytes_written) == (12 * n, 12 * n)
             assert fused.logical_bytes == 8 * n and (fused.bytes_read, fused.bytes_written) == (4 * n, 4 * n)
-    assert table["three.n256.graph"].row.label == "GraphReplay(ThreePointwise)"
-    vid = variant("fused", 16_777_216, "graph")
-    assert str(vid) == "fused.n16777216.graph" and size_of(vid) == 16_777_216
-    assert historical_name(vid) == "fused_graph" and label(vid) == "fused kernel, graph"
-    with pytest.raises(ValueError):
-        parse_sizes("256,256")
-    with pytest.raises(ValueError):
-        parse_sizes("0")
+        assert "dram" in table[f"three.n{n}.stream"].enters and "dram" not in table[f"three.n{n}.graph"].enters
+    assert table["three.n256.graph"].row.label == "three kernels"
+    vid = VariantId.parse("fused.n16777216.graph")
+    assert size_of(vid) == 16_777_216 and historical_name(vid) == "fused_graph" and label(vid) == "fused kernel, graph"
+    with pytest.raises(ValueError, match="twice"):
+        CHAPTER.variants(CHAPTER.parse_parameters({"sizes": "256,256"}))
+    with pytest.raises(ValueError, match="positive"):
+        CHAPTER.parse_parameters({"sizes": "0"})
 
 
 def test_headline_keys_are_exactly_the_declared_ones(run):
@@ -94,7 +94,7 @@ def test_page_tables_figures_and_values(run):
 
     matplotlib.use("Agg")
     for table in (page.timing_table(run), page.ratio_table(run), page.bytes_table(run), page.nodes_table(run),
-                  page.sanitizer_table(run, "pointwise"), page.comparison_table(run)):
+                  page.sanitizer_table(run), page.comparison_table(run)):
         assert table.rows and not any(looks_elided_or_scientific(c) for row in table.rows for c in row), table.columns
     comparison = page.comparison_table(run)
     assert comparison.columns == ["Quantity", "article (H100, October 2026)", f"this book (H200, run {run.run_id})"]

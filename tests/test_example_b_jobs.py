@@ -8,7 +8,7 @@ import pytest
 from example_runs import example_b_run, simulated_trace
 from launchlab.chapters import chapter
 from launchlab.chapters.example_b_jobs import CHAPTER, Parameters, historical_name, label, parse_cases, variant
-from launchlab.model import jobs as model
+from launchlab.chapters.example_b_jobs import model
 from launchlab.store import runs
 
 VARIANTS = ("separate_stream", "separate_graph", "fused_stream", "fused_graph", "queue_stream", "queue_graph")

@@ -9,7 +9,7 @@ import sys
 import numpy as np
 import pytest
 
-from launchlab.model import jobs as model
+from launchlab.chapters.example_b_jobs import model
 
 pytestmark = pytest.mark.gpu
 FRESH_SEED = int(np.random.SeedSequence().entropy % 2**31)  # new every session; printed on failure
@@ -24,14 +24,14 @@ def backend():
 
 @pytest.fixture(scope="module")
 def modules():
-    from launchlab.gpu import jobs
+    from launchlab.chapters.example_b_jobs import device as jobs
 
     return {"timed": jobs.load(), "traced": jobs.load(traced=True)}
 
 
 @pytest.fixture(scope="module")
 def sms():
-    from launchlab.gpu import jobs
+    from launchlab.chapters.example_b_jobs import device as jobs
 
     return jobs.sm_count()
 
@@ -39,7 +39,7 @@ def sms():
 @pytest.fixture(scope="module")
 def setups(modules, backend, sms):
     """{case: (problem, {variant name: Target or GraphReplay})} on the timed build."""
-    from launchlab.gpu import jobs
+    from launchlab.chapters.example_b_jobs import device as jobs
 
     built = {}
     for case in model.CASES:
@@ -49,7 +49,7 @@ def setups(modules, backend, sms):
 
 
 def test_shared_reservation_is_just_over_half_the_sm(sms):
-    from launchlab.gpu import jobs
+    from launchlab.chapters.example_b_jobs import device as jobs
 
     record = jobs.shared_memory()
     assert record["dynamic_shared_bytes"] == record["shared_per_sm"] // 2 + model.SHARED_MARGIN_BYTES
@@ -59,7 +59,7 @@ def test_shared_reservation_is_just_over_half_the_sm(sms):
 
 
 def test_one_active_cta_per_sm(setups):
-    from launchlab.gpu import jobs
+    from launchlab.chapters.example_b_jobs import device as jobs
 
     _, variants = setups["ragged"]
     for name in ("separate_stream", "fused_stream", "queue_stream"):
@@ -71,7 +71,7 @@ def test_one_active_cta_per_sm(setups):
 
 @pytest.mark.parametrize("case", model.CASES)
 def test_every_variant_matches_the_oracle_on_fresh_seeds(setups, case, sms):
-    from launchlab.gpu import jobs
+    from launchlab.chapters.example_b_jobs import device as jobs
 
     problem, variants = setups[case]
     assert problem.jobs == model.job_count(sms) and list(variants) == list(model.VARIANTS)
@@ -103,7 +103,7 @@ def test_graph_nodes(setups):
 
 
 def test_poisoned_outputs_and_a_skipped_reset_fail(setups):
-    from launchlab.gpu.jobs import _JobTarget
+    from launchlab.chapters.example_b_jobs.device import _JobTarget
 
     problem, variants = setups["balanced"]
     x = model.inputs(FRESH_SEED, 5, problem.jobs)
@@ -124,7 +124,7 @@ def test_poisoned_outputs_and_a_skipped_reset_fail(setups):
 
 @pytest.mark.parametrize("workers", [1, 3, "twice"])
 def test_queue_progress_needs_no_co_residency(modules, backend, sms, workers):
-    from launchlab.gpu import jobs
+    from launchlab.chapters.example_b_jobs import device as jobs
 
     problem = jobs.JobProblem(model.a_iterations("ragged", model.job_count(sms)))
     count = 2 * sms if workers == "twice" else workers  # "twice": half the workers wait for an SM
@@ -136,7 +136,7 @@ def test_queue_progress_needs_no_co_residency(modules, backend, sms, workers):
 
 @pytest.mark.parametrize("case", model.CASES)
 def test_traced_build_validates_and_its_traces_pass_the_checks(modules, backend, sms, case):
-    from launchlab.gpu import jobs
+    from launchlab.chapters.example_b_jobs import device as jobs
 
     problem = jobs.JobProblem(model.a_iterations(case, model.job_count(sms)))
     records = jobs.attach_trace(modules["traced"], problem.jobs)  # before the captures replay traced kernels

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from launchlab.gpu import build
-from launchlab.model import jobs as model
+from launchlab.chapters.example_b_jobs import model
 
 # Stage A's map from 0, step by step: 1664525 * v + 1013904223 mod 2**32 (v1 = 1013904223;
 # v2 = 1664525 * 1013904223 + 1013904223 = 1,687,669,940,693,298 = 1,196,435,762 mod 2**32; ...).

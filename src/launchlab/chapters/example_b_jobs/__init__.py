@@ -17,7 +17,7 @@ import dataclasses
 
 from launchlab.chapters.declaration import Chapter, VariantSpec
 from launchlab.measure.variant import VariantId
-from launchlab.model import jobs as model
+from launchlab.chapters.example_b_jobs import model
 
 SCHEDULES = model.SCHEDULES             # ("separate", "fused", "queue")
 SUBMISSIONS = ("stream", "graph")

@@ -9,13 +9,14 @@ import numpy as np
 from launchlab.chapters.example_b_jobs import GRAPH_NODES, KERNELS, SCHEDULES, SUBMISSIONS, parse_cases, variant
 from launchlab.measure.protocol import Measured
 from launchlab.model import dot
-from launchlab.model import jobs as model
+from launchlab.chapters.example_b_jobs import model
 
 ALL_KERNELS = tuple(kernel for schedule in SCHEDULES for kernel in KERNELS[schedule])
 
 
 def run(session) -> None:
-    from launchlab.gpu import jobs, sanitizer
+    from launchlab.chapters.example_b_jobs import device as jobs
+    from launchlab.gpu import sanitizer
 
     cases = parse_cases(session.parameters.cases)
     layout = note_layout(session)
@@ -42,7 +43,7 @@ def run(session) -> None:
 
 def note_layout(session) -> dict:
     """Jobs, workers and the per-CTA shared-memory reservation, from the device; all kept in run.json."""
-    from launchlab.gpu import jobs
+    from launchlab.chapters.example_b_jobs import device as jobs
 
     shared = jobs.shared_memory()
     sms = jobs.sm_count()
@@ -56,7 +57,7 @@ def note_layout(session) -> dict:
 
 def case_variants(built, problem, case: str, stream, layout: dict) -> dict:
     """{VariantId: Target or GraphReplay} of one case: the three schedules on one problem, stream and graph."""
-    from launchlab.gpu import jobs
+    from launchlab.chapters.example_b_jobs import device as jobs
 
     made = jobs.variants(built, problem, stream, layout["dynamic_shared_bytes"], layout["workers"])
     return {variant(schedule, case, submission): made[f"{schedule}_{submission}"]
@@ -66,7 +67,7 @@ def case_variants(built, problem, case: str, stream, layout: dict) -> dict:
 def check_occupancy(session, variants) -> None:
     """One active CTA per SM for every kernel with the reservation (the occupancy API), and how many fit
     without it: the reservation, not the code, is what keeps one job per SM."""
-    from launchlab.gpu import jobs
+    from launchlab.chapters.example_b_jobs import device as jobs
 
     occupancy = {}
     for vid, target in variants.items():
@@ -115,7 +116,7 @@ def validate_all(session, variants, problems: dict, index: int, phase: str) -> N
 
 def validate(session, vid, v, x, reference, index: int, phase: str) -> None:
     """The output exactly against the oracle; for the queue also its counter: jobs + workers after a run."""
-    from launchlab.gpu import jobs
+    from launchlab.chapters.example_b_jobs import device as jobs
 
     labels = {"variant": str(vid), "fixture": index, "phase": phase, "what": "output"}
     session.check(labels, v.compute(x), reference, inputs=x)
@@ -129,7 +130,7 @@ def validate(session, vid, v, x, reference, index: int, phase: str) -> None:
 def trace_all(session, cases, layout: dict) -> None:
     """The instrumented build, separate from timing: every variant validated, traced once, its trace saved
     (compressed) and held to its schedule's rules."""
-    from launchlab.gpu import jobs
+    from launchlab.chapters.example_b_jobs import device as jobs
 
     traced = session.build("jobs_traced", jobs.FAMILY, ALL_KERNELS, {"LAUNCHLAB_TRACE": None})
     records = jobs.attach_trace(traced, layout["jobs"])  # before any traced launch: a capture replays once

@@ -34,7 +34,7 @@ from launchlab.chapters.example_b_jobs import (CHAPTER, KERNELS, SCHEDULES, SUBM
 from launchlab.measure import stats
 from launchlab.measure.variant import VariantId
 from launchlab.model import dot
-from launchlab.model import jobs as model
+from launchlab.chapters.example_b_jobs import model
 from launchlab.runner import SAMPLES_FILE
 from launchlab.store.runs import checks_by_phase, read_jsonl
 

@@ -13,7 +13,7 @@ import numpy as np
 from launchlab.gpu import build
 from launchlab.gpu import probes
 from launchlab.gpu.targets import Target
-from launchlab.model import jobs as model
+from launchlab.chapters.example_b_jobs import model
 
 FAMILY = "jobs"
 BLOCK = model.VALUES_PER_JOB  # one thread per value
