@@ -157,42 +157,37 @@ def simulated_trace(schedule: str, case: str, jobs: int, workers: int) -> dict:
 
 
 def example_b_run(root: Path, run_id: str = "20990101T000000Z-exb", seal: bool = False) -> Path:
-    from launchlab.chapters.example_b_jobs import (KERNELS, SCHEDULES, SUBMISSIONS, Parameters, parse_cases,
-                                                   variant)
-    from launchlab.chapters.example_b_jobs import model
+    from launchlab.chapters.example_b_jobs import CHAPTER, KERNELS, Parameters, model
 
-    parameters = Parameters()
     writer = evidence.RunWriter(run_id, root)
     sms = DEVICE["sm_count"]
     jobs = model.job_count(sms)
     costs, checks, occupancy = {}, [], {}
-    for case in parse_cases(parameters.cases):
+    for variant in CHAPTER.variants(Parameters()):
+        vid, schedule, case = variant.id, variant.id.target, variant.id.case
         work = model.a_iterations(case, jobs).sum() * 2.5 / 1e3 / sms
-        for schedule in SCHEDULES:
-            for submission in SUBMISSIONS:
-                vid = variant(schedule, case, submission)
-                costs[vid] = (work + {"separate": 12, "fused": 8, "queue": 9}[schedule], work + 30)
-                trace = simulated_trace(schedule, case, jobs, sms)
-                writer.write_arrays(f"traces/{vid}.npz", workers=np.int64(sms if schedule == "queue" else jobs), **trace)
-                result = model.check_trace(trace, jobs, schedule, sms if schedule == "queue" else None)
-                checks.append({**structure_check(vid, "trace", f"trace rules of the {schedule} schedule",
-                                                 len(result["checks"])), "fixture": 0, "checks": result["checks"]})
-                if submission == "graph":
-                    labels = (("MEMSET",) if schedule == "queue" else ()) + KERNELS[schedule]
-                    writer.write_text(f"graphs/{vid}.dot", dot_chain(labels))
-                    checks.append(structure_check(vid, "graph nodes", "kernel, other and MEMSET nodes", 3))
-                else:
-                    occupancy[str(vid)] = {"with_reservation": {k: 1 for k in KERNELS[schedule]},
-                                           "without_reservation": {k: 8 for k in KERNELS[schedule]}}
-                    checks.append(structure_check(vid, "occupancy", "active CTAs per SM", len(KERNELS[schedule])))
-                for index, phase in [(i, "before") for i in range(3)] + [(3, "after"), (0, "traced build")]:
-                    checks.append(output_check(vid, index, phase, jobs * 256))
-                    if schedule == "queue":
-                        checks.append({**output_check(vid, index, phase, 1), "what": "queue counter after the invocation"})
+        costs[vid] = (work + {"separate": 12, "fused": 8, "queue": 9}[schedule], work + 30)
+        trace = simulated_trace(schedule, case, jobs, sms)
+        writer.write_arrays(f"traces/{vid}.npz", workers=np.int64(sms if schedule == "queue" else jobs), **trace)
+        result = model.check_trace(trace, jobs, schedule, sms if schedule == "queue" else None)
+        checks.append({**structure_check(vid, "trace", f"trace rules of the {schedule} schedule",
+                                         len(result["checks"])), "fixture": 0, "checks": result["checks"]})
+        if vid.submission == "graph":
+            labels = (("MEMSET",) if schedule == "queue" else ()) + KERNELS[schedule]
+            writer.write_text(f"graphs/{vid}.dot", dot_chain(labels))
+            checks.append(structure_check(vid, "graph nodes", "kernel, other and MEMSET nodes", 3))
+        else:
+            occupancy[str(vid)] = {"with_reservation": {k: 1 for k in KERNELS[schedule]},
+                                   "without_reservation": {k: 8 for k in KERNELS[schedule]}}
+            checks.append(structure_check(vid, "occupancy", "active CTAs per SM", len(KERNELS[schedule])))
+        for index, phase in [(i, "before") for i in range(3)] + [(3, "after"), (0, "traced build")]:
+            checks.append(output_check(vid, index, phase, jobs * 256))
+            if schedule == "queue":
+                checks.append({**output_check(vid, index, phase, 1), "what": "queue counter after the invocation"})
     writer.write_json("graphs/setup.json", {})
     for tool in ("memcheck", "racecheck"):
         writer.write_json(f"sanitizer/{tool}.json", sanitizer_result(tool, "jobs"))
-    shared = {"shared_per_sm": 233472, "shared_per_block_optin": 232448, "reserved_by_system_per_block": 1024,
+    shared = {"shared_per_sm": 233472, "shared_per_block_optin": 232448,
               "dynamic_shared_bytes": model.reserved_shared_bytes(233472)}
     details = {"shared_memory": shared, "sm_count": sms, "jobs": jobs, "workers": sms, "occupancy": occupancy,
                "sanitizer": {"executable": "compute-sanitizer", "clean": True, "error": None}}

@@ -7,8 +7,8 @@ import pytest
 
 from example_runs import example_b_run, simulated_trace
 from launchlab.chapters import chapter
-from launchlab.chapters.example_b_jobs import CHAPTER, Parameters, historical_name, label, parse_cases, variant
-from launchlab.chapters.example_b_jobs import model
+from launchlab.chapters.example_b_jobs import CHAPTER, Parameters, historical_name, label, model
+from launchlab.measure.variant import VariantId
 from launchlab.store import runs
 
 VARIANTS = ("separate_stream", "separate_graph", "fused_stream", "fused_graph", "queue_stream", "queue_graph")
@@ -22,7 +22,7 @@ def run(tmp_path_factory):
 
 def test_declaration():
     assert chapter("example_b_jobs") is CHAPTER and CHAPTER.tag == "exb"
-    assert parse_cases(Parameters().cases) == list(CASES)
+    assert Parameters().cases == CASES and CHAPTER.defaults()["cases"] == "balanced,ragged"
     ids = [str(spec.id) for spec in CHAPTER.variants()]
     assert sorted(ids) == sorted(f"{v.split('_')[0]}.{case}.{v.split('_')[1]}" for v in VARIANTS for case in CASES)
     table = {str(spec.id): spec for spec in CHAPTER.variants()}
@@ -30,12 +30,13 @@ def test_declaration():
     assert (table["fused.ragged.stream"].bytes_read, table["fused.ragged.stream"].bytes_written) == \
         ((2048 + 4) * jobs, 2048 * jobs)
     assert table["queue.balanced.graph"].logical_bytes == table["fused.balanced.graph"].logical_bytes + 8 * jobs
-    assert table["queue.ragged.graph"].row.label == "GraphReplay(QueueJobs)"
-    vid = variant("queue", "ragged", "graph")
+    assert table["queue.ragged.graph"].row.label == "persistent queue"
+    assert {name for name, v in table.items() if "timeline" in v.enters} == {f"{r}.ragged.graph" for r in ("separate", "fused", "queue")}
+    vid = VariantId.parse("queue.ragged.graph")
     assert str(vid) == "queue.ragged.graph" and historical_name(vid) == "queue_graph"
     assert label(vid) == "persistent queue, graph"
-    with pytest.raises(ValueError):
-        parse_cases("ragged,skewed")
+    with pytest.raises(ValueError, match="among"):
+        CHAPTER.variants(CHAPTER.parse_parameters({"cases": "ragged,skewed"}))
 
 
 def test_headline_keys_are_exactly_the_declared_ones(run):
@@ -84,7 +85,7 @@ def test_page_tables_figures_and_values(run):
 
     matplotlib.use("Agg")
     for table in (page.timing_table(run), page.ratio_table(run), page.layout_table(run), page.graph_table(run),
-                  page.trace_table(run), page.sanitizer_table(run, "jobs"), page.comparison_table(run)):
+                  page.trace_table(run), page.sanitizer_table(run), page.comparison_table(run)):
         assert table.rows and not any(looks_elided_or_scientific(c) for row in table.rows for c in row), table.columns
     comparison = page.comparison_table(run)
     assert comparison.columns[1:] == ["article (H100, October 2026)", f"this book (H200, run {run.run_id})"]

@@ -38,12 +38,10 @@ def test_shared_reservation_leaves_room_for_one_cta():
     assert reserved <= 227 * 1024  # within the opt-in per-block limit
 
 
-def test_variants():
-    assert model.VARIANTS == ("separate_stream", "separate_graph", "fused_stream", "fused_graph",
-                              "queue_stream", "queue_graph")
-    assert [model.schedule_of(v) for v in model.VARIANTS[::2]] == ["separate", "fused", "queue"]
-    with pytest.raises(ValueError):
-        model.schedule_of("queue")
+def test_every_declared_row_is_a_schedule_the_model_knows():
+    from launchlab.chapters.example_b_jobs import ROWS
+
+    assert [row.name for row in ROWS] == list(model.SCHEDULES) and set(model.KERNELS) == set(model.SCHEDULES)
 
 
 # ------------------------------------------------------------------------------------- affine maps

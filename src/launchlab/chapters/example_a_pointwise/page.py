@@ -280,19 +280,21 @@ def page_values(run) -> dict:
     return values
 
 
-def verdict_sentence(run) -> str:
-    """How many sizes each row lost to, beat, or tied the baseline, from the tallies of the paired ratios."""
+def verdict_sentence(run, rows: dict = ROW, unit: str = "sizes") -> str:
+    """How often the baseline beat each other row, lost to it, or tied, from the tallies of the paired ratios
+    (`rows`: the chapter's rows by name; `unit`: what a ratio is taken at)."""
     parts = []
     for family, tally in run.summaries["tallies"].items():
         if family.startswith("stream_over_graph"):
             continue
         top, submission = family.split("_over_")[0], family.split(".")[1]
         total = sum(tally.values())
-        parts.append(f"{ROW[BASELINE].label} faster than {ROW[top].label} at {tally['above']} of {total} sizes "
-                     f"{'from the stream' if submission == 'stream' else 'from graphs'}, slower at {tally['below']}, "
+        parts.append(f"{rows[BASELINE].label} faster than {rows[top].label} {'from the stream' if submission == 'stream' else 'from graphs'} "
+                     f"at {tally['above']} of {total} {unit}, slower at {tally['below']}, "
                      f"{tally['tie']} {'tie' if tally['tie'] == 1 else 'ties'}")
-    return ("Counting only ratios whose 95 % interval excludes 1: " + "; ".join(parts) + ".") if parts else \
-        "No paired ratio against the fused kernel was measured."
+    if not parts:
+        return f"No paired ratio against the {rows[BASELINE].label} was measured."
+    return "Counting only ratios whose 95 % interval excludes 1: " + "; ".join(parts) + "."
 
 
 def dram_sentence(run) -> str:

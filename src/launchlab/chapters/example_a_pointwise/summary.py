@@ -37,6 +37,7 @@ from pathlib import Path
 
 from launchlab.chapters.example_a_pointwise import (BASELINE, CHAPTER, KERNELS, PROFILED_ROWS, ROW, ROWS,
                                                     historical_name, size_case, size_of)
+from launchlab.chapters.example_a_pointwise.sanitize import PROBLEM
 from launchlab.measure import stats
 from launchlab.measure.variant import VariantId
 from launchlab.model import dot
@@ -62,7 +63,7 @@ def summarize(run_dir: Path, record) -> dict:
             "tallies": tallies(ratios), "graphs": graphs, "graph_nodes": graph_nodes(graphs),
             "dram": dram_summary(run_dir),
             "checks": check_counts(json.loads((run_dir / "validation.json").read_text())),
-            "sanitizer": sanitizer, "sanitizer_problem": sanitizer_problem(sanitizer, record),
+            "sanitizer": sanitizer, "sanitizer_problem": sanitizer_problem(sanitizer, record, PROBLEM),
             "entry_points": sorted(json.loads((run_dir / BUILD_RECORD).read_text())["resources_loaded"]),
             "samples": warm_batch_samples(timing), "logical_gbps": logical_gbps(declared, timing)}
 
@@ -151,12 +152,11 @@ def check_counts(checks: list[dict]) -> dict:
             "all_exact": all(c.get("exact") for c in outputs), "by_phase": checks_by_phase(checks)}
 
 
-def sanitizer_problem(outcomes: dict, record) -> str:
-    """What the sanitizer's child ran, in its own words; else as the run noted it; else what this code's child runs."""
-    from launchlab.chapters.example_a_pointwise.sanitize import PROBLEM
-
+def sanitizer_problem(outcomes: dict, record, child_problem: str) -> str:
+    """What the sanitizer's child ran, in its own words; else as the run noted it; else what this code's child
+    runs (`child_problem`)."""
     said = [o["problem"] for o in outcomes.values() if o.get("problem")]
-    return said[0] if said else record.details.get("sanitizer", {}).get("problem") or PROBLEM
+    return said[0] if said else record.details.get("sanitizer", {}).get("problem") or child_problem
 
 
 def warm_batch_samples(timing: dict) -> dict:
