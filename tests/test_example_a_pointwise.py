@@ -120,6 +120,27 @@ def test_validation_summary_counts_phases(run):
     assert table.loc["graph nodes", "checks"] == 8
 
 
+def test_a_new_row_reaches_the_tables_the_ratios_and_the_dram_profile(tmp_path, monkeypatch):
+    """One more row (the fused kernel again, under another name) and its kernels: from the declaration alone it
+    is timed, compared with the baseline, counted in its graphs, profiled and shown."""
+    import dataclasses
+
+    from launchlab.chapters import example_a_pointwise as package
+    from launchlab.chapters.example_a_pointwise import page
+
+    again = dataclasses.replace(package.FUSED, name="again", label="fused kernel again")
+    monkeypatch.setattr(package, "ROWS", package.ROWS + (again,))
+    monkeypatch.setitem(package.KERNELS, "again", package.KERNELS["fused"])
+    run = runs.Run.open(example_a_run(tmp_path), require_sealed=False)
+    s = run.summaries
+    assert {f"again.n{n}.{sub}" for n in SIZES for sub in ("stream", "graph")} <= set(s["timing"])
+    assert "again_over_fused.graph.256" in s["ratios"] and "stream_over_graph.again.256" in s["verdicts"]
+    assert s["graph_nodes"]["again"]["as_declared"] and "again" in s["dram"]["paths"]
+    assert "fused kernel again, graph" in [row[1] for row in page.timing_table(run).rows]
+    assert "fused kernel again" in page.page_values(run)["verdict_sentence"]
+    assert runs.analyze(run.path) == []
+
+
 @pytest.mark.slow
 def test_notebook_executes_on_a_sealed_synthetic_run(tmp_path, monkeypatch):
     """The thin notebook end to end (papermill, evidence mode) on a run in a temporary evidence root."""

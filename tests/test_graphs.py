@@ -143,7 +143,7 @@ def test_bad_counts_are_refused():
 def fake_event_us(vid: VariantId, rng) -> tuple[float, float]:
     """(host enqueue per invocation, device time per invocation) of a plausible variant, in µs."""
     launches = launches_of(vid)
-    work = {"row4": 10.0, "tiled3": 12.0, "empty": 0.5 * launches, "row4copies": 10.0 * launches / 4}[vid.target]
+    work = {"tiled3": 12.0, "empty": 0.5 * launches, "row4copies": 10.0 * launches / 4}.get(vid.target, 10.0)
     if vid.target == "row4":
         rows, cols = (int(v) for v in vid.case.split("x"))
         work = max(10.0, rows * cols / 150_000.0)
@@ -302,6 +302,27 @@ def test_findings_are_in_the_summaries_with_ties_apart(synthetic_run):
     assert all(p["paced_by"] in ("the host", "the GPU") for p in s["pace"].values())
     assert s["instantiation"] == {"in_end_capture": len(s["setup"]), "graphs": len(s["setup"])}
     assert "tie" in page.page_values(synthetic_run)["verdict_sentence"]
+
+
+def test_a_new_row_reaches_the_pairs_the_set_up_and_the_tables(tmp_path, monkeypatch):
+    """One more row (the row path again, under another name) with its kernels and cases: from the declaration
+    alone it is measured, paired, charged its set-up and shown."""
+    import dataclasses
+
+    from launchlab.chapters import graphs
+
+    again = dataclasses.replace(graphs.ROW_PATH, name="row4again", label="row path again")
+    monkeypatch.setattr(graphs, "ROWS", graphs.ROWS + (again,))
+    monkeypatch.setitem(graphs.KERNELS, "row4again", graphs.KERNELS["row4"])
+    monkeypatch.setitem(graphs.CASES, "row4again", graphs.CASES["row4"])
+    run = Run.open(write_synthetic_run(tmp_path / "evidence"), require_sealed=False)
+    s = run.summaries
+    assert {"row4again.128x8192.stream", "row4again.128x8192.graph"} <= set(s["timing"])
+    assert "row4again.128x8192.graph" in s["stream_over_graph"] and "row4again.128x8192.graph" in s["setup"]
+    assert sum(s["tallies"]["event"].values()) == 2 * 3 + 2  # three shapes of two rows, two tiled cases
+    assert "row4again.128x8192.stream" in s["pace"]
+    workloads = [row[0] for row in page.ratio_table(run).rows]
+    assert "row4again.128x8192.graph" in workloads
 
 
 @pytest.mark.slow

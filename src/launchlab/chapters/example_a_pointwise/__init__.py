@@ -74,7 +74,6 @@ FUSED = Row("fused", "fused kernel", make_fused, EXACT, SUBMISSIONS, bytes=per_e
             outputs=frozenset(OUTPUTS))
 ROWS = (THREE, FUSED)
 ROW = {row.name: row for row in ROWS}
-PROFILED_ROWS = tuple(row for row in ROWS if "dram" in row.outputs)
 
 
 def expand(parameters: Parameters) -> list[Variant]:

@@ -4,7 +4,7 @@ The comparison with the article (`article_table`), the sanitizer table and sente
 shared with Example B's page."""
 from __future__ import annotations
 
-from launchlab.chapters.example_a_pointwise import BASELINE, CHAPTER, KERNELS, ROW, ROWS, SUBMISSIONS, label, size_of
+from launchlab.chapters.example_a_pointwise import BASELINE, CHAPTER, KERNELS, SUBMISSIONS, size_of
 
 ARTICLE = "article (H100, October 2026)"
 # (measurement, metric) -> (column of the timing table, title of the latency panel)
@@ -23,6 +23,16 @@ def timed(run) -> list:
     return [v for v in CHAPTER.variants(CHAPTER.parameters_of(run.record)) if "timing" in v.enters]
 
 
+def rows(run) -> dict:
+    """{row name: Row} of the run's declaration, in declared order: labels come from the rows."""
+    return {v.row.name: v.row for v in CHAPTER.variants(CHAPTER.parameters_of(run.record))}
+
+
+def label(run, vid) -> str:
+    """'three kernels, graph'."""
+    return f"{rows(run)[vid.target].label}, {vid.submission}"
+
+
 def sizes(run) -> list[int]:
     return list(CHAPTER.parameters_of(run.record).sizes)
 
@@ -31,27 +41,27 @@ def _mb(nbytes: float) -> str:
     return f"{nbytes / 1e6:.1f}"
 
 
-def in_row_order(mapping: dict) -> list[str]:
+def in_row_order(run, mapping: dict) -> list[str]:
     """The keys of a summary keyed by row name, in declared row order (summaries.json keeps keys sorted)."""
-    return [row.name for row in ROWS if row.name in mapping]
+    return [name for name in rows(run) if name in mapping]
 
 
-def comparison_order(key: str) -> tuple:
+def comparison_order(key: str, names: list[str]) -> tuple:
     """Ratio keys by size, then each row over the baseline per submission, then stream over graph per row."""
     family, what, n = key.split(".")
     if family == "stream_over_graph":
-        return int(n), 1, in_row_order(ROW).index(what), 0
-    return int(n), 0, in_row_order(ROW).index(family.split("_over_")[0]), SUBMISSIONS.index(what)
+        return int(n), 1, names.index(what), 0
+    return int(n), 0, names.index(family.split("_over_")[0]), SUBMISSIONS.index(what)
 
 
-def comparison_label(key: str) -> str:
+def comparison_label(key: str, declared: dict) -> str:
     """'three_over_fused.graph.256' -> 'three kernels / fused kernel, graph'; 'stream_over_graph.three.256' ->
-    'stream / graph, three kernels'."""
+    'stream / graph, three kernels' (`declared`: the rows by name)."""
     family, what, _ = key.split(".")
     if family == "stream_over_graph":
-        return f"stream / graph, {ROW[what].label}"
+        return f"stream / graph, {declared[what].label}"
     top, bottom = family.split("_over_")
-    return f"{ROW[top].label} / {ROW[bottom].label}, {what}"
+    return f"{declared[top].label} / {declared[bottom].label}, {what}"
 
 
 # --------------------------------------------------------------------------- tables
@@ -62,7 +72,7 @@ def timing_table(run):
     rows = []
     for variant in timed(run):
         m = run.summaries["timing"][str(variant.id)]
-        row = {"elements N": size_of(variant.id), "variant": label(variant.id)}
+        row = {"elements N": size_of(variant.id), "variant": label(run, variant.id)}
         for (measurement, metric), (column, _) in LATENCY.items():
             row[f"{column} (µs)"] = m[measurement][metric]
         row["logical GB/s (event median)"] = run.summaries["logical_gbps"][str(variant.id)]
@@ -77,10 +87,11 @@ def ratio_table(run):
     """Paired ratios per size, one row per comparison, with where each interval lies against 1."""
     from launchlab.present import tables
 
-    ratios, verdicts = run.summaries["ratios"], run.summaries["verdicts"]
-    rows = [{"elements N": int(key.rsplit(".", 1)[1]), "comparison": comparison_label(key), "ratio": ratios[key],
-             "verdict": VERDICT_WORDS[verdicts[key]]} for key in sorted(ratios, key=comparison_order)]
-    return tables.page_table(rows, index=["elements N", "comparison"], formats={"elements N": "count",
+    ratios, verdicts, declared = run.summaries["ratios"], run.summaries["verdicts"], rows(run)
+    table = [{"elements N": int(key.rsplit(".", 1)[1]), "comparison": comparison_label(key, declared),
+              "ratio": ratios[key], "verdict": VERDICT_WORDS[verdicts[key]]}
+             for key in sorted(ratios, key=lambda k: comparison_order(k, list(declared)))]
+    return tables.page_table(table, index=["elements N", "comparison"], formats={"elements N": "count",
                                                                                 "verdict": "text"},
                              units={"ratio": "×"},
                              caption="Event interval per call, one variant over another within each round "
@@ -94,16 +105,16 @@ def bytes_table(run):
     dram = run.summaries["dram"]
     if dram is None:
         return None
-    rows = []
-    for name in in_row_order(dram["logical"]):
+    declared, table = rows(run), []
+    for name in in_row_order(run, dram["logical"]):
         logical, measured = dram["logical"][name], dram["paths"].get(name)
-        rows.append({"path": ROW[name].label, "logical read": _mb(logical["read_bytes"]),
+        table.append({"path": declared[name].label, "logical read": _mb(logical["read_bytes"]),
                      "logical written": _mb(logical["write_bytes"]),
                      "DRAM read": _mb(measured["read_bytes"]) if measured else "no counters",
                      "DRAM written": _mb(measured["write_bytes"]) if measured else "no counters",
                      "DRAM / logical": f"{measured['dram_over_logical']:.2f}" if measured else "no counters"})
     columns = ("logical read", "logical written", "DRAM read", "DRAM written")
-    return tables.page_table(rows, index="path", units={c: "MB" for c in columns},
+    return tables.page_table(table, index="path", units={c: "MB" for c in columns},
                              formats={c: "text" for c in (*columns, "DRAM / logical")},
                              caption=f"Bytes of one invocation at N = {dram['size']:,} (MB = 10^6 bytes).")
 
@@ -118,7 +129,8 @@ def dram_status(run):
     if len(dram["paths"]) == len(dram["logical"]) and not dram["error"]:
         return Markdown(f"Nsight Compute read the DRAM counters of every kernel of every path at N = {dram['size']:,} "
                         f"(exit status {dram['returncode']}).")
-    missing = ", ".join(ROW[name].label for name in in_row_order(dram["logical"]) if name not in dram["paths"]) or "none"
+    missing = ", ".join(rows(run)[name].label for name in in_row_order(run, dram["logical"])
+                        if name not in dram["paths"]) or "none"
     return Markdown(f"Nsight Compute gave no DRAM counters for: {missing}. Its output ends:\n\n```text\n"
                     f"{dram['error']}\n```")
 
@@ -127,16 +139,16 @@ def nodes_table(run):
     """Per row: the kernel entry points one invocation launches beside the kernel nodes CUDA's DOT shows."""
     from launchlab.present import tables
 
-    rows = []
-    for name in in_row_order(run.summaries["graph_nodes"]):
+    declared, table = rows(run), []
+    for name in in_row_order(run, run.summaries["graph_nodes"]):
         held = run.summaries["graph_nodes"][name]
-        rows.append({"path": ROW[name].label, "entry points launched, in order": " → ".join(KERNELS[name]),
+        table.append({"path": declared[name].label, "entry points launched, in order": " → ".join(KERNELS[name]),
                      "launches per stream invocation": len(KERNELS[name]),
                      "kernel nodes in the DOT": ", ".join(map(str, held["kernel"])),
                      "other nodes": ", ".join(map(str, held["other"])),
                      "kernels in the DOT, dependency order": "; ".join(held["orders"])})
     built = ", ".join(run.summaries["entry_points"])
-    return tables.page_table(rows, index="path", formats={"kernel nodes in the DOT": "text", "other nodes": "text"},
+    return tables.page_table(table, index="path", formats={"kernel nodes in the DOT": "text", "other nodes": "text"},
                              caption=f"Captured graphs at all {len(sizes(run))} sizes against the kernels launched "
                                      f"(the build holds {built}).")
 
@@ -218,7 +230,7 @@ def bytes_figure(run):
         ax.text(0.5, 0.5, "no Nsight Compute profile was asked for", ha="center", va="center", transform=ax.transAxes)
         ax.set_axis_off()
         return figures.finish(fig)
-    names = in_row_order(dram["logical"])
+    names, declared = in_row_order(run, dram["logical"]), rows(run)
     xs = np.arange(len(names))
     bars = {"logical read": [dram["logical"][p]["read_bytes"] for p in names],
             "logical written": [dram["logical"][p]["write_bytes"] for p in names],
@@ -231,7 +243,7 @@ def bytes_figure(run):
     for x, name in zip(xs, names):
         if name not in dram["paths"]:
             ax.text(x + width, 0, "no ncu\ncounters", ha="center", va="bottom", fontsize=figures.SMALL_PT)
-    ax.set_xticks(xs, [ROW[p].label for p in names])
+    ax.set_xticks(xs, [declared[p].label for p in names])
     ax.set_xlim(-0.5, len(names) - 0.5)
     ax.set_ylabel("MB per invocation")
     ax.set_title(f"N = {dram['size']:,} elements")
@@ -280,20 +292,20 @@ def page_values(run) -> dict:
     return values
 
 
-def verdict_sentence(run, rows: dict = ROW, unit: str = "sizes") -> str:
+def verdict_sentence(run, declared: dict | None = None, unit: str = "sizes") -> str:
     """How often the baseline beat each other row, lost to it, or tied, from the tallies of the paired ratios
-    (`rows`: the chapter's rows by name; `unit`: what a ratio is taken at)."""
-    parts = []
+    (`declared`: the chapter's rows by name, this chapter's by default; `unit`: what a ratio is taken at)."""
+    declared, parts = declared or rows(run), []
     for family, tally in run.summaries["tallies"].items():
         if family.startswith("stream_over_graph"):
             continue
         top, submission = family.split("_over_")[0], family.split(".")[1]
         total = sum(tally.values())
-        parts.append(f"{rows[BASELINE].label} faster than {rows[top].label} {'from the stream' if submission == 'stream' else 'from graphs'} "
+        parts.append(f"{declared[BASELINE].label} faster than {declared[top].label} {'from the stream' if submission == 'stream' else 'from graphs'} "
                      f"at {tally['above']} of {total} {unit}, slower at {tally['below']}, "
                      f"{tally['tie']} {'tie' if tally['tie'] == 1 else 'ties'}")
     if not parts:
-        return f"No paired ratio against the {rows[BASELINE].label} was measured."
+        return f"No paired ratio against the {declared[BASELINE].label} was measured."
     return "Counting only ratios whose 95 % interval excludes 1: " + "; ".join(parts) + "."
 
 
@@ -301,8 +313,8 @@ def dram_sentence(run) -> str:
     dram = run.summaries["dram"]
     if dram is None:
         return "No Nsight Compute profile was asked for in this run."
-    parts = [f"{ROW[name].label} {dram['paths'][name]['dram_over_logical']:.2f} times its logical bytes"
-             for name in in_row_order(dram["logical"]) if name in dram["paths"]]
+    parts = [f"{rows(run)[name].label} {dram['paths'][name]['dram_over_logical']:.2f} times its logical bytes"
+             for name in in_row_order(run, dram["logical"]) if name in dram["paths"]]
     if len(parts) == len(dram["logical"]):
         return f"At N = {dram['size']:,}, Nsight Compute counted DRAM traffic of " + " and ".join(parts) + "."
     return ("Nsight Compute gave no DRAM counters for " + ("some kernels" if parts else "either path")

@@ -54,13 +54,15 @@ def invoke_each_row(n: int) -> None:
     """The child: every profiled row once on one input of n elements, in declared order; prints nothing."""
     import cupy
 
-    from launchlab.chapters.example_a_pointwise import PROFILED_ROWS, model, size_case
+    from launchlab.chapters.declaration import Counts
+    from launchlab.chapters.example_a_pointwise import CHAPTER, Parameters, model
     from launchlab.chapters.example_a_pointwise.device import Context, load
     from launchlab.gpu.backend import CupyBackend
 
     CupyBackend()
     context = Context(load())
-    targets = [row.make(context, size_case(n)) for row in PROFILED_ROWS]
+    profiled = [v for v in CHAPTER.variants(Parameters(sizes=Counts((n,)), profile_size=n)) if "dram" in v.enters]
+    targets = [v.row.make(context, v.id.case) for v in profiled]
     targets[0].load(model.fixture(SEED, 0, n))  # the rows share x
     cupy.cuda.get_current_stream().synchronize()
     for target in targets:

@@ -35,8 +35,7 @@ import json
 import math
 from pathlib import Path
 
-from launchlab.chapters.example_a_pointwise import (BASELINE, CHAPTER, KERNELS, PROFILED_ROWS, ROW, ROWS,
-                                                    historical_name, size_case, size_of)
+from launchlab.chapters.example_a_pointwise import BASELINE, CHAPTER, KERNELS, historical_name, size_case, size_of
 from launchlab.chapters.example_a_pointwise.sanitize import PROBLEM
 from launchlab.measure import stats
 from launchlab.measure.variant import VariantId
@@ -60,8 +59,8 @@ def summarize(run_dir: Path, record) -> dict:
     sanitizer = read_results(run_dir)
     return {"timing": timing, "ratios": ratios,
             "verdicts": {key: stats.verdict(ratio) for key, ratio in ratios.items()},
-            "tallies": tallies(ratios), "graphs": graphs, "graph_nodes": graph_nodes(graphs),
-            "dram": dram_summary(run_dir),
+            "tallies": tallies(ratios), "graphs": graphs, "graph_nodes": graph_nodes(graphs, declared),
+            "dram": dram_summary(run_dir, declared),
             "checks": check_counts(json.loads((run_dir / "validation.json").read_text())),
             "sanitizer": sanitizer, "sanitizer_problem": sanitizer_problem(sanitizer, record, PROBLEM),
             "entry_points": sorted(json.loads((run_dir / BUILD_RECORD).read_text())["resources_loaded"]),
@@ -104,10 +103,10 @@ def graph_summary(path: Path) -> dict:
     return {**dot.node_counts(parsed, kernels), "kernels_in_order": in_order}
 
 
-def graph_nodes(graphs: dict) -> dict:
-    """Per row, what its graphs hold over all sizes, and whether that is exactly its declared kernels."""
+def graph_nodes(graphs: dict, declared) -> dict:
+    """Per declared row, what its graphs hold over all sizes, and whether that is exactly its declared kernels."""
     result = {}
-    for row in ROWS:
+    for row in dict.fromkeys(v.row for v in declared):
         held = [g for name, g in graphs.items() if VariantId.parse(name).target == row.name]
         if not held:
             continue
@@ -119,7 +118,7 @@ def graph_nodes(graphs: dict) -> dict:
     return result
 
 
-def dram_summary(run_dir: Path) -> dict | None:
+def dram_summary(run_dir: Path, declared) -> dict | None:
     """ncu's DRAM bytes per profiled row beside its logical bytes, or the error (one profiled size per run)."""
     from launchlab.gpu.ncu import parse_ncu_csv
 
@@ -130,7 +129,7 @@ def dram_summary(run_dir: Path) -> dict | None:
     n = int(metas[0].stem.removeprefix("ncu_n"))
     rows = parse_ncu_csv(metas[0].with_suffix(".csv").read_text())
     paths, logical = {}, {}
-    for row in PROFILED_ROWS:
+    for row in dict.fromkeys(v.row for v in declared if "dram" in v.enters):
         logical[row.name] = dict(zip(("read_bytes", "write_bytes"), row.bytes(size_case(n))))
         picked = [r for r in rows if r["kernel"] in KERNELS[row.name]]
         if {r["kernel"] for r in picked} != set(KERNELS[row.name]):

@@ -11,6 +11,7 @@ twin's target, captured once; its nodes are read from the DOT text CUDA prints.
 from __future__ import annotations
 
 import dataclasses
+import re
 
 from launchlab.chapters.declaration import Chapter, Counts, Names, Oracle, Row, Shapes, Variant
 from launchlab.chapters.ordinary_launches import ROW_KERNELS, row_path_bytes
@@ -91,17 +92,24 @@ ROWS = (ROW_PATH, TILED, EMPTY, COPIES)
 KERNELS = {"row4": ROW_KERNELS, "tiled3": TILED_KERNELS, "empty": EMPTY_KERNELS, "row4copies": ROW_KERNELS}
 
 
+# Each row's cases from the parameters, with the calls of the row one invocation makes (N empty kernels, k copies).
+CASES = {"row4": lambda p: [(workloads.shape_name(*shape), 1) for shape in p.row_shapes],
+         "tiled3": lambda p: [(case, 1) for case in p.tiled_cases],
+         "empty": lambda p: [(f"n{count}", count) for count in p.empty_lengths],
+         "row4copies": lambda p: [(f"k{count}", count) for count in p.row_copies]}
+
+
 def expand(parameters: Parameters) -> list[Variant]:
-    """The row path at every shape and the tiled path on every case, from the stream and as a graph; the
-    graph-length series: N empty kernels and k copies of the row path (N and k calls of their row)."""
+    """Every row on its cases (CASES), under each of its submissions: the row path at every shape and the tiled
+    path on every case; the graph-length series, N empty kernels and k copies of the row path at copies_shape."""
     copies_shape = workloads.shape_name(*parameters.copies_shape[0])
-    copies = dataclasses.replace(COPIES, bytes=lambda case: row_path_bytes(copies_shape))
-    cases = [(ROW_PATH, workloads.shape_name(*shape), 1) for shape in parameters.row_shapes]
-    cases += [(TILED, case, 1) for case in parameters.tiled_cases]
-    cases += [(EMPTY, f"n{count}", count) for count in parameters.empty_lengths]
-    cases += [(copies, f"k{count}", count) for count in parameters.row_copies]
-    return [Variant(VariantId(row.name, case, submission), row, calls=calls)
-            for row, case, calls in cases for submission in row.submissions]
+    variants = []
+    for row in ROWS:
+        if row.name == COPIES.name:  # a copy moves what the row path moves at the run's copies_shape
+            row = dataclasses.replace(row, bytes=lambda case: row_path_bytes(copies_shape))
+        variants += [Variant(VariantId(row.name, case, submission), row, calls=calls)
+                     for case, calls in CASES[row.name](parameters) for submission in row.submissions]
+    return variants
 
 
 # ---------------------------------------------------------------- reading a VariantId
@@ -117,9 +125,10 @@ def launches_of(vid: VariantId) -> int:
 
 def is_large(vid: VariantId) -> bool:
     """Large shapes and long invocations use the protocol's smaller event batch."""
-    if vid.target == "row4":
+    if re.fullmatch(r"\d+x\d+", vid.case):
         rows, cols = workloads.parse_shapes(vid.case)[0]
-        return rows * cols >= LARGE_ELEMENTS
+        if rows * cols >= LARGE_ELEMENTS:
+            return True
     return launches_of(vid) >= LARGE_LAUNCHES
 
 
