@@ -110,31 +110,26 @@ def ncu_csv(n: int) -> str:
 
 def example_a_run(root: Path, run_id: str = "20990101T000000Z-exa", ncu: str = "counters", seal: bool = False) -> Path:
     """A passed Example A run; ncu "counters" (both paths profiled), "error" (no permission) or "none" (no profile)."""
-    from launchlab.chapters.example_a_pointwise import (KERNELS, LARGE_ELEMENTS, PATHS, SUBMISSIONS, Parameters,
-                                                        parse_sizes, variant)
-    from launchlab.model import pointwise as model
+    from launchlab.chapters.example_a_pointwise import CHAPTER, KERNELS, Parameters, is_large, model, size_of
 
     parameters = Parameters()
     writer = evidence.RunWriter(run_id, root)
-    sizes = parse_sizes(parameters.sizes)
     costs, large, checks = {}, set(), []
-    for n in sizes:
-        for path in PATHS:
-            for submission in SUBMISSIONS:
-                vid = variant(path, n, submission)
-                launches = len(KERNELS[path]) if submission == "stream" else 1
-                device = (24 if path == "three" else 8) * n / 4.0e6 + 2.0 * len(KERNELS[path])
-                costs[vid] = (max(device, 3.5 * launches), device + 9.0 * launches)
-                if n >= LARGE_ELEMENTS:
-                    large.add(vid)
-                if submission == "graph":
-                    writer.write_text(f"graphs/{vid}.dot", dot_chain(KERNELS[path]))
-                    checks.append(structure_check(vid, "graph nodes", "kernel and other nodes in the captured graph's DOT", 2))
+    for variant in CHAPTER.variants(parameters):
+        vid, n, kernels = variant.id, size_of(variant.id), KERNELS[variant.id.target]
+        launches = len(kernels) if vid.submission == "stream" else 1
+        device = variant.logical_bytes / 4.0e6 + 2.0 * len(kernels)
+        costs[vid] = (max(device, 3.5 * launches), device + 9.0 * launches)
+        if is_large(vid):
+            large.add(vid)
+        if vid.submission == "graph":
+            writer.write_text(f"graphs/{vid}.dot", dot_chain(kernels))
+            checks.append(structure_check(vid, "graph nodes", "kernel and other nodes in the captured graph's DOT", 2))
     for index, phase in [(i, "before") for i in range(model.FIXTURES_BEFORE_TIMING)] + [(model.HELD_OUT_FIXTURE, "after")]:
-        checks += [output_check(vid, index, phase, size) for vid in costs for size in [int(vid.case[1:])]]
+        checks += [output_check(vid, index, phase, size_of(vid)) for vid in costs]
     writer.write_json("graphs/setup.json", {})
     writer.write_json("builds/pointwise/record.json", {"family": "pointwise", "options": ["--fmad=false"], "resources_loaded": {
-        k: {"registers": 8, "shared_bytes": 0, "local_bytes": 0} for k in KERNELS["three"] + KERNELS["fused"]}})
+        k: {"registers": 8, "shared_bytes": 0, "local_bytes": 0} for names in KERNELS.values() for k in names}})
     n = parameters.profile_size
     if ncu == "counters":
         writer.write_text(f"profiles/ncu_n{n}.csv", ncu_csv(n))
@@ -152,7 +147,7 @@ def example_a_run(root: Path, run_id: str = "20990101T000000Z-exa", ncu: str = "
 # --------------------------------------------------------------------------- Example B
 def simulated_trace(schedule: str, case: str, jobs: int, workers: int) -> dict:
     """A trace of the schedule from model.jobs.simulate, with made-up stage durations (ns per iteration)."""
-    from launchlab.model import jobs as model
+    from launchlab.chapters.example_b_jobs import model
 
     a_ns = model.a_iterations(case, jobs) * 2.5
     b_ns = np.full(jobs, model.B_ITERATIONS * 2.5)
@@ -162,42 +157,37 @@ def simulated_trace(schedule: str, case: str, jobs: int, workers: int) -> dict:
 
 
 def example_b_run(root: Path, run_id: str = "20990101T000000Z-exb", seal: bool = False) -> Path:
-    from launchlab.chapters.example_b_jobs import (KERNELS, SCHEDULES, SUBMISSIONS, Parameters, parse_cases,
-                                                   variant)
-    from launchlab.model import jobs as model
+    from launchlab.chapters.example_b_jobs import CHAPTER, KERNELS, Parameters, model
 
-    parameters = Parameters()
     writer = evidence.RunWriter(run_id, root)
     sms = DEVICE["sm_count"]
     jobs = model.job_count(sms)
     costs, checks, occupancy = {}, [], {}
-    for case in parse_cases(parameters.cases):
+    for variant in CHAPTER.variants(Parameters()):
+        vid, schedule, case = variant.id, variant.id.target, variant.id.case
         work = model.a_iterations(case, jobs).sum() * 2.5 / 1e3 / sms
-        for schedule in SCHEDULES:
-            for submission in SUBMISSIONS:
-                vid = variant(schedule, case, submission)
-                costs[vid] = (work + {"separate": 12, "fused": 8, "queue": 9}[schedule], work + 30)
-                trace = simulated_trace(schedule, case, jobs, sms)
-                writer.write_arrays(f"traces/{vid}.npz", workers=np.int64(sms if schedule == "queue" else jobs), **trace)
-                result = model.check_trace(trace, jobs, schedule, sms if schedule == "queue" else None)
-                checks.append({**structure_check(vid, "trace", f"trace rules of the {schedule} schedule",
-                                                 len(result["checks"])), "fixture": 0, "checks": result["checks"]})
-                if submission == "graph":
-                    labels = (("MEMSET",) if schedule == "queue" else ()) + KERNELS[schedule]
-                    writer.write_text(f"graphs/{vid}.dot", dot_chain(labels))
-                    checks.append(structure_check(vid, "graph nodes", "kernel, other and MEMSET nodes", 3))
-                else:
-                    occupancy[str(vid)] = {"with_reservation": {k: 1 for k in KERNELS[schedule]},
-                                           "without_reservation": {k: 8 for k in KERNELS[schedule]}}
-                    checks.append(structure_check(vid, "occupancy", "active CTAs per SM", len(KERNELS[schedule])))
-                for index, phase in [(i, "before") for i in range(3)] + [(3, "after"), (0, "traced build")]:
-                    checks.append(output_check(vid, index, phase, jobs * 256))
-                    if schedule == "queue":
-                        checks.append({**output_check(vid, index, phase, 1), "what": "queue counter after the invocation"})
+        costs[vid] = (work + {"separate": 12, "fused": 8, "queue": 9}[schedule], work + 30)
+        trace = simulated_trace(schedule, case, jobs, sms)
+        writer.write_arrays(f"traces/{vid}.npz", workers=np.int64(sms if schedule == "queue" else jobs), **trace)
+        result = model.check_trace(trace, jobs, schedule, sms if schedule == "queue" else None)
+        checks.append({**structure_check(vid, "trace", f"trace rules of the {schedule} schedule",
+                                         len(result["checks"])), "fixture": 0, "checks": result["checks"]})
+        if vid.submission == "graph":
+            labels = (("MEMSET",) if schedule == "queue" else ()) + KERNELS[schedule]
+            writer.write_text(f"graphs/{vid}.dot", dot_chain(labels))
+            checks.append(structure_check(vid, "graph nodes", "kernel, other and MEMSET nodes", 3))
+        else:
+            occupancy[str(vid)] = {"with_reservation": {k: 1 for k in KERNELS[schedule]},
+                                   "without_reservation": {k: 8 for k in KERNELS[schedule]}}
+            checks.append(structure_check(vid, "occupancy", "active CTAs per SM", len(KERNELS[schedule])))
+        for index, phase in [(i, "before") for i in range(3)] + [(3, "after"), (0, "traced build")]:
+            checks.append(output_check(vid, index, phase, jobs * 256))
+            if schedule == "queue":
+                checks.append({**output_check(vid, index, phase, 1), "what": "queue counter after the invocation"})
     writer.write_json("graphs/setup.json", {})
     for tool in ("memcheck", "racecheck"):
         writer.write_json(f"sanitizer/{tool}.json", sanitizer_result(tool, "jobs"))
-    shared = {"shared_per_sm": 233472, "shared_per_block_optin": 232448, "reserved_by_system_per_block": 1024,
+    shared = {"shared_per_sm": 233472, "shared_per_block_optin": 232448,
               "dynamic_shared_bytes": model.reserved_shared_bytes(233472)}
     details = {"shared_memory": shared, "sm_count": sms, "jobs": jobs, "workers": sms, "occupancy": occupancy,
                "sanitizer": {"executable": "compute-sanitizer", "clean": True, "error": None}}

@@ -7,21 +7,22 @@ import pytest
 
 from example_runs import example_a_run
 from launchlab.chapters import chapter
-from launchlab.chapters.example_a_pointwise import (CHAPTER, Parameters, historical_name, label, parse_sizes,
-                                                    size_of, variant)
-from launchlab import analysis
+from launchlab.chapters.example_a_pointwise import CHAPTER, Parameters, historical_name, label, size_of
+from launchlab.measure.variant import VariantId
+from launchlab.analysis import analyze, open_run
+from launchlab.store import runs
 
 SIZES = (256, 32_768, 1_048_576, 16_777_216)
 
 
 @pytest.fixture(scope="module")
 def run(tmp_path_factory):
-    return analysis.open_run(example_a_run(tmp_path_factory.mktemp("evidence")), require_sealed=False)
+    return open_run(example_a_run(tmp_path_factory.mktemp("evidence")), require_sealed=False)
 
 
 def test_declaration():
     assert chapter("example_a_pointwise") is CHAPTER and CHAPTER.tag == "exa"
-    assert Parameters().sizes == "256,32768,1048576,16777216" and parse_sizes(Parameters().sizes) == list(SIZES)
+    assert CHAPTER.defaults()["sizes"] == "256,32768,1048576,16777216" and Parameters().sizes == SIZES
     table = {str(spec.id): spec for spec in CHAPTER.variants()}
     assert len(table) == 16
     for n in SIZES:
@@ -29,14 +30,14 @@ def test_declaration():
             three, fused = table[f"three.n{n}.{submission}"], table[f"fused.n{n}.{submission}"]
             assert three.logical_bytes == 24 * n and (three.bytes_read, three.bytes_written) == (12 * n, 12 * n)
             assert fused.logical_bytes == 8 * n and (fused.bytes_read, fused.bytes_written) == (4 * n, 4 * n)
-    assert table["three.n256.graph"].row.label == "GraphReplay(ThreePointwise)"
-    vid = variant("fused", 16_777_216, "graph")
-    assert str(vid) == "fused.n16777216.graph" and size_of(vid) == 16_777_216
-    assert historical_name(vid) == "fused_graph" and label(vid) == "fused kernel, graph"
-    with pytest.raises(ValueError):
-        parse_sizes("256,256")
-    with pytest.raises(ValueError):
-        parse_sizes("0")
+        assert "dram" in table[f"three.n{n}.stream"].enters and "dram" not in table[f"three.n{n}.graph"].enters
+    assert table["three.n256.graph"].row.label == "three kernels"
+    vid = VariantId.parse("fused.n16777216.graph")
+    assert size_of(vid) == 16_777_216 and historical_name(vid) == "fused_graph" and label(vid) == "fused kernel, graph"
+    with pytest.raises(ValueError, match="twice"):
+        CHAPTER.variants(CHAPTER.parse_parameters({"sizes": "256,256"}))
+    with pytest.raises(ValueError, match="positive"):
+        CHAPTER.parse_parameters({"sizes": "0"})
 
 
 def test_headline_keys_are_exactly_the_declared_ones(run):
@@ -65,14 +66,14 @@ def test_summaries(run):
     assert set(s["sanitizer"]) == {"memcheck", "racecheck"} and all(t["clean"] for t in s["sanitizer"].values())
     ratio = s["ratios"]["three_over_fused.graph.16777216"]
     assert ratio["ci_low"] <= ratio["median"] <= ratio["ci_high"] and ratio["median"] > 1
-    assert analysis.analyze(run.path) == []
+    assert analyze(run.path) == []
 
 
 @pytest.mark.parametrize("ncu", ["error", "none"])
 def test_without_ncu_counters_the_key_is_absent_and_the_page_says_why(tmp_path, ncu):
     from launchlab.chapters.example_a_pointwise import page
 
-    run = analysis.open_run(example_a_run(tmp_path, ncu=ncu), require_sealed=False)
+    run = open_run(example_a_run(tmp_path, ncu=ncu), require_sealed=False)
     assert not [k for k in run.headline if k.startswith("dram_over_logical")]
     values = page.page_values(run)
     status = page.dram_status(run).data
@@ -94,7 +95,7 @@ def test_page_tables_figures_and_values(run):
 
     matplotlib.use("Agg")
     for table in (page.timing_table(run), page.ratio_table(run), page.bytes_table(run), page.nodes_table(run),
-                  page.sanitizer_table(run, "pointwise"), page.comparison_table(run)):
+                  page.sanitizer_table(run), page.comparison_table(run)):
         assert table.rows and not any(looks_elided_or_scientific(c) for row in table.rows for c in row), table.columns
     comparison = page.comparison_table(run)
     assert comparison.columns == ["Quantity", "article (H100, October 2026)", f"this book (H200, run {run.run_id})"]
@@ -120,6 +121,27 @@ def test_validation_summary_counts_phases(run):
     assert table.loc["graph nodes", "checks"] == 8
 
 
+def test_a_new_row_reaches_the_tables_the_ratios_and_the_dram_profile(tmp_path, monkeypatch):
+    """One more row (the fused kernel again, under another name) and its kernels: from the declaration alone it
+    is timed, compared with the baseline, counted in its graphs, profiled and shown."""
+    import dataclasses
+
+    from launchlab.chapters import example_a_pointwise as package
+    from launchlab.chapters.example_a_pointwise import page
+
+    again = dataclasses.replace(package.FUSED, name="again", label="fused kernel again")
+    monkeypatch.setattr(package, "ROWS", package.ROWS + (again,))
+    monkeypatch.setitem(package.KERNELS, "again", package.KERNELS["fused"])
+    run = open_run(example_a_run(tmp_path), require_sealed=False)
+    s = run.summaries
+    assert {f"again.n{n}.{sub}" for n in SIZES for sub in ("stream", "graph")} <= set(s["timing"])
+    assert "again_over_fused.graph.256" in s["ratios"] and "stream_over_graph.again.256" in s["verdicts"]
+    assert s["graph_nodes"]["again"]["as_declared"] and "again" in s["dram"]["paths"]
+    assert "fused kernel again, graph" in [row[1] for row in page.timing_table(run).rows]
+    assert "fused kernel again" in page.page_values(run)["verdict_sentence"]
+    assert analyze(run.path) == []
+
+
 @pytest.mark.slow
 def test_notebook_executes_on_a_sealed_synthetic_run(tmp_path, monkeypatch):
     """The thin notebook end to end (papermill, evidence mode) on a run in a temporary evidence root."""
@@ -141,4 +163,4 @@ def test_notebook_executes_on_a_sealed_synthetic_run(tmp_path, monkeypatch):
     sources = "".join("".join(c["source"]) for c in notebook["cells"] if c["cell_type"] == "markdown")
     names = {part.split("`")[1] for part in sources.split("{glue:md}")[1:]}
     assert names <= glued, names - glued
-    assert np.isfinite(analysis.open_run(run_dir).headline["event_us.fused_graph.256"])
+    assert np.isfinite(open_run(run_dir).headline["event_us.fused_graph.256"])

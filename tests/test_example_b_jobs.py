@@ -6,10 +6,11 @@ import numpy as np
 import pytest
 
 from example_runs import example_b_run, simulated_trace
-from launchlab import analysis
 from launchlab.chapters import chapter
-from launchlab.chapters.example_b_jobs import CHAPTER, Parameters, historical_name, label, parse_cases, variant
-from launchlab.model import jobs as model
+from launchlab.chapters.example_b_jobs import CHAPTER, Parameters, historical_name, label, model
+from launchlab.measure.variant import VariantId
+from launchlab.analysis import analyze, open_run
+from launchlab.store import runs
 
 VARIANTS = ("separate_stream", "separate_graph", "fused_stream", "fused_graph", "queue_stream", "queue_graph")
 CASES = ("balanced", "ragged")
@@ -17,12 +18,12 @@ CASES = ("balanced", "ragged")
 
 @pytest.fixture(scope="module")
 def run(tmp_path_factory):
-    return analysis.open_run(example_b_run(tmp_path_factory.mktemp("evidence")), require_sealed=False)
+    return open_run(example_b_run(tmp_path_factory.mktemp("evidence")), require_sealed=False)
 
 
 def test_declaration():
     assert chapter("example_b_jobs") is CHAPTER and CHAPTER.tag == "exb"
-    assert parse_cases(Parameters().cases) == list(CASES)
+    assert Parameters().cases == CASES and CHAPTER.defaults()["cases"] == "balanced,ragged"
     ids = [str(spec.id) for spec in CHAPTER.variants()]
     assert sorted(ids) == sorted(f"{v.split('_')[0]}.{case}.{v.split('_')[1]}" for v in VARIANTS for case in CASES)
     table = {str(spec.id): spec for spec in CHAPTER.variants()}
@@ -30,12 +31,13 @@ def test_declaration():
     assert (table["fused.ragged.stream"].bytes_read, table["fused.ragged.stream"].bytes_written) == \
         ((2048 + 4) * jobs, 2048 * jobs)
     assert table["queue.balanced.graph"].logical_bytes == table["fused.balanced.graph"].logical_bytes + 8 * jobs
-    assert table["queue.ragged.graph"].row.label == "GraphReplay(QueueJobs)"
-    vid = variant("queue", "ragged", "graph")
+    assert table["queue.ragged.graph"].row.label == "persistent queue"
+    assert {name for name, v in table.items() if "timeline" in v.enters} == {f"{r}.ragged.graph" for r in ("separate", "fused", "queue")}
+    vid = VariantId.parse("queue.ragged.graph")
     assert str(vid) == "queue.ragged.graph" and historical_name(vid) == "queue_graph"
     assert label(vid) == "persistent queue, graph"
-    with pytest.raises(ValueError):
-        parse_cases("ragged,skewed")
+    with pytest.raises(ValueError, match="among"):
+        CHAPTER.variants(CHAPTER.parse_parameters({"cases": "ragged,skewed"}))
 
 
 def test_headline_keys_are_exactly_the_declared_ones(run):
@@ -60,7 +62,7 @@ def test_summaries(run):
     assert trace["a_stage_ns"]["max"] == int(8192 * 2.5)
     assert s["layout"]["active_ctas_per_sm"] == [1] and s["layout"]["shared_memory"]["dynamic_shared_bytes"] == 116_992
     assert s["checks"]["by_phase"]["trace"] == {"checks": 12, "passed": 12}
-    assert analysis.analyze(run.path) == []
+    assert analyze(run.path) == []
 
 
 def test_a_broken_trace_is_summarised_as_failing(tmp_path):
@@ -84,7 +86,7 @@ def test_page_tables_figures_and_values(run):
 
     matplotlib.use("Agg")
     for table in (page.timing_table(run), page.ratio_table(run), page.layout_table(run), page.graph_table(run),
-                  page.trace_table(run), page.sanitizer_table(run, "jobs"), page.comparison_table(run)):
+                  page.trace_table(run), page.sanitizer_table(run), page.comparison_table(run)):
         assert table.rows and not any(looks_elided_or_scientific(c) for row in table.rows for c in row), table.columns
     comparison = page.comparison_table(run)
     assert comparison.columns[1:] == ["article (H100, October 2026)", f"this book (H200, run {run.run_id})"]

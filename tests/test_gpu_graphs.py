@@ -1,12 +1,10 @@
 """GPU: every variant of chapter 2 on fresh seeds, graphs replayed with new inputs in their captured buffers,
 node counts read from CUDA's DOT text, and the whole chapter run end to end under a short protocol."""
-import dataclasses
-
 import numpy as np
 import pytest
 
-from launchlab.chapters.graphs import (CHAPTER, TILED_KERNELS, Parameters, copies_variant, empty_variant,
-                                       graph_twin, row_variant, tiled_variant)
+from launchlab.chapters.graphs import CHAPTER, KERNELS, PACKED, RMS_SOFTMAX, TILED_KERNELS
+from launchlab.measure.variant import VariantId
 from launchlab.model import dot, oracles, workloads
 
 pytestmark = pytest.mark.gpu
@@ -47,29 +45,29 @@ def small_targets(modules):
     from launchlab.gpu.targets import RowPath, TiledPath
 
     row = RowPath(modules["row_softmax"], 1823, 781)
-    return {row_variant(1823, 781, "stream"): row,
-            tiled_variant("irregular", "stream"): TiledPath(modules["tiled_softmax"], [700, 3000, 1]),
-            copies_variant(3, "stream"): RowCopies(RowPath(modules["row_softmax"], 97, 1500), 3),
-            empty_variant(5, "stream"): EmptyKernels(modules["empty"], 5)}
+    return {VariantId.parse("row4.1823x781.stream"): (row, RMS_SOFTMAX),
+            VariantId.parse("tiled3.irregular.stream"): (TiledPath(modules["tiled_softmax"], [700, 3000, 1]), PACKED),
+            VariantId.parse("row4copies.k3.stream"): (RowCopies(RowPath(modules["row_softmax"], 97, 1500), 3),
+                                                      RMS_SOFTMAX),
+            VariantId.parse("empty.n5.stream"): (EmptyKernels(modules["empty"], 5), None)}
 
 
 def test_replayed_graphs_follow_new_inputs_and_keep_one_node_per_launch(modules, backend):
     """Pointers are fixed at capture: new inputs written into the captured buffers give new, correct outputs."""
-    from launchlab.chapters.graphs import kernel_names
     from launchlab.chapters.graphs.run import fixture
     from launchlab.gpu.capture import GraphReplay
 
-    for vid, target in small_targets(modules).items():
+    for vid, (target, oracle) in small_targets(modules).items():
         replay = GraphReplay(target, backend.stream)
         parsed = dot.parse_dot(replay.dot)
-        assert dot.node_counts(parsed, kernel_names(vid)) == {"kernel": len(target.launches), "other": 0}, vid
+        assert dot.node_counts(parsed, KERNELS[vid.target]) == {"kernel": len(target.launches), "other": 0}, vid
         assert len(dot.topological_order(parsed)) == len(target.launches)
         if vid.target == "empty":
             replay.invoke()
             backend.synchronize()
             continue
         for index in range(3):
-            x, reference, offsets = fixture(FRESH_SEED, index, target)
+            x, reference, offsets = fixture(FRESH_SEED, index, target, oracle)
             for runner in (target, replay):
                 result = oracles.compare(runner.compute(x), reference, oracles.RMS_SOFTMAX_TOLERANCE, offsets)
                 assert result["passed"], f"{vid} ({type(runner).__name__}), seed {FRESH_SEED}, fixture {index}: {result}"
@@ -107,8 +105,9 @@ def test_the_chapter_runs_end_to_end_under_a_short_protocol(tmp_path):
     from launchlab.store.evidence import RunWriter
     from launchlab.analysis import open_run, recompute
 
-    parameters = Parameters(row_shapes="257x1000,128x8192", tiled_cases="balanced,ragged", fixture_seed=FRESH_SEED,
-                            empty_lengths="1,8", row_copies="1,3", copies_shape="64x2048", setup_repeats=2)
+    parameters = CHAPTER.parse_parameters({"row_shapes": "257x1000,128x8192", "tiled_cases": "balanced,ragged",
+                                           "fixture_seed": FRESH_SEED, "empty_lengths": "1,8", "row_copies": "1,3",
+                                           "copies_shape": "64x2048", "setup_repeats": 2})
     writer = RunWriter("20260101T000000Z-ch02", tmp_path)
     session = Session(CHAPTER, writer, parameters, MeasurementProtocol(warmups=1, rounds=3, batch=4, large_batch=2))
     CHAPTER.run.run(session)
@@ -129,8 +128,8 @@ def test_the_chapter_runs_end_to_end_under_a_short_protocol(tmp_path):
         if spec.id.submission == "graph":
             nodes = run.summaries["nodes"][str(spec.id)]
             assert nodes["kernel"] == nodes["stream_launches"] and nodes["other"] == 0, spec.id
-    assert headline[f"kernel_nodes.{graph_twin(row_variant(128, 8192, 'stream'))}"] == 4
+    assert headline["kernel_nodes.row4.128x8192.graph"] == 4
     assert all(value for value in CHAPTER.page.page_values(run).values())
     CHAPTER.page.setup_table(run).to_html()
     CHAPTER.page.timing_table(run).to_html()
-    assert dataclasses.asdict(parameters) == run.record.parameters
+    assert CHAPTER.parameters_of(run.record) == parameters

@@ -1,4 +1,4 @@
-"""GPU: Example B's six variants against the affine-composition oracle on fresh seeds, one active CTA per
+"""GPU: Example B's declared variants against the affine-composition oracle on fresh seeds, one active CTA per
 SM, the graphs' nodes (a memset node for the queue reset), the queue's progress with any worker count,
 poisoned outputs failing, the traced build's traces passing their checks, and the chapter run end to end
 through the runner (the ragged case, into a temporary evidence root)."""
@@ -9,7 +9,8 @@ import sys
 import numpy as np
 import pytest
 
-from launchlab.model import jobs as model
+from launchlab.chapters.declaration import Names
+from launchlab.chapters.example_b_jobs import CHAPTER, Parameters, model
 
 pytestmark = pytest.mark.gpu
 FRESH_SEED = int(np.random.SeedSequence().entropy % 2**31)  # new every session; printed on failure
@@ -24,34 +25,46 @@ def backend():
 
 @pytest.fixture(scope="module")
 def modules():
-    from launchlab.gpu import jobs
+    from launchlab.chapters.example_b_jobs import device as jobs
 
     return {"timed": jobs.load(), "traced": jobs.load(traced=True)}
 
 
 @pytest.fixture(scope="module")
-def sms():
-    from launchlab.gpu import jobs
+def layout():
+    from launchlab.chapters.example_b_jobs import device as jobs
 
-    return jobs.sm_count()
+    return jobs.device_layout()
 
 
 @pytest.fixture(scope="module")
-def setups(modules, backend, sms):
+def sms(layout):
+    return layout["sm_count"]
+
+
+def reference(problem, x):
+    return model.oracle(x, problem.a_iters_host, problem.b_iters)
+
+
+def case_variants(built, case: str, stream, layout) -> tuple:
+    """(problem, {"<row>_<submission>": Target or GraphReplay}) of one case, made from the declared rows."""
+    from launchlab.chapters.example_b_jobs import device as jobs
+    from launchlab.gpu.capture import stream_and_graph
+
+    context = jobs.Context(built, layout)
+    declared = CHAPTER.variants(Parameters(cases=Names((case,))))
+    runners = stream_and_graph(declared, lambda v: v.row.make(context, v.id.case), stream)
+    return context.problem(case), {f"{vid.target}_{vid.submission}": r for vid, r in runners.items()}
+
+
+@pytest.fixture(scope="module")
+def setups(modules, backend, layout):
     """{case: (problem, {variant name: Target or GraphReplay})} on the timed build."""
-    from launchlab.gpu import jobs
-
-    built = {}
-    for case in model.CASES:
-        problem = jobs.JobProblem(model.a_iterations(case, model.job_count(sms)))
-        built[case] = (problem, jobs.variants(modules["timed"], problem, backend.stream))
-    return built
+    return {case: case_variants(modules["timed"], case, backend.stream, layout) for case in model.CASES}
 
 
-def test_shared_reservation_is_just_over_half_the_sm(sms):
-    from launchlab.gpu import jobs
-
-    record = jobs.shared_memory()
+def test_shared_reservation_is_just_over_half_the_sm(layout):
+    record = layout["shared_memory"]
     assert record["dynamic_shared_bytes"] == record["shared_per_sm"] // 2 + model.SHARED_MARGIN_BYTES
     assert record["dynamic_shared_bytes"] <= record["shared_per_block_optin"]
     if record["shared_per_sm"] == 228 * 1024:  # H100 and H200
@@ -59,7 +72,7 @@ def test_shared_reservation_is_just_over_half_the_sm(sms):
 
 
 def test_one_active_cta_per_sm(setups):
-    from launchlab.gpu import jobs
+    from launchlab.chapters.example_b_jobs import device as jobs
 
     _, variants = setups["ragged"]
     for name in ("separate_stream", "fused_stream", "queue_stream"):
@@ -71,13 +84,13 @@ def test_one_active_cta_per_sm(setups):
 
 @pytest.mark.parametrize("case", model.CASES)
 def test_every_variant_matches_the_oracle_on_fresh_seeds(setups, case, sms):
-    from launchlab.gpu import jobs
+    from launchlab.chapters.example_b_jobs import device as jobs
 
     problem, variants = setups[case]
-    assert problem.jobs == model.job_count(sms) and list(variants) == list(model.VARIANTS)
+    assert problem.jobs == model.job_count(sms) and len(variants) == 2 * len(model.SCHEDULES)
     for index in (0, model.HELD_OUT_FIXTURE):
         x = model.inputs(FRESH_SEED, index, problem.jobs)
-        ref = problem.reference(x)
+        ref = reference(problem, x)
         for name, variant in variants.items():
             result = model.compare_exact(variant.compute(x), ref)
             assert result["passed"], f"seed {FRESH_SEED}, {case}, {name}, fixture {index}: {result}"
@@ -103,11 +116,11 @@ def test_graph_nodes(setups):
 
 
 def test_poisoned_outputs_and_a_skipped_reset_fail(setups):
-    from launchlab.gpu.jobs import _JobTarget
+    from launchlab.chapters.example_b_jobs.device import _JobTarget
 
     problem, variants = setups["balanced"]
     x = model.inputs(FRESH_SEED, 5, problem.jobs)
-    ref = problem.reference(x)
+    ref = reference(problem, x)
     targets = {name.split("_")[0]: variants[name] for name in ("separate_stream", "fused_stream", "queue_stream")}
     for target in targets.values():
         assert not model.compare_exact(target.compute(x, invoke=lambda: None), ref)["passed"]
@@ -123,26 +136,25 @@ def test_poisoned_outputs_and_a_skipped_reset_fail(setups):
 
 
 @pytest.mark.parametrize("workers", [1, 3, "twice"])
-def test_queue_progress_needs_no_co_residency(modules, backend, sms, workers):
-    from launchlab.gpu import jobs
+def test_queue_progress_needs_no_co_residency(modules, backend, sms, layout, workers):
+    from launchlab.chapters.example_b_jobs import device as jobs
 
     problem = jobs.JobProblem(model.a_iterations("ragged", model.job_count(sms)))
     count = 2 * sms if workers == "twice" else workers  # "twice": half the workers wait for an SM
-    queue = jobs.QueueJobs(modules["timed"], problem, workers=count)
+    queue = jobs.QueueJobs(modules["timed"], problem, layout["shared_memory"]["dynamic_shared_bytes"], count)
     x = model.inputs(FRESH_SEED, 6, problem.jobs)
-    assert model.compare_exact(queue.compute(x), problem.reference(x))["passed"]
+    assert model.compare_exact(queue.compute(x), reference(problem, x))["passed"]
     assert queue.head_after() == problem.jobs + count
 
 
 @pytest.mark.parametrize("case", model.CASES)
-def test_traced_build_validates_and_its_traces_pass_the_checks(modules, backend, sms, case):
-    from launchlab.gpu import jobs
+def test_traced_build_validates_and_its_traces_pass_the_checks(modules, backend, sms, layout, case):
+    from launchlab.chapters.example_b_jobs import device as jobs
 
-    problem = jobs.JobProblem(model.a_iterations(case, model.job_count(sms)))
-    records = jobs.attach_trace(modules["traced"], problem.jobs)  # before the captures replay traced kernels
-    variants = jobs.variants(modules["traced"], problem, backend.stream)
+    records = jobs.attach_trace(modules["traced"], layout["jobs"])  # before the captures replay traced kernels
+    problem, variants = case_variants(modules["traced"], case, backend.stream, layout)
     x = model.inputs(FRESH_SEED, 7, problem.jobs)
-    ref = problem.reference(x)
+    ref = reference(problem, x)
     for name, variant in variants.items():
         target = jobs.underlying(variant)
         assert model.compare_exact(variant.compute(x), ref)["passed"], name

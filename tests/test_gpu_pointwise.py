@@ -1,4 +1,4 @@
-"""GPU: Example A's four variants bit for bit against the oracle on fresh seeds at every size, the
+"""GPU: Example A's declared variants bit for bit against the oracle on fresh seeds at every size, the
 captured graphs' kernel node counts (3 and 1), poisoned or partial outputs failing the check, and the
 chapter run end to end through the runner (small sizes, into a temporary evidence root)."""
 import os
@@ -8,7 +8,10 @@ import sys
 import numpy as np
 import pytest
 
-from launchlab.model import pointwise as model
+from launchlab.chapters.declaration import Counts
+from launchlab.chapters.example_a_pointwise import CHAPTER, KERNELS, Parameters, model
+
+SIZES = (256, 32_768, 1_048_576, 16_777_216, 1000)  # 1000: a last block only partly used
 
 pytestmark = pytest.mark.gpu
 FRESH_SEED = int(np.random.SeedSequence().entropy % 2**31)  # new every session; printed on failure
@@ -23,39 +26,48 @@ def backend():
 
 @pytest.fixture(scope="module")
 def built():
-    from launchlab.gpu import pointwise
+    from launchlab.chapters.example_a_pointwise import device as pointwise
 
     return pointwise.load()
 
 
 @pytest.fixture(scope="module")
 def setups(built, backend):
-    from launchlab.gpu import pointwise
+    """{n: {VariantId: runner}} of every declared variant, made from its row as the run makes it."""
+    from launchlab.chapters.example_a_pointwise.device import Context
+    from launchlab.gpu.capture import stream_and_graph
 
-    return {n: pointwise.variants(built, n, backend.stream) for n in model.SIZES + (1000,)}
+    context = Context(built)
+    variants = CHAPTER.variants(Parameters(sizes=Counts(SIZES)))
+    runners = stream_and_graph(variants, lambda v: v.row.make(context, v.id.case), backend.stream)
+    return {n: {vid: r for vid, r in runners.items() if vid.case == f"n{n}"} for n in SIZES}
 
 
 def test_build_has_contraction_off_and_no_local_memory(built):
-    from launchlab.gpu import pointwise
-
     assert "--fmad=false" in built.options
-    resources = built.resources(pointwise.THREE_KERNELS + pointwise.FUSED_KERNELS)
+    resources = built.resources(tuple(k for names in KERNELS.values() for k in names))
     assert all(r["local_bytes"] == 0 for r in resources.values()), resources
 
 
-@pytest.mark.parametrize("n", model.SIZES + (1000,))  # 1000: a last block only partly used
+@pytest.mark.parametrize("n", SIZES)
 def test_every_variant_is_exact_on_fresh_seeds(setups, n):
-    assert list(setups[n]) == list(model.VARIANTS)
+    assert len(setups[n]) == 2 * len(KERNELS)
     for index in range(2):
         x = model.fixture(FRESH_SEED, index, n)
         ref = model.reference(x)
-        for name, variant in setups[n].items():
+        for vid, variant in setups[n].items():
             result = model.compare_exact(variant.compute(x), ref)
-            assert result["passed"], f"seed {FRESH_SEED}, n {n}, {name}, fixture {index}: {result}"
+            assert result["passed"], f"seed {FRESH_SEED}, {vid}, fixture {index}: {result}"
+
+
+def by_name(setups, n: int, name: str):
+    """The runner of `<row>.n<n>.<submission>` given as "three.stream"."""
+    row, submission = name.split(".")
+    return next(r for vid, r in setups[n].items() if (vid.target, vid.submission) == (row, submission))
 
 
 def test_intermediates_of_the_three_kernel_path(setups):
-    three = setups[32_768]["three_stream"]
+    three = by_name(setups, 32_768, "three.stream")
     x = model.fixture(FRESH_SEED, 2, three.n)
     three.compute(x)
     a = np.add(x, np.float32(1), dtype=np.float32)
@@ -63,24 +75,20 @@ def test_intermediates_of_the_three_kernel_path(setups):
     assert np.array_equal(three.b.get().view(np.uint32), np.multiply(a, a, dtype=np.float32).view(np.uint32))
 
 
-@pytest.mark.parametrize("n", model.SIZES)
-def test_graphs_hold_three_and_one_kernel_nodes(setups, n):
-    from launchlab.gpu import pointwise
+@pytest.mark.parametrize("n", SIZES)
+def test_graphs_hold_one_kernel_node_per_launch(setups, n):
     from launchlab.model import dot
 
-    variants = setups[n]
-    kernels = {"three": pointwise.THREE_KERNELS, "fused": pointwise.FUSED_KERNELS}
-    for path, expected in model.KERNEL_NODES.items():
-        graph = variants[f"{path}_graph"]
-        assert dot.node_counts(dot.parse_dot(graph.dot), kernels[path]) == {"kernel": expected, "other": 0}
-        assert graph.target is variants[f"{path}_stream"] and graph.submissions == 1
-        assert variants[f"{path}_stream"].submissions == expected
+    for row, kernels in KERNELS.items():
+        graph, stream = by_name(setups, n, f"{row}.graph"), by_name(setups, n, f"{row}.stream")
+        assert dot.node_counts(dot.parse_dot(graph.dot), kernels) == {"kernel": len(kernels), "other": 0}
+        assert graph.target is stream and graph.submissions == 1 and stream.submissions == len(kernels)
 
 
 def test_poisoned_and_partial_outputs_fail(setups):
     import cupy
 
-    three = setups[32_768]["three_stream"]
+    three = by_name(setups, 32_768, "three.stream")
     x = model.fixture(FRESH_SEED, model.HELD_OUT_FIXTURE, three.n)
     ref = model.reference(x)
     assert not model.compare_exact(three.compute(x, invoke=lambda: None), ref)["passed"]  # nothing ran
@@ -109,7 +117,8 @@ def test_the_chapter_runs_through_the_runner(tmp_path):
     run = open_run(tmp_path / "runs/20990101T000000Z-exa-test", require_sealed=False)
     assert run.record.verdict == "passed" and run.headline["exact_checks"] == 32
     assert run.headline["kernel_nodes.three"] == 3 and run.headline["kernel_nodes.fused"] == 1
-    assert {f"event_us.{v}.{n}" for v in model.VARIANTS for n in (256, 1000)} <= set(run.headline)
+    assert {f"event_us.{row}_{sub}.{n}" for row in KERNELS for sub in ("stream", "graph") for n in (256, 1000)} \
+        <= set(run.headline)
     dram = run.summaries["dram"]
     assert dram["size"] == 1000 and (dram["error"] is not None or set(dram["paths"]) == {"three", "fused"})
     assert ("dram_over_logical.three_stream.1000" in run.headline) == ("three" in dram["paths"])

@@ -1,6 +1,5 @@
 """Chapter 2 on the CPU: DOT parsing, node counting, set-up arithmetic, the variant table, and the summary and
 page code run over a synthetic run (fake samples for every declared variant, written through RunWriter)."""
-import dataclasses
 import json
 import re
 from pathlib import Path
@@ -10,7 +9,7 @@ import pytest
 
 from launchlab.analysis import open_run, recompute
 from launchlab.chapters import chapter as declared
-from launchlab.chapters.graphs import CHAPTER, Parameters, is_graph_length, kernel_names, launches_of, stream_twin
+from launchlab.chapters.graphs import CHAPTER, KERNELS, Parameters, launches_of, stream_twin
 from launchlab.chapters.graphs import page, summary
 from launchlab.measure import protocol
 from launchlab.measure.variant import VariantId
@@ -113,7 +112,18 @@ def test_every_graph_variant_has_its_stream_twin_and_known_launch_counts():
     assert launches_of(VariantId.parse("row4copies.k16.graph")) == 64
     assert launches_of(VariantId.parse("empty.n1024.native")) == 1024
     tiled = VariantId.parse("tiled3.ragged.stream")
-    assert launches_of(tiled) == len(kernel_names(tiled)) == 3
+    assert launches_of(tiled) == len(KERNELS[tiled.target]) == 3
+    for spec in table:  # k copies are k calls of the row path, N empty kernels N calls of the empty kernel
+        assert spec.calls * len(KERNELS[spec.id.target]) == launches_of(spec.id)
+        assert ("paths" in spec.enters) != ("per_node" in spec.enters)
+
+
+def test_copies_move_k_times_the_row_path_at_the_copies_shape():
+    table = {str(spec.id): spec for spec in CHAPTER.variants()}
+    row_path = table["row4.128x8192.stream"]
+    assert table["row4copies.k16.graph"].logical_bytes == 16 * row_path.logical_bytes
+    other = {str(v.id): v for v in CHAPTER.variants(CHAPTER.parse_parameters({"copies_shape": "4096x1024"}))}
+    assert other["row4copies.k4.stream"].logical_bytes == 4 * table["row4.4096x1024.stream"].logical_bytes
 
 
 def test_the_tiled_paths_move_twelve_bytes_per_element_plus_statistics():
@@ -124,14 +134,16 @@ def test_the_tiled_paths_move_twelve_bytes_per_element_plus_statistics():
 
 def test_bad_counts_are_refused():
     with pytest.raises(ValueError, match="positive"):
-        CHAPTER.variants(Parameters(empty_lengths="1,0"))
+        CHAPTER.parse_parameters({"empty_lengths": "1,0"})
+    with pytest.raises(ValueError, match="twice"):
+        CHAPTER.variants(CHAPTER.parse_parameters({"row_copies": "4,4"}))
 
 
 # ---------------------------------------------------------------- a synthetic run through summary and page
 def fake_event_us(vid: VariantId, rng) -> tuple[float, float]:
     """(host enqueue per invocation, device time per invocation) of a plausible variant, in µs."""
     launches = launches_of(vid)
-    work = {"row4": 10.0, "tiled3": 12.0, "empty": 0.5 * launches, "row4copies": 10.0 * launches / 4}[vid.target]
+    work = {"tiled3": 12.0, "empty": 0.5 * launches, "row4copies": 10.0 * launches / 4}.get(vid.target, 10.0)
     if vid.target == "row4":
         rows, cols = (int(v) for v in vid.case.split("x"))
         work = max(10.0, rows * cols / 150_000.0)
@@ -168,21 +180,23 @@ def fake_setup(vid: VariantId, rng) -> dict:
 
 
 def write_synthetic_run(root: Path, parameters: Parameters = Parameters(), native: bool = True) -> Path:
-    """A run of this chapter as the GPU would write it, every number made up."""
+    """A run of this chapter as the GPU would write it, every number made up (where the C++ loop did not build,
+    its variants are skipped as the run skips them)."""
     writer = RunWriter("20260101T000000Z-ch02", root)
     variants = [spec.id for spec in CHAPTER.variants(parameters) if native or spec.id.submission != "native"]
+    series = {spec.id for spec in CHAPTER.variants(parameters) if "per_node" in spec.enters}
     rng = np.random.default_rng(1)
     index = {}
     for vid in (v for v in variants if v.submission == "graph"):
         name = f"graphs/{vid}.dot" + (".gz" if launches_of(vid) > 64 else "")
-        writer.write_text(name, chain_dot(list(kernel_names(vid)) * (launches_of(vid) // len(kernel_names(vid)))))
-        index[str(vid)] = {"dot": name, "kernel_names": list(kernel_names(vid)),
+        writer.write_text(name, chain_dot(list(KERNELS[vid.target]) * (launches_of(vid) // len(KERNELS[vid.target]))))
+        index[str(vid)] = {"dot": name, "kernel_names": list(KERNELS[vid.target]),
                            "stream_launches": launches_of(stream_twin(vid))}
     writer.write_json("graphs/index.json", index)
     writer.write_json("graphs/setup.json", {str(v): [fake_setup(v, rng) for _ in range(parameters.setup_repeats)]
                                             for v in variants if v.submission == "graph"})
-    samples = (fake_samples([v for v in variants if not is_graph_length(v)], 2)
-               + fake_samples([v for v in variants if is_graph_length(v)], 3))
+    samples = (fake_samples([v for v in variants if v not in series], 2)
+               + fake_samples([v for v in variants if v in series], 3))
     writer.write_jsonl(SAMPLES_FILE, samples)
     checks = [{"variant": str(v), "fixture": i, "phase": phase, "passed": True, "max_abs_error": 1e-7}
               for v in variants if v.target != "empty" and v.submission != "native"
@@ -191,13 +205,16 @@ def write_synthetic_run(root: Path, parameters: Parameters = Parameters(), nativ
     state = {"smi": {"clocks.sm": "1980", "clocks.mem": "3201", "temperature.gpu": "40", "power.draw": "150"},
              "utc": "2026-01-01T00:00:00+00:00"}
     record = RunRecord(
-        chapter="graphs", run_id=writer.run_id, parameters=dataclasses.asdict(parameters),
+        chapter="graphs", run_id=writer.run_id, parameters=CHAPTER.recorded_parameters(parameters),
         protocol=protocol.FROZEN.record(), host_path=CHAPTER.host_path,
         device={"name": "Synthetic GPU", "sm_count": 132, "l2_bytes": 60 * 2**20, "compute_capability": "9.0"},
         environment={"libraries": {}, "driver": "test", "cupy": "test"}, git_commit="abc1234",
         source_tree_sha256="0" * 64, clocks_dropped=False, validation={"verdict": "passed", "checks": len(checks)},
         states={"measurement0.warm.before": state, "measurement1.warm.after": state},
-        details={"native_loop": {"built": native, "how": "synthetic"}})
+        details={"native_loop": {"built": native, "how": "synthetic"},
+                 **({} if native else {"skipped_variants": {str(v.id): "the native C++ loop was not built: synthetic"
+                                                            for v in CHAPTER.variants(parameters)
+                                                            if v.id.submission == "native"}})})
     writer.write_json("run.json", record.to_dict())
     summaries, headline = recompute(writer.path)
     writer.write_json("summaries.json", summaries)
@@ -262,6 +279,7 @@ def test_tables_and_figures_render(synthetic_run):
         assert "µs" in html or make in (page.node_table, page.ratio_table, page.payback_table)
         assert "None" not in html and "nan" not in html
     assert "End capture, with instantiation (µs)" in page.setup_table(synthetic_run).columns
+    assert [d["graph"] for d in synthetic_run.summaries["drawn"]] == ["row4.128x8192.graph", "tiled3.balanced.graph"]
     for make in (page.graph_figure, page.per_node_figure):
         plt.close(make(synthetic_run))
 
@@ -272,6 +290,59 @@ def test_the_environment_and_validation_summaries_read_the_synthetic_run(synthet
     assert "Synthetic GPU" in environment_table(synthetic_run).to_html()
     table = validation_summary(synthetic_run)
     assert [row[0] for row in table.rows] == ["before", "after"] and all(row[1] == row[2] for row in table.rows)
+
+
+def test_findings_are_in_the_summaries_with_ties_apart(synthetic_run):
+    s = synthetic_run.summaries
+    paths = [g for g in s["stream_over_graph"] if g.startswith(("row4.", "tiled3."))]
+    for name in ("event", "complete"):
+        assert sum(s["tallies"][name].values()) == len(paths)
+        assert s["tallies"][name]["above"] == sum(s["verdicts"][g][name] == "above" for g in paths)
+    assert set(s["pace"]) == {str(stream_twin(VariantId.parse(g))) for g in paths}
+    assert all(p["paced_by"] in ("the host", "the GPU") for p in s["pace"].values())
+    assert s["instantiation"] == {"in_end_capture": len(s["setup"]), "graphs": len(s["setup"])}
+    assert "tie" in page.page_values(synthetic_run)["verdict_sentence"]
+
+
+def test_a_new_row_reaches_the_pairs_the_set_up_and_the_tables(tmp_path, monkeypatch):
+    """One more row (the row path again, under another name) with its kernels and cases: from the declaration
+    alone it is measured, paired, charged its set-up and shown."""
+    import dataclasses
+
+    from launchlab.chapters import graphs
+
+    again = dataclasses.replace(graphs.ROW_PATH, name="row4again", label="row path again")
+    monkeypatch.setattr(graphs, "ROWS", graphs.ROWS + (again,))
+    monkeypatch.setitem(graphs.KERNELS, "row4again", graphs.KERNELS["row4"])
+    monkeypatch.setitem(graphs.CASES, "row4again", graphs.CASES["row4"])
+    run = open_run(write_synthetic_run(tmp_path / "evidence"), require_sealed=False)
+    s = run.summaries
+    assert {"row4again.128x8192.stream", "row4again.128x8192.graph"} <= set(s["timing"])
+    assert "row4again.128x8192.graph" in s["stream_over_graph"] and "row4again.128x8192.graph" in s["setup"]
+    assert sum(s["tallies"]["event"].values()) == 2 * 3 + 2  # three shapes of two rows, two tiled cases
+    assert "row4again.128x8192.stream" in s["pace"]
+    workloads = [row[0] for row in page.ratio_table(run).rows]
+    assert "row4again.128x8192.graph" in workloads
+
+
+@pytest.mark.slow
+def test_notebook_executes_on_a_sealed_synthetic_run(tmp_path, monkeypatch):
+    """The notebook end to end (papermill, evidence mode) on a sealed synthetic run: the page needs only the
+    run's summaries, headline and record."""
+    papermill = pytest.importorskip("papermill")
+
+    root = tmp_path / "evidence"
+    run_dir = write_synthetic_run(root)
+    evidence.seal(run_dir)
+    monkeypatch.setenv("LAUNCHLAB_EVIDENCE_ROOT", str(root))
+    out = tmp_path / "out.ipynb"
+    papermill.execute_notebook(str(REPO_ROOT / "book/graphs.ipynb"), str(out),
+                               parameters={"mode": "evidence", "run_id": run_dir.name}, cwd=str(REPO_ROOT / "book"),
+                               kernel_name="python3", progress_bar=False)
+    notebook = json.loads(out.read_text())
+    glued = {o["metadata"]["scrapbook"]["name"] for c in notebook["cells"] for o in c.get("outputs", [])
+             if o.get("metadata", {}).get("scrapbook")}
+    assert notebook_glue_names() <= glued and {"gr-graphs", "gr-per-node"} <= glued
 
 
 # ---------------------------------------------------------------- the accepted run, once it has the new schema

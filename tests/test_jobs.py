@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from launchlab.gpu import build
-from launchlab.model import jobs as model
+from launchlab.chapters.example_b_jobs import model
 
 # Stage A's map from 0, step by step: 1664525 * v + 1013904223 mod 2**32 (v1 = 1013904223;
 # v2 = 1664525 * 1013904223 + 1013904223 = 1,687,669,940,693,298 = 1,196,435,762 mod 2**32; ...).
@@ -38,12 +38,10 @@ def test_shared_reservation_leaves_room_for_one_cta():
     assert reserved <= 227 * 1024  # within the opt-in per-block limit
 
 
-def test_variants():
-    assert model.VARIANTS == ("separate_stream", "separate_graph", "fused_stream", "fused_graph",
-                              "queue_stream", "queue_graph")
-    assert [model.schedule_of(v) for v in model.VARIANTS[::2]] == ["separate", "fused", "queue"]
-    with pytest.raises(ValueError):
-        model.schedule_of("queue")
+def test_every_declared_row_is_a_schedule_the_model_knows():
+    from launchlab.chapters.example_b_jobs import ROWS
+
+    assert [row.name for row in ROWS] == list(model.SCHEDULES) and set(model.KERNELS) == set(model.SCHEDULES)
 
 
 # ------------------------------------------------------------------------------------- affine maps

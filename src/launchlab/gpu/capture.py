@@ -75,3 +75,19 @@ class GraphReplay(Wrapped):
 
     def invoke(self) -> None:
         self.graph.launch(self.stream)
+
+
+def stream_and_graph(variants, make, stream) -> dict:
+    """{VariantId: what invokes it} of the declared `stream` and `graph` variants: `make(variant)` gives the
+    stream variant's Target, and its graph twin is a GraphReplay of that very Target captured on `stream`, so
+    both read and write the same buffers. Variants of other submissions are left to the caller."""
+    targets, runners = {}, {}
+    for variant in variants:
+        if variant.id.submission not in ("stream", "graph"):
+            continue
+        stream_id = variant.id.with_submission("stream")
+        if stream_id not in targets:
+            targets[stream_id] = make(variant)
+        target = targets[stream_id]
+        runners[variant.id] = target if variant.id.submission == "stream" else GraphReplay(target, stream)
+    return runners

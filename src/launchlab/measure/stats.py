@@ -94,3 +94,22 @@ def paired_difference(samples: Sequence[dict], minuend: str, subtrahend: str, me
 def gigabytes_per_second(logical_bytes: int, microseconds: float) -> float:
     """Logical bytes over time: bytes / (us * 1e3) = GB/s (10^9 bytes per second)."""
     return logical_bytes / (microseconds * 1e3)
+
+
+VERDICTS = ("above", "below", "tie")
+
+
+def verdict(ratio: dict) -> str:
+    """Where a paired ratio stands against 1: "above" or "below" where its 95 % interval lies wholly on that side,
+    "tie" where the interval includes 1 (the rounds do not tell the two apart)."""
+    if ratio["ci_low"] > 1:
+        return "above"
+    if ratio["ci_high"] < 1:
+        return "below"
+    return "tie"
+
+
+def tally(ratios) -> dict:
+    """{"above", "below", "tie": how many} of paired ratios (see `verdict`): a count of "faster" never holds a tie."""
+    verdicts = [verdict(ratio) for ratio in ratios]
+    return {name: verdicts.count(name) for name in VERDICTS}

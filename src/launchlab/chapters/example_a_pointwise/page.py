@@ -1,11 +1,10 @@
-"""Example A's tables, figures and glued values, all read from the run (its summaries and record).
+"""Example A's tables, figures and glued values: formatted from the run's summaries, headline and record.
 
-The comparison with the article (`article_table`) and the sanitizer table are shared with Example B's page."""
+The comparison with the article (`article_table`), the sanitizer table and sentence, and the verdict words are
+shared with Example B's page."""
 from __future__ import annotations
 
-from launchlab.chapters.example_a_pointwise import (KERNELS, LABELS, PATHS, SUBMISSIONS, label, logical_bytes,
-                                                    parse_sizes, variant)
-from launchlab.measure import stats
+from launchlab.chapters.example_a_pointwise import BASELINE, CHAPTER, KERNELS, SUBMISSIONS, size_of
 
 ARTICLE = "article (H100, October 2026)"
 # (measurement, metric) -> (column of the timing table, title of the latency panel)
@@ -16,18 +15,53 @@ ARTICLE_ROWS_A = (
     ("exact array checks", "272"),
     ("timing samples", "588 (28 configurations × 21 rounds)"),
 )
+VERDICT_WORDS = {"above": "the second faster", "below": "the first faster", "tie": "tie (95 % interval includes 1)"}
+
+
+def timed(run) -> list:
+    """The run's declared variants that were timed, in declared order (size, row, submission)."""
+    return [v for v in CHAPTER.variants(CHAPTER.parameters_of(run.record)) if "timing" in v.enters]
+
+
+def rows(run) -> dict:
+    """{row name: Row} of the run's declaration, in declared order: labels come from the rows."""
+    return {v.row.name: v.row for v in CHAPTER.variants(CHAPTER.parameters_of(run.record))}
+
+
+def label(run, vid) -> str:
+    """'three kernels, graph'."""
+    return f"{rows(run)[vid.target].label}, {vid.submission}"
 
 
 def sizes(run) -> list[int]:
-    return parse_sizes(run.record.parameters["sizes"])
-
-
-def _timing(run, path: str, n: int, submission: str) -> dict:
-    return run.summaries["timing"][str(variant(path, n, submission))]
+    return list(CHAPTER.parameters_of(run.record).sizes)
 
 
 def _mb(nbytes: float) -> str:
     return f"{nbytes / 1e6:.1f}"
+
+
+def in_row_order(run, mapping: dict) -> list[str]:
+    """The keys of a summary keyed by row name, in declared row order (summaries.json keeps keys sorted)."""
+    return [name for name in rows(run) if name in mapping]
+
+
+def comparison_order(key: str, names: list[str]) -> tuple:
+    """Ratio keys by size, then each row over the baseline per submission, then stream over graph per row."""
+    family, what, n = key.split(".")
+    if family == "stream_over_graph":
+        return int(n), 1, names.index(what), 0
+    return int(n), 0, names.index(family.split("_over_")[0]), SUBMISSIONS.index(what)
+
+
+def comparison_label(key: str, declared: dict) -> str:
+    """'three_over_fused.graph.256' -> 'three kernels / fused kernel, graph'; 'stream_over_graph.three.256' ->
+    'stream / graph, three kernels' (`declared`: the rows by name)."""
+    family, what, _ = key.split(".")
+    if family == "stream_over_graph":
+        return f"stream / graph, {declared[what].label}"
+    top, bottom = family.split("_over_")
+    return f"{declared[top].label} / {declared[bottom].label}, {what}"
 
 
 # --------------------------------------------------------------------------- tables
@@ -36,16 +70,13 @@ def timing_table(run):
     from launchlab.present import tables
 
     rows = []
-    for n in sizes(run):
-        for path in PATHS:
-            for submission in SUBMISSIONS:
-                m = _timing(run, path, n, submission)
-                row = {"elements N": n, "variant": label(variant(path, n, submission))}
-                for (measurement, metric), (column, _) in LATENCY.items():
-                    row[f"{column} (µs)"] = m[measurement][metric]
-                event = m["warm_batch"]["event_us"]["median"]
-                row["logical GB/s (event median)"] = stats.gigabytes_per_second(sum(logical_bytes(path, n)), event)
-                rows.append(row)
+    for variant in timed(run):
+        m = run.summaries["timing"][str(variant.id)]
+        row = {"elements N": size_of(variant.id), "variant": label(run, variant.id)}
+        for (measurement, metric), (column, _) in LATENCY.items():
+            row[f"{column} (µs)"] = m[measurement][metric]
+        row["logical GB/s (event median)"] = run.summaries["logical_gbps"][str(variant.id)]
+        rows.append(row)
     return tables.page_table(rows, index=["elements N", "variant"], formats={"elements N": "count"},
                              rounds=run.record.protocol["rounds"],
                              caption="Warm timing of every variant (one synchronised call, and batches of calls "
@@ -53,43 +84,38 @@ def timing_table(run):
 
 
 def ratio_table(run):
-    """Paired ratios per size, one row per comparison: three kernels over fused (per submission), stream over
-    graph (per path)."""
+    """Paired ratios per size, one row per comparison, with where each interval lies against 1."""
     from launchlab.present import tables
 
-    ratios, rows = run.summaries["ratios"], []
-    for n in sizes(run):
-        for submission in SUBMISSIONS:
-            rows.append({"elements N": n, "comparison": f"three kernels / fused, {submission}",
-                         "ratio": ratios[f"three_over_fused.{submission}.{n}"]})
-        for path in PATHS:
-            rows.append({"elements N": n, "comparison": f"stream / graph, {LABELS[path]}",
-                         "ratio": ratios[f"stream_over_graph.{path}.{n}"]})
-    return tables.page_table(rows, index=["elements N", "comparison"], formats={"elements N": "count"},
+    ratios, verdicts, declared = run.summaries["ratios"], run.summaries["verdicts"], rows(run)
+    table = [{"elements N": int(key.rsplit(".", 1)[1]), "comparison": comparison_label(key, declared),
+              "ratio": ratios[key], "verdict": VERDICT_WORDS[verdicts[key]]}
+             for key in sorted(ratios, key=lambda k: comparison_order(k, list(declared)))]
+    return tables.page_table(table, index=["elements N", "comparison"], formats={"elements N": "count",
+                                                                                "verdict": "text"},
                              units={"ratio": "×"},
                              caption="Event interval per call, one variant over another within each round "
-                                     "(>1: the second is faster).")
+                                     "(>1: the second is faster; a tie where the 95 % interval includes 1).")
 
 
 def bytes_table(run):
-    """Per path at the profiled size: logical bytes beside Nsight Compute's DRAM bytes (MB per invocation)."""
+    """Per profiled row: logical bytes beside Nsight Compute's DRAM bytes (MB per invocation)."""
     from launchlab.present import tables
 
     dram = run.summaries["dram"]
     if dram is None:
         return None
-    rows = []
-    for path in PATHS:
-        read, written = logical_bytes(path, dram["size"])
-        measured = dram["paths"].get(path)
-        rows.append({"path": LABELS[path], "logical read": _mb(read), "logical written": _mb(written),
+    declared, table = rows(run), []
+    for name in in_row_order(run, dram["logical"]):
+        logical, measured = dram["logical"][name], dram["paths"].get(name)
+        table.append({"path": declared[name].label, "logical read": _mb(logical["read_bytes"]),
+                     "logical written": _mb(logical["write_bytes"]),
                      "DRAM read": _mb(measured["read_bytes"]) if measured else "no counters",
                      "DRAM written": _mb(measured["write_bytes"]) if measured else "no counters",
                      "DRAM / logical": f"{measured['dram_over_logical']:.2f}" if measured else "no counters"})
-    return tables.page_table(rows, index="path", units={c: "MB" for c in ("logical read", "logical written",
-                                                                           "DRAM read", "DRAM written")},
-                             formats={c: "text" for c in ("logical read", "logical written", "DRAM read",
-                                                          "DRAM written", "DRAM / logical")},
+    columns = ("logical read", "logical written", "DRAM read", "DRAM written")
+    return tables.page_table(table, index="path", units={c: "MB" for c in columns},
+                             formats={c: "text" for c in (*columns, "DRAM / logical")},
                              caption=f"Bytes of one invocation at N = {dram['size']:,} (MB = 10^6 bytes).")
 
 
@@ -100,35 +126,34 @@ def dram_status(run):
     dram = run.summaries["dram"]
     if dram is None:
         return Markdown("No Nsight Compute profile was asked for in this run (`profile_size` 0).")
-    if dram["paths"] and not dram["error"]:
-        return Markdown(f"Nsight Compute read the DRAM counters of every kernel of both paths at N = {dram['size']:,} "
+    if len(dram["paths"]) == len(dram["logical"]) and not dram["error"]:
+        return Markdown(f"Nsight Compute read the DRAM counters of every kernel of every path at N = {dram['size']:,} "
                         f"(exit status {dram['returncode']}).")
-    missing = ", ".join(LABELS[p] for p in PATHS if p not in dram["paths"]) or "none"
+    missing = ", ".join(rows(run)[name].label for name in in_row_order(run, dram["logical"])
+                        if name not in dram["paths"]) or "none"
     return Markdown(f"Nsight Compute gave no DRAM counters for: {missing}. Its output ends:\n\n```text\n"
                     f"{dram['error']}\n```")
 
 
 def nodes_table(run):
-    """Per path: the kernel entry points one invocation launches beside the kernel nodes CUDA's DOT shows."""
+    """Per row: the kernel entry points one invocation launches beside the kernel nodes CUDA's DOT shows."""
     from launchlab.present import tables
 
-    rows = []
-    for path in PATHS:
-        graphs = [run.summaries["graphs"][str(variant(path, n, "graph"))] for n in sizes(run)]
-        kernel_counts = sorted({g["kernel"] for g in graphs})
-        orders = {" → ".join(g["kernels_in_order"]) for g in graphs}
-        rows.append({"path": LABELS[path], "entry points launched, in order": " → ".join(KERNELS[path]),
-                     "launches per stream invocation": len(KERNELS[path]),
-                     "kernel nodes in the DOT": ", ".join(map(str, kernel_counts)),
-                     "other nodes": ", ".join(map(str, sorted({g["other"] for g in graphs}))),
-                     "kernels in the DOT, dependency order": "; ".join(sorted(orders))})
+    declared, table = rows(run), []
+    for name in in_row_order(run, run.summaries["graph_nodes"]):
+        held = run.summaries["graph_nodes"][name]
+        table.append({"path": declared[name].label, "entry points launched, in order": " → ".join(KERNELS[name]),
+                     "launches per stream invocation": len(KERNELS[name]),
+                     "kernel nodes in the DOT": ", ".join(map(str, held["kernel"])),
+                     "other nodes": ", ".join(map(str, held["other"])),
+                     "kernels in the DOT, dependency order": "; ".join(held["orders"])})
     built = ", ".join(run.summaries["entry_points"])
-    return tables.page_table(rows, index="path", formats={"kernel nodes in the DOT": "text", "other nodes": "text"},
+    return tables.page_table(table, index="path", formats={"kernel nodes in the DOT": "text", "other nodes": "text"},
                              caption=f"Captured graphs at all {len(sizes(run))} sizes against the kernels launched "
                                      f"(the build holds {built}).")
 
 
-def sanitizer_table(run, example: str):
+def sanitizer_table(run):
     """compute-sanitizer's verdict per tool, from the run's sanitizer/*.json."""
     from launchlab.present import tables
 
@@ -140,8 +165,8 @@ def sanitizer_table(run, example: str):
                      "child checks (passed)": f"{outcome['child_checks']} ({passed})" if outcome["child_checks"] else "none",
                      "clean": outcome["clean"], "why not run": outcome["error"] or ""})
     return tables.page_table(rows, index="tool", formats={"errors reported": "text", "exit status": "text"},
-                             caption=f"compute-sanitizer over {sanitized_problem(run)}, in a separate process "
-                                     "with CuPy's memory pool off.")
+                             caption=f"compute-sanitizer over {run.summaries['sanitizer_problem']}, in a separate "
+                                     "process with CuPy's memory pool off.")
 
 
 def article_table(run, rows):
@@ -157,33 +182,34 @@ def article_table(run, rows):
                                   "fixtures, sizes and variants, so equal counts are not expected.")
 
 
-def warm_batch_samples(run) -> tuple[int, int]:
-    """(configurations, rounds) of the warm measurement: every timed variant gives one batch per round."""
-    counts = [m["warm_batch"]["event_us"]["n"] for m in run.summaries["timing"].values() if "warm_batch" in m]
-    return len(counts), max(counts)
+def timing_samples_text(run) -> str:
+    samples = run.summaries["samples"]
+    total = samples["configurations"] * samples["rounds"]
+    return f"{total} ({samples['configurations']} configurations × {samples['rounds']} rounds)"
 
 
 def comparison_table(run):
     checks = run.summaries["checks"]
-    configurations, rounds = warm_batch_samples(run)
     ours = (f"{checks['exact_outputs_passed']} passed of {checks['exact_outputs']} (bit for bit)",
-            f"{configurations * rounds} ({configurations} configurations × {rounds} rounds), each round also "
-            "one single-call sample")
+            f"{timing_samples_text(run)}, each round also one single-call sample")
     return article_table(run, [(q, a, o) for (q, a), o in zip(ARTICLE_ROWS_A, ours)])
 
 
 # --------------------------------------------------------------------------- figures
 def latency_figure(run):
     """2×2: event interval per call (top) and host completion of one call (bottom), stream (left) and graph
-    (right), three kernels against the fused kernel across N."""
+    (right), every row across N."""
     from launchlab.present import figures
 
-    fig, axes = figures.figure(2, 2, height=2.9, layout="constrained", sharex=True)
+    variants = timed(run)
+    submissions = list(dict.fromkeys(v.id.submission for v in variants))
+    fig, axes = figures.figure(2, len(submissions), height=2.9, layout="constrained", sharex=True)
     panels = [(key, title) for key, (_, title) in LATENCY.items() if title]
     for row, ((measurement, metric), title) in enumerate(panels):
-        for column, submission in enumerate(SUBMISSIONS):
-            series = {LABELS[path]: [_timing(run, path, n, submission)[measurement][metric] for n in sizes(run)]
-                      for path in PATHS}
+        for column, submission in enumerate(submissions):
+            series = {}
+            for v in (v for v in variants if v.id.submission == submission):
+                series.setdefault(v.row.label, []).append(run.summaries["timing"][str(v.id)][measurement][metric])
             ax = axes[row, column]
             figures.sweep(ax, sizes(run), series, logx=True, logy=True, ylabel="µs" if column == 0 else None,
                           xlabel="elements N" if row == len(panels) - 1 else None)
@@ -192,31 +218,35 @@ def latency_figure(run):
 
 
 def bytes_figure(run):
-    """Logical bytes beside DRAM bytes per path at the profiled size (logical only where ncu gave none)."""
+    """Logical bytes beside DRAM bytes per profiled row at the profiled size (logical only where ncu gave none)."""
     import numpy as np
 
     from launchlab.present import figures
 
-    dram = run.summaries["dram"] or {"size": None, "paths": {}, "error": "no profile asked for"}
     fig, axes = figures.figure(1, 1, height=3.2, layout="constrained")
     ax = axes[0, 0]
-    xs = np.arange(len(PATHS))
-    size = dram["size"] or sizes(run)[-1]
-    bars = {"logical read": [logical_bytes(p, size)[0] for p in PATHS],
-            "logical written": [logical_bytes(p, size)[1] for p in PATHS],
-            "DRAM read": [dram["paths"].get(p, {}).get("read_bytes", np.nan) for p in PATHS],
-            "DRAM written": [dram["paths"].get(p, {}).get("write_bytes", np.nan) for p in PATHS]}
+    dram = run.summaries["dram"]
+    if dram is None:
+        ax.text(0.5, 0.5, "no Nsight Compute profile was asked for", ha="center", va="center", transform=ax.transAxes)
+        ax.set_axis_off()
+        return figures.finish(fig)
+    names, declared = in_row_order(run, dram["logical"]), rows(run)
+    xs = np.arange(len(names))
+    bars = {"logical read": [dram["logical"][p]["read_bytes"] for p in names],
+            "logical written": [dram["logical"][p]["write_bytes"] for p in names],
+            "DRAM read": [dram["paths"].get(p, {}).get("read_bytes", np.nan) for p in names],
+            "DRAM written": [dram["paths"].get(p, {}).get("write_bytes", np.nan) for p in names]}
     width = 0.2
     for index, (name, values) in enumerate(bars.items()):
         ax.bar(xs + (index - 1.5) * width, np.asarray(values, dtype=float) / 1e6, width, label=name,
                color=figures.COLOURS[index], hatch="//" if name.startswith("DRAM") else None)
-    for x, path in zip(xs, PATHS):
-        if path not in dram["paths"]:
+    for x, name in zip(xs, names):
+        if name not in dram["paths"]:
             ax.text(x + width, 0, "no ncu\ncounters", ha="center", va="bottom", fontsize=figures.SMALL_PT)
-    ax.set_xticks(xs, [LABELS[p] for p in PATHS])
-    ax.set_xlim(-0.5, len(PATHS) - 0.5)
+    ax.set_xticks(xs, [declared[p].label for p in names])
+    ax.set_xlim(-0.5, len(names) - 0.5)
     ax.set_ylabel("MB per invocation")
-    ax.set_title(f"N = {size:,} elements")
+    ax.set_title(f"N = {dram['size']:,} elements")
     ax.grid(axis="y", alpha=0.3)
     return figures.finish(fig)
 
@@ -232,54 +262,67 @@ def page_values(run) -> dict:
     """Formatted numbers for the page's prose, all from the run's summaries, headline and record."""
     record, headline, summaries = run.record, run.headline, run.summaries
     protocol, all_sizes = record.protocol, sizes(run)
-    configurations, rounds = warm_batch_samples(run)
+    samples = summaries["samples"]
     values = {"run_id": run.run_id, "device_name": record.device_name, "sm_count": str(record.device["sm_count"]),
               "l2_mib": f"{record.device['l2_bytes'] / 2**20:.0f}", "rounds": str(protocol["rounds"]),
               "batch": str(protocol["batch"]), "large_batch": str(protocol["large_batch"]),
-              "warmups": str(protocol["warmups"]), "fixture_seed": str(record.parameters["fixture_seed"]),
+              "warmups": str(protocol["warmups"]), "fixture_seed": str(CHAPTER.parameters_of(record).fixture_seed),
               "sizes": ", ".join(f"{n:,}" for n in all_sizes), "size_count": str(len(all_sizes)),
               "largest": f"{all_sizes[-1]:,}", "smallest": f"{all_sizes[0]:,}",
               "smallest_array_bytes": f"{4 * all_sizes[0]:,}", "largest_array_mib": f"{4 * all_sizes[-1] / 2**20:,.0f}",
               "exact_checks": str(headline["exact_checks"]), "exact_outputs": str(summaries["checks"]["exact_outputs"]),
-              "configurations": str(configurations), "timing_samples": str(configurations * rounds),
-              "kernel_nodes_three": str(headline["kernel_nodes.three"]),
-              "kernel_nodes_fused": str(headline["kernel_nodes.fused"]),
-              "dram_sentence": dram_sentence(run), "sanitizer_sentence": sanitizer_sentence(run)}
-    for n, tag in ((all_sizes[0], "small"), (all_sizes[-1], "large")):
-        for path in PATHS:
-            for submission in SUBMISSIONS:
-                m = _timing(run, path, n, submission)
-                values[f"{tag}_{path}_{submission}_event_us"] = _us(m["warm_batch"]["event_us"])
-                values[f"{tag}_{path}_{submission}_complete_us"] = _us(m["warm_single"]["complete_us"])
-                values[f"{tag}_{path}_{submission}_enqueue_us"] = _us(m["warm_single"]["enqueue_us"])
-            ratio = summaries["ratios"][f"stream_over_graph.{path}.{n}"]
-            values[f"{tag}_{path}_stream_over_graph"] = f"{ratio['median']:.2f}"
-        for submission in SUBMISSIONS:
-            values[f"{tag}_three_over_fused_{submission}"] = \
-                f"{summaries['ratios'][f'three_over_fused.{submission}.{n}']['median']:.2f}"
+              "configurations": str(samples["configurations"]),
+              "timing_samples": str(samples["configurations"] * samples["rounds"]),
+              "dram_sentence": dram_sentence(run), "sanitizer_sentence": sanitizer_sentence(run),
+              "verdict_sentence": verdict_sentence(run)}
+    values.update({f"kernel_nodes_{name}": str(headline[f"kernel_nodes.{name}"]) for name in summaries["graph_nodes"]})
+    tags = {all_sizes[0]: "small", all_sizes[-1]: "large"}
+    for variant in timed(run):
+        tag = tags.get(size_of(variant.id))
+        if tag:
+            m, key = summaries["timing"][str(variant.id)], f"{tag}_{variant.id.target}_{variant.id.submission}"
+            values[f"{key}_event_us"] = _us(m["warm_batch"]["event_us"])
+            values[f"{key}_complete_us"] = _us(m["warm_single"]["complete_us"])
+            values[f"{key}_enqueue_us"] = _us(m["warm_single"]["enqueue_us"])
+    for key, ratio in summaries["ratios"].items():
+        family, what, n = key.split(".")
+        if int(n) in tags:  # large_three_over_fused_graph, small_three_stream_over_graph
+            name = f"{family}_{what}" if family != "stream_over_graph" else f"{what}_{family}"
+            values[f"{tags[int(n)]}_{name}"] = f"{ratio['median']:.2f}"
     return values
+
+
+def verdict_sentence(run, declared: dict | None = None, unit: str = "sizes") -> str:
+    """How often the baseline beat each other row, lost to it, or tied, from the tallies of the paired ratios
+    (`declared`: the chapter's rows by name, this chapter's by default; `unit`: what a ratio is taken at)."""
+    declared, parts = declared or rows(run), []
+    for family, tally in run.summaries["tallies"].items():
+        if family.startswith("stream_over_graph"):
+            continue
+        top, submission = family.split("_over_")[0], family.split(".")[1]
+        total = sum(tally.values())
+        parts.append(f"{declared[BASELINE].label} faster than {declared[top].label} {'from the stream' if submission == 'stream' else 'from graphs'} "
+                     f"at {tally['above']} of {total} {unit}, slower at {tally['below']}, "
+                     f"{tally['tie']} {'tie' if tally['tie'] == 1 else 'ties'}")
+    if not parts:
+        return f"No paired ratio against the {declared[BASELINE].label} was measured."
+    return "Counting only ratios whose 95 % interval excludes 1: " + "; ".join(parts) + "."
 
 
 def dram_sentence(run) -> str:
     dram = run.summaries["dram"]
     if dram is None:
         return "No Nsight Compute profile was asked for in this run."
-    parts = [f"{LABELS[p]} {dram['paths'][p]['dram_over_logical']:.2f} times its logical bytes" for p in PATHS
-             if p in dram["paths"]]
-    if len(parts) == len(PATHS):
+    parts = [f"{rows(run)[name].label} {dram['paths'][name]['dram_over_logical']:.2f} times its logical bytes"
+             for name in in_row_order(run, dram["logical"]) if name in dram["paths"]]
+    if len(parts) == len(dram["logical"]):
         return f"At N = {dram['size']:,}, Nsight Compute counted DRAM traffic of " + " and ".join(parts) + "."
     return ("Nsight Compute gave no DRAM counters for " + ("some kernels" if parts else "either path")
             + " in this run, so no DRAM figure is stated" + (f" beyond {'; '.join(parts)}" if parts else "")
             + "; the reason is shown below the figure.")
 
 
-def sanitized_problem(run) -> str:
-    """What the sanitizer's child ran, in its own words (the first tool that ran says it)."""
-    said = [o["problem"] for o in run.summaries["sanitizer"].values() if o.get("problem")]
-    return said[0] if said else "every variant"
-
-
-def sanitizer_sentence(run, example: str = "pointwise") -> str:
+def sanitizer_sentence(run) -> str:
     """What compute-sanitizer ran over and what each tool reported, or why it did not run."""
     outcomes = run.summaries["sanitizer"]
     if not outcomes:
@@ -292,4 +335,4 @@ def sanitizer_sentence(run, example: str = "pointwise") -> str:
         errors = "an unread number of" if outcome["errors"] is None else str(outcome["errors"])
         verdict = "" if outcome["clean"] else f" (exit status {outcome['exit_code']}; not clean)"
         parts.append(f"{tool} reported {errors} errors{verdict}")
-    return f"compute-sanitizer ran over {sanitized_problem(run)}: " + "; ".join(parts) + "."
+    return f"compute-sanitizer ran over {run.summaries['sanitizer_problem']}: " + "; ".join(parts) + "."

@@ -1,16 +1,16 @@
-"""Example B's tables, figures and glued values, all read from the run (its summaries, traces and record)."""
+"""Example B's tables, figures and glued values: formatted from the run's summaries, headline and record."""
 from __future__ import annotations
 
-from launchlab.chapters.example_a_pointwise.page import (article_table, sanitizer_table,  # noqa: F401 (the notebook calls it)
-                                                       warm_batch_samples)
-from launchlab.chapters.example_b_jobs import (GRAPH_NODES, KERNELS, LABELS, SCHEDULES, STREAM_SUBMISSIONS,
-                                               SUBMISSIONS, label, parse_cases, variant)
+from launchlab.chapters.example_a_pointwise.page import (VERDICT_WORDS, article_table, sanitizer_sentence,
+                                                       sanitizer_table,  # noqa: F401 (the notebook calls it)
+                                                       timing_samples_text, verdict_sentence)
+from launchlab.chapters.example_b_jobs import (BASELINE, CHAPTER, GRAPH_NODES, KERNELS, ROW, ROWS,
+                                               STREAM_SUBMISSIONS, SUBMISSIONS, label)
 
 TIMING = {("warm_batch", "event_us"): "event interval per call, batch",
           ("warm_single", "complete_us"): "host completion, 1 call",
           ("warm_single", "enqueue_us"): "host enqueue, 1 call"}
 FIGURE_METRICS = (("warm_batch", "event_us"), ("warm_single", "complete_us"))
-TIMELINE_CASE, TIMELINE_SUBMISSION = "ragged", "graph"
 STAGE_COLOURS = {"A": 0, "B": 3}   # indices into figures.COLOURS
 # The article's figures as it reports them; its three ragged host medians are not tied to variants here.
 ARTICLE_ROWS_B = (
@@ -23,15 +23,33 @@ ARTICLE_ROWS_B = (
 
 
 def cases(run) -> list[str]:
-    return parse_cases(run.record.parameters["cases"])
+    return list(CHAPTER.parameters_of(run.record).cases)
+
+
+def timed(run, case: str | None = None, output: str = "timing") -> list:
+    """The run's declared variants that enter `output` (on one case), in declared order."""
+    return [v for v in CHAPTER.variants(CHAPTER.parameters_of(run.record))
+            if output in v.enters and case in (None, v.id.case)]
 
 
 def _timing(run, vid) -> dict:
     return run.summaries["timing"][str(vid)]
 
 
-def _variants(case: str):
-    return [variant(schedule, case, submission) for schedule in SCHEDULES for submission in SUBMISSIONS]
+def comparison_order(key: str) -> tuple:
+    """Ratio keys by case (in the run's order), then stream over graph per row, then each row over the baseline."""
+    family, what, case = key.split(".")
+    names = list(ROW)
+    if family == "stream_over_graph":
+        return case, 0, names.index(what), 0
+    return case, 1, names.index(family.split("_over_")[0]), SUBMISSIONS.index(what)
+
+
+def comparison_label(key: str) -> str:
+    family, what, _ = key.split(".")
+    if family == "stream_over_graph":
+        return f"{ROW[what].label}: stream / graph"
+    return f"{ROW[family.split('_over_')[0]].label} / {ROW[BASELINE].label.removesuffix(' kernel')}, {what}"
 
 
 # --------------------------------------------------------------------------- tables
@@ -39,12 +57,11 @@ def timing_table(run):
     from launchlab.present import tables
 
     rows = []
-    for case in cases(run):
-        for vid in _variants(case):
-            m = _timing(run, vid)
-            row = {"case": case, "variant": label(vid)}
-            row.update({f"{column} (µs)": m[measurement][metric] for (measurement, metric), column in TIMING.items()})
-            rows.append(row)
+    for variant in timed(run):
+        m = _timing(run, variant.id)
+        row = {"case": variant.id.case, "variant": label(variant.id)}
+        row.update({f"{column} (µs)": m[measurement][metric] for (measurement, metric), column in TIMING.items()})
+        rows.append(row)
     return tables.page_table(rows, index=["case", "variant"], rounds=run.record.protocol["rounds"],
                              caption="Warm timing of every variant (one synchronised call, and batches of calls "
                                      "between CUDA events).")
@@ -54,18 +71,13 @@ def ratio_table(run):
     """One row per comparison and case: the first variant's event interval per call over the second's."""
     from launchlab.present import tables
 
-    ratios, rows = run.summaries["ratios"], []
-    for case in cases(run):
-        for schedule in SCHEDULES:
-            rows.append({"case": case, "comparison": f"{LABELS[schedule]}: stream / graph",
-                         "ratio": ratios[f"stream_over_graph.{schedule}.{case}"]})
-        for schedule in ("separate", "queue"):
-            for submission in SUBMISSIONS:
-                rows.append({"case": case, "comparison": f"{LABELS[schedule]} / fused, {submission}",
-                             "ratio": ratios[f"{schedule}_over_fused.{submission}.{case}"]})
-    return tables.page_table(rows, index=["case", "comparison"], units={"ratio": "×"},
+    ratios, verdicts, order = run.summaries["ratios"], run.summaries["verdicts"], cases(run)
+    keys = sorted(ratios, key=lambda k: (order.index(k.split(".")[2]), *comparison_order(k)[1:]))
+    rows = [{"case": key.split(".")[2], "comparison": comparison_label(key), "ratio": ratios[key],
+             "verdict": VERDICT_WORDS[verdicts[key]]} for key in keys]
+    return tables.page_table(rows, index=["case", "comparison"], units={"ratio": "×"}, formats={"verdict": "text"},
                              caption="Event interval per call, one variant over another within each round "
-                                     "(>1: the second is faster).")
+                                     "(>1: the second is faster; a tie where the 95 % interval includes 1).")
 
 
 def layout_table(run):
@@ -83,7 +95,8 @@ def layout_table(run):
             ("active CTAs per SM with the reservation (occupancy API, every kernel)",
              ", ".join(map(str, layout["active_ctas_per_sm"]))),
             ("active CTAs per SM without it", ", ".join(map(str, layout["active_without_reservation"])))]
-    for case, entry in run.summaries["work"].items():
+    for case in cases(run):
+        entry = run.summaries["work"][case]
         rows.append((f"stage-A iterations summed over the jobs, {case}", f"{entry['a_iterations']:,} "
                      f"({entry['heavy_jobs']} heavy jobs)"))
     return tables.page_table([{"quantity": q, "value": v} for q, v in rows], index="quantity",
@@ -94,14 +107,14 @@ def graph_table(run):
     from launchlab.present import tables
 
     rows = []
-    for schedule in SCHEDULES:
-        graphs = [run.summaries["graphs"][str(variant(schedule, case, "graph"))] for case in cases(run)]
-        rows.append({"schedule": LABELS[schedule], "kernels launched": " → ".join(KERNELS[schedule]),
-                     "host submissions per stream invocation": STREAM_SUBMISSIONS[schedule],
+    for row in ROWS:
+        graphs = [g for name, g in run.summaries["graphs"].items() if name.startswith(f"{row.name}.")]
+        rows.append({"schedule": row.label, "kernels launched": " → ".join(KERNELS[row.name]),
+                     "host submissions per stream invocation": STREAM_SUBMISSIONS[row.name],
                      "kernel nodes": ", ".join(sorted({str(g["kernel"]) for g in graphs})),
                      "MEMSET nodes": ", ".join(sorted({str(g["memset"]) for g in graphs})),
                      "other nodes": ", ".join(sorted({str(g["other"]) for g in graphs})),
-                     "expected (kernel, other)": f"{GRAPH_NODES[schedule][0]}, {GRAPH_NODES[schedule][1]}"})
+                     "expected (kernel, other)": f"{GRAPH_NODES[row.name][0]}, {GRAPH_NODES[row.name][1]}"})
     return tables.page_table(rows, index="schedule", formats={c: "text" for c in ("kernel nodes", "MEMSET nodes",
                                                                                    "other nodes")},
                              caption="Nodes of each captured graph, from CUDA's DOT, in every case.")
@@ -115,14 +128,13 @@ def trace_table(run):
     from launchlab.present import tables
 
     rows = []
-    for case in cases(run):
-        for vid in _variants(case):
-            trace = run.summaries["traces"][str(vid)]
-            rows.append({"case": case, "variant": label(vid), "rules met": trace["passed"],
-                         "early B starts": trace.get("early_b"), "span (µs)": _us(trace.get("span_ns")),
-                         "median stage A (µs)": _us(trace.get("a_stage_ns", {}).get("median")),
-                         "median stage B (µs)": _us(trace.get("b_stage_ns", {}).get("median")),
-                         "SMs used": trace.get("sms_used"), "CTAs that ran jobs": trace.get("workers_used")})
+    for variant in timed(run, output="trace"):
+        trace = run.summaries["traces"][str(variant.id)]
+        rows.append({"case": variant.id.case, "variant": label(variant.id), "rules met": trace["passed"],
+                     "early B starts": trace.get("early_b"), "span (µs)": _us(trace.get("span_ns")),
+                     "median stage A (µs)": _us(trace.get("a_stage_ns", {}).get("median")),
+                     "median stage B (µs)": _us(trace.get("b_stage_ns", {}).get("median")),
+                     "SMs used": trace.get("sms_used"), "CTAs that ran jobs": trace.get("workers_used")})
     return tables.page_table(rows, index=["case", "variant"],
                              formats={c: "sig" for c in ("span (µs)", "median stage A (µs)", "median stage B (µs)")},
                              caption=f"One traced invocation of every variant (instrumented build) and the rules "
@@ -132,15 +144,13 @@ def trace_table(run):
 def comparison_table(run):
     summaries, headline = run.summaries, run.headline
     checks, jobs = summaries["checks"], headline["jobs"]
-    configurations, rounds = warm_batch_samples(run)
     early = "; ".join(f"{case}: {headline.get(f'early_b.separate_graph.{case}', '—')} against "
                       f"{headline.get(f'early_b.fused_graph.{case}', '—')}" for case in cases(run))
-    medians = ", ".join(f"{label(vid)} {_timing(run, vid)['warm_single']['complete_us']['median']:.2f}"
-                        for vid in _variants("ragged")) if "ragged" in cases(run) else "no ragged case in this run"
+    medians = ", ".join(f"{label(v.id)} {_timing(run, v.id)['warm_single']['complete_us']['median']:.2f}"
+                        for v in timed(run, "ragged")) if "ragged" in cases(run) else "no ragged case in this run"
     ours = (f"{checks['exact_outputs_passed']} passed of {checks['exact_outputs']} (bit for bit)",
             f"{checks['traces_passed']} of {checks['traces']} traces met every rule of their schedule",
-            f"{configurations * rounds} ({configurations} configurations × {rounds} rounds), each round also "
-            "one single-call sample",
+            f"{timing_samples_text(run)}, each round also one single-call sample",
             f"{early}, of {jobs} jobs",
             f"host completion of one call (µs): {medians}")
     return article_table(run, [(q, a, o) for (q, a), o in zip(ARTICLE_ROWS_B, ours)])
@@ -148,14 +158,14 @@ def comparison_table(run):
 
 # --------------------------------------------------------------------------- figures
 def latency_figure(run):
-    """One panel per case: event interval per call and host completion of one call, for the six variants."""
+    """One panel per case: event interval per call and host completion of one call, for every variant."""
     from launchlab.present import figures
 
     fig, axes = figures.figure(len(cases(run)), 1, height=2.7, layout="constrained")
     names = {f"{m}.{k}": TIMING[(m, k)] for m, k in FIGURE_METRICS}
     for ax, case in zip(axes[:, 0], cases(run)):
-        groups = {label(vid).replace(", ", "\n"): {f"{m}.{k}": _timing(run, vid)[m][k] for m, k in FIGURE_METRICS}
-                  for vid in _variants(case)}
+        groups = {label(v.id).replace(", ", "\n"): {f"{m}.{k}": _timing(run, v.id)[m][k] for m, k in FIGURE_METRICS}
+                  for v in timed(run, case)}
         figures.quantile_dots(ax, groups, names, log=False, legend_where=None)
         ax.set_title(f"{case} case")
         ax.set_ylim(bottom=0)
@@ -163,21 +173,24 @@ def latency_figure(run):
     return figures.finish(fig)
 
 
-def timeline_figure(run, case: str = TIMELINE_CASE, submission: str = TIMELINE_SUBMISSION):
-    """Every job's stage A and stage B as bars on the SM that ran them, one panel per schedule."""
-    from launchlab.chapters.example_b_jobs.summary import load_trace
+def timeline_figure(run):
+    """Every job's stage A and stage B as bars on the SM that ran them, one panel per variant that enters the
+    timeline (the graph replays of one case)."""
+    from launchlab.measure.variant import VariantId
     from launchlab.present import figures
 
-    fig, axes = figures.figure(len(SCHEDULES), 1, height=2.5, layout="constrained", sharex=True)
-    for ax, schedule in zip(axes[:, 0], SCHEDULES):
-        vid = variant(schedule, case, submission)
-        trace, _ = load_trace(run.file(f"traces/{vid}.npz"))
+    timelines = run.summaries["timelines"]
+    drawn = [str(v.id) for v in CHAPTER.variants(CHAPTER.parameters_of(run.record)) if str(v.id) in timelines]
+    fig, axes = figures.figure(len(drawn), 1, height=2.5, layout="constrained", sharex=True)
+    for ax, name in zip(axes[:, 0], drawn):
+        bars, vid = timelines[name], VariantId.parse(name)
         for stage, colour in STAGE_COLOURS.items():
             s = stage.lower()
-            ax.hlines(trace[f"sm_{s}"], trace[f"{s}_start_ns"] / 1e3, trace[f"{s}_end_ns"] / 1e3,
-                      colors=figures.COLOURS[colour], linewidth=1.4, label=f"stage {stage}")
-        early = run.summaries["traces"][str(vid)].get("early_b", "—")
-        ax.set_title(f"{label(vid)}, {case} case: early B starts {early}")
+            ax.hlines(bars[f"sm_{s}"], [t / 1e3 for t in bars[f"{s}_start_ns"]],
+                      [t / 1e3 for t in bars[f"{s}_end_ns"]], colors=figures.COLOURS[colour], linewidth=1.4,
+                      label=f"stage {stage}")
+        early = run.summaries["traces"][name].get("early_b", "—")
+        ax.set_title(f"{label(vid)}, {vid.case} case: early B starts {early}")
         ax.set_ylabel("SM (%smid)")
     axes[-1, 0].set_xlabel("time since the first stage A started (µs)")
     return figures.finish(fig)
@@ -191,35 +204,31 @@ def _fmt(value: float) -> str:
 
 
 def page_values(run) -> dict:
-    from launchlab.chapters.example_a_pointwise.page import sanitizer_sentence
-
     record, headline, summaries = run.record, run.headline, run.summaries
-    protocol, layout = record.protocol, summaries["layout"]
-    configurations, rounds = warm_batch_samples(run)
+    protocol, layout, samples = record.protocol, summaries["layout"], summaries["samples"]
     values = {"run_id": run.run_id, "device_name": record.device_name, "sm_count": str(layout["sm_count"]),
               "rounds": str(protocol["rounds"]), "batch": str(protocol["batch"]), "warmups": str(protocol["warmups"]),
-              "fixture_seed": str(record.parameters["fixture_seed"]), "jobs": str(headline["jobs"]),
+              "fixture_seed": str(CHAPTER.parameters_of(record).fixture_seed), "jobs": str(headline["jobs"]),
               "workers": str(layout["workers"]), "active_ctas_per_sm": str(headline["active_ctas_per_sm"]),
               "active_without_reservation": ", ".join(map(str, layout["active_without_reservation"])),
               "reserved_bytes": f"{layout['shared_memory']['dynamic_shared_bytes']:,}",
               "shared_per_sm": f"{layout['shared_memory']['shared_per_sm']:,}",
               "exact_checks": str(headline["exact_checks"]), "exact_outputs": str(summaries["checks"]["exact_outputs"]),
               "trace_checks": str(headline["trace_checks"]), "traces": str(summaries["checks"]["traces"]),
-              "configurations": str(configurations), "timing_samples": str(configurations * rounds),
-              "sanitizer_sentence": sanitizer_sentence(run, "jobs")}
+              "configurations": str(samples["configurations"]),
+              "timing_samples": str(samples["configurations"] * samples["rounds"]),
+              "sanitizer_sentence": sanitizer_sentence(run), "verdict_sentence": verdict_sentence(run, ROW, "cases")}
     for case in cases(run):
         values[f"{case}_a_iterations"] = f"{summaries['work'][case]['a_iterations']:,}"
         values[f"{case}_heavy_jobs"] = str(summaries["work"][case]["heavy_jobs"])
-        for vid in _variants(case):
-            key = f"{case}_{vid.target}_{vid.submission}"
-            values[f"{key}_event_us"] = _fmt(_timing(run, vid)["warm_batch"]["event_us"]["median"])
-            values[f"{key}_complete_us"] = _fmt(_timing(run, vid)["warm_single"]["complete_us"]["median"])
-            values[f"{key}_early_b"] = str(summaries["traces"][str(vid)].get("early_b", "not counted"))
-        for schedule in SCHEDULES:
-            values[f"{case}_{schedule}_stream_over_graph"] = \
-                f"{summaries['ratios'][f'stream_over_graph.{schedule}.{case}']['median']:.2f}"
-        for schedule in ("separate", "queue"):
-            for submission in SUBMISSIONS:
-                values[f"{case}_{schedule}_over_fused_{submission}"] = \
-                    f"{summaries['ratios'][f'{schedule}_over_fused.{submission}.{case}']['median']:.2f}"
+    for variant in timed(run):
+        vid = variant.id
+        key = f"{vid.case}_{vid.target}_{vid.submission}"
+        values[f"{key}_event_us"] = _fmt(_timing(run, vid)["warm_batch"]["event_us"]["median"])
+        values[f"{key}_complete_us"] = _fmt(_timing(run, vid)["warm_single"]["complete_us"]["median"])
+        values[f"{key}_early_b"] = str(summaries["traces"].get(str(vid), {}).get("early_b", "not counted"))
+    for key, ratio in summaries["ratios"].items():
+        family, what, case = key.split(".")  # ragged_queue_stream_over_graph, ragged_queue_over_fused_graph
+        name = f"{what}_{family}" if family == "stream_over_graph" else f"{family}_{what}"
+        values[f"{case}_{name}"] = f"{ratio['median']:.2f}"
     return values

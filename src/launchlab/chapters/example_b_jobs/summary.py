@@ -3,19 +3,25 @@
 Summaries:
   timing      {VariantId: {measurement: {metric: quantiles}}} (stats.summarize)
   ratios      paired within each round, event interval per invocation in warm batches:
-              stream_over_graph.<schedule>.<case> (>1: the graph replay is faster) and
-              <schedule>_over_fused.<submission>.<case> for separate and queue (>1: the fused kernel is faster)
+              stream_over_graph.<row>.<case> (>1: the graph replay is faster) and
+              <row>_over_fused.<submission>.<case> for every row but the baseline (>1: the fused kernel is faster)
+  verdicts    {ratio key: "above" | "below" | "tie"}: where the ratio's 95 % interval lies against 1
+  tallies     {ratio key without the case: {"above", "below", "tie": cases}}: ties are never counted as faster
   graphs      {graph VariantId: {"kernel", "other", "memset"}} from graphs/<VariantId>.dot
-  traces      {VariantId: model.jobs.check_trace of traces/<VariantId>.npz, with stage durations}
+  traces      {VariantId: model.check_trace of traces/<VariantId>.npz, with stage durations}
+  timelines   {VariantId: per job "sm_a", "a_start_ns", "a_end_ns", "sm_b", "b_start_ns", "b_end_ns"} of the
+              variants that enter the `timeline` output
   layout      jobs, SMs, queue workers, the shared-memory reservation and occupancy (from run.json details)
   work        {case: stage-A iterations summed over the jobs, and heavy jobs}
   checks      output checks, trace checks and every check by phase, from validation.json
   sanitizer   {tool: outcome} from sanitizer/*.json (gpu/sanitizer.read_results)
+  sanitizer_problem  what the sanitizer's child ran, in words
+  samples     {"configurations", "rounds"} of the warm batches
 
 Headline keys:
-  event_us.<schedule>_<submission>.<case>  median event interval per invocation in a warm batch (µs), e.g.
+  event_us.<row>_<submission>.<case>       median event interval per invocation in a warm batch (µs), e.g.
                                            event_us.queue_graph.ragged
-  early_b.<schedule>_<submission>.<case>   jobs whose stage B started before some other job's stage A ended,
+  early_b.<row>_<submission>.<case>        jobs whose stage B started before some other job's stage A ended,
                                            in the variant's trace
   jobs                                     jobs per invocation (4 S + floor(S / 2) + 3 at the run's SM count S)
   active_ctas_per_sm                       CTAs one SM holds at once with the reservation (occupancy API)
@@ -29,14 +35,16 @@ from pathlib import Path
 
 import numpy as np
 
-from launchlab.chapters.example_b_jobs import (CHAPTER, KERNELS, SCHEDULES, SUBMISSIONS, historical_name,
-                                               parse_cases, variant)
+from launchlab.chapters.example_a_pointwise.summary import sanitizer_problem, tallies, warm_batch_samples
+from launchlab.chapters.example_b_jobs import BASELINE, CHAPTER, KERNELS, historical_name, model
+from launchlab.chapters.example_b_jobs.sanitize import PROBLEM
 from launchlab.measure import stats
 from launchlab.measure.variant import VariantId
 from launchlab.model import dot
-from launchlab.model import jobs as model
 from launchlab.runner import SAMPLES_FILE
 from launchlab.store.runs import checks_by_phase, read_jsonl
+
+TIMELINE_FIELDS = ("sm_a", "a_start_ns", "a_end_ns", "sm_b", "b_start_ns", "b_end_ns")
 
 
 def summarize(run_dir: Path, record) -> dict:
@@ -44,31 +52,38 @@ def summarize(run_dir: Path, record) -> dict:
 
     run_dir = Path(run_dir)
     samples = read_jsonl(run_dir / SAMPLES_FILE)
-    cases = parse_cases(CHAPTER.parse_parameters(record.parameters).cases)
+    timing = stats.summarize(samples)
+    parameters = CHAPTER.parameters_of(record)
+    declared = CHAPTER.variants(parameters)
     jobs = int(record.details["jobs"])
-    return {"timing": stats.summarize(samples),
-            "ratios": paired_ratios(samples, cases),
+    ratios = paired_ratios(samples, declared, timing)
+    sanitizer = read_results(run_dir)
+    traces = {path.name[:-len(".npz")]: path for path in sorted((run_dir / "traces").glob("*.npz"))}
+    return {"timing": timing, "ratios": ratios,
+            "verdicts": {key: stats.verdict(ratio) for key, ratio in ratios.items()}, "tallies": tallies(ratios),
             "graphs": {path.name[:-len(".dot")]: graph_summary(path)
                        for path in sorted((run_dir / "graphs").glob("*.dot"))},
-            "traces": {path.name[:-len(".npz")]: trace_summary(path, jobs)
-                       for path in sorted((run_dir / "traces").glob("*.npz"))},
+            "traces": {name: trace_summary(path, jobs) for name, path in traces.items()},
+            "timelines": {str(v.id): timeline(traces[str(v.id)]) for v in declared
+                          if "timeline" in v.enters and str(v.id) in traces},
             "layout": layout(record.details),
-            "work": {case: work(case, jobs) for case in cases},
+            "work": {case: work(case, jobs) for case in parameters.cases},
             "checks": check_counts(json.loads((run_dir / "validation.json").read_text())),
-            "sanitizer": read_results(run_dir)}
+            "sanitizer": sanitizer, "sanitizer_problem": sanitizer_problem(sanitizer, record, PROBLEM),
+            "samples": warm_batch_samples(timing)}
 
 
-def paired_ratios(samples: list[dict], cases) -> dict:
-    ratios = {}
-    for case in cases:
-        for schedule in SCHEDULES:
-            ratios[f"stream_over_graph.{schedule}.{case}"] = stats.paired_ratio(
-                samples, variant(schedule, case, "stream"), variant(schedule, case, "graph"))
-        for schedule in ("separate", "queue"):
-            for submission in SUBMISSIONS:
-                ratios[f"{schedule}_over_fused.{submission}.{case}"] = stats.paired_ratio(
-                    samples, variant(schedule, case, submission), variant("fused", case, submission))
-    return ratios
+def paired_ratios(samples: list[dict], declared, timing: dict) -> dict:
+    """Every row over the baseline per submission, and stream over graph per row, on every case measured."""
+    pairs = {}
+    for variant in declared:
+        vid = variant.id
+        if vid.target != BASELINE:
+            pairs[f"{vid.target}_over_{BASELINE}.{vid.submission}.{vid.case}"] = (vid, VariantId(BASELINE, vid.case, vid.submission))
+        if vid.submission == "stream":
+            pairs[f"stream_over_graph.{vid.target}.{vid.case}"] = (vid, vid.with_submission("graph"))
+    return {key: stats.paired_ratio(samples, top, bottom) for key, (top, bottom) in pairs.items()
+            if str(top) in timing and str(bottom) in timing}
 
 
 def graph_summary(path: Path) -> dict:
@@ -79,10 +94,16 @@ def graph_summary(path: Path) -> dict:
 
 
 def load_trace(path: Path) -> tuple[dict, int]:
-    """(trace arrays as model.jobs.trace_arrays gives them, workers) of one saved trace."""
+    """(trace arrays as model.trace_arrays gives them, workers) of one saved trace."""
     with np.load(path) as arrays:
         trace = {name: arrays[name] for name in ("written",) + model.TRACE_FIELDS}
         return trace, int(arrays["workers"])
+
+
+def timeline(path: Path) -> dict:
+    """Each job's SM, stage A and stage B (start, end; ns from the first A start), for the figure."""
+    trace, _ = load_trace(path)
+    return {field: [int(v) for v in trace[field]] for field in TIMELINE_FIELDS}
 
 
 def trace_summary(path: Path, jobs: int) -> dict:

@@ -1,16 +1,26 @@
 """Chapter 2, CUDA graphs: the row path and the tiled path captured once and replayed, against the same
-launches from a stream; what setting a graph up costs; what one more node costs as a graph grows."""
+launches from a stream; what setting a graph up costs; what one more node costs as a graph grows.
+
+Four rows: the row path (`row4`, at every shape of `row_shapes`) and the tiled path (`tiled3`, on every case of
+`tiled_cases`), which enter the `paths` output (stream and graph paired within rounds, set-up, break-even,
+timing); N empty kernels (`empty`, for every N of `empty_lengths`, also launched from the native C++ loop) and k
+back-to-back row paths at `copies_shape` (`row4copies`, for every k of `row_copies`), which enter the
+`per_node` output (the graph-length series, in rounds of their own). Every graph variant replays its stream
+twin's target, captured once; its nodes are read from the DOT text CUDA prints.
+"""
 from __future__ import annotations
 
 import dataclasses
+import re
 
-from launchlab.chapters.declaration import Chapter, VariantSpec
-from launchlab.chapters.ordinary_launches import ROW_KERNELS, ROW_PATH_BYTES_READ, ROW_PATH_BYTES_WRITTEN
+from launchlab.chapters.declaration import Chapter, Counts, Names, Oracle, Row, Shapes, Variant
+from launchlab.chapters.ordinary_launches import ROW_KERNELS, row_path_bytes
 from launchlab.measure.variant import VariantId
-from launchlab.model import workloads
+from launchlab.model import oracles, workloads
 
 TILED_KERNELS = ("tile_producer", "row_combiner", "tile_consumer")
 EMPTY_KERNELS = ("empty_kernel",)
+OUTPUTS = ("paths", "per_node")
 LARGE_ELEMENTS = 1 << 24  # shapes this big use the protocol's smaller event batch
 LARGE_LAUNCHES = 256      # so do invocations with this many launches
 STATISTICS_BYTES = 12     # three floats per tile and per row (kernels/tiled.cuh)
@@ -18,77 +28,17 @@ STATISTICS_BYTES = 12     # three floats per tile and per row (kernels/tiled.cuh
 
 @dataclasses.dataclass(frozen=True)
 class Parameters:
-    row_shapes: str = "4096x4096,4096x1024,128x8192"
-    tiled_cases: str = "balanced,ragged"
+    row_shapes: Shapes = Shapes.parse("4096x4096,4096x1024,128x8192")
+    tiled_cases: Names = Names.parse("balanced,ragged")
     fixture_seed: int = 2026
-    empty_lengths: str = "1,4,16,64,256,1024"  # graphs of N empty kernels
-    row_copies: str = "1,4,16,64"              # graphs of k back-to-back row paths
-    copies_shape: str = "128x8192"
-    setup_repeats: int = 5                     # captures per graph whose set-up steps are timed
+    empty_lengths: Counts = Counts.parse("1,4,16,64,256,1024")  # graphs of N empty kernels
+    row_copies: Counts = Counts.parse("1,4,16,64")              # graphs of k back-to-back row paths
+    copies_shape: Shapes = Shapes.parse("128x8192")
+    setup_repeats: int = 5                                      # captures per graph whose set-up steps are timed
 
 
-def counts(text: str) -> list[int]:
-    """'1,4,16' -> [1, 4, 16]; every count positive."""
-    values = [int(v) for v in str(text).split(",")]
-    if not values or any(v <= 0 for v in values):
-        raise ValueError(f"{text!r}: counts must be positive integers")
-    return values
-
-
-def tiled_cases(text: str) -> list[str]:
-    return [case.strip() for case in str(text).split(",") if case.strip()]
-
-
-# ---------------------------------------------------------------- variant ids
-def row_variant(rows: int, cols: int, submission: str) -> VariantId:
-    return VariantId("row4", workloads.shape_name(rows, cols), submission)
-
-
-def tiled_variant(case: str, submission: str) -> VariantId:
-    return VariantId("tiled3", case, submission)
-
-
-def empty_variant(count: int, submission: str) -> VariantId:
-    return VariantId("empty", f"n{count}", submission)
-
-
-def copies_variant(copies: int, submission: str) -> VariantId:
-    return VariantId("row4copies", f"k{copies}", submission)
-
-
-def graph_twin(vid: VariantId) -> VariantId:
-    return vid.with_submission("graph")
-
-
-def stream_twin(vid: VariantId) -> VariantId:
-    return vid.with_submission("stream")
-
-
-def is_graph_length(vid: VariantId) -> bool:
-    """The graph-length experiment: N empty kernels, k copies of the row path."""
-    return vid.target in ("empty", "row4copies")
-
-
-def launches_of(vid: VariantId) -> int:
-    """Kernel launches of one invocation's stream version (= kernel nodes of its graph)."""
-    if vid.target == "row4":
-        return len(ROW_KERNELS)
-    if vid.target == "tiled3":
-        return len(TILED_KERNELS)
-    if vid.target == "empty":
-        return int(vid.case[1:])
-    if vid.target == "row4copies":
-        return len(ROW_KERNELS) * int(vid.case[1:])
-    raise ValueError(f"{vid} is not a variant of this chapter")
-
-
-def kernel_names(vid: VariantId) -> tuple[str, ...]:
-    return {"row4": ROW_KERNELS, "row4copies": ROW_KERNELS, "tiled3": TILED_KERNELS,
-            "empty": EMPTY_KERNELS}[vid.target]
-
-
-# ---------------------------------------------------------------- the variant table
-def _tiled_bytes(case: str) -> tuple[int, int]:
+# ---------------------------------------------------------------- the rows
+def tiled_bytes(case: str) -> tuple[int, int]:
     """A reads x, C reads x and writes y; the statistics are written once and read once."""
     table = workloads.tile_table(workloads.tiled_row_lengths(case))
     elements, tiles, rows = int(table["row_offsets"][-1]), len(table["tile_row"]), len(table["row_offsets"]) - 1
@@ -96,33 +46,94 @@ def _tiled_bytes(case: str) -> tuple[int, int]:
     return 8 * elements + statistics, 4 * elements + statistics
 
 
-def variants(parameters: Parameters) -> list[VariantSpec]:
-    table = []
-    for rows, cols in workloads.parse_shapes(parameters.row_shapes):
-        read, written = ROW_PATH_BYTES_READ * rows * cols, ROW_PATH_BYTES_WRITTEN * rows * cols
-        table += [VariantSpec(row_variant(rows, cols, "stream"), "RowPath", "rms_softmax (float64)", read, written),
-                  VariantSpec(row_variant(rows, cols, "graph"), "GraphReplay(RowPath)", "rms_softmax (float64)",
-                              read, written)]
-    for case in tiled_cases(parameters.tiled_cases):
-        read, written = _tiled_bytes(case)
-        oracle = "rms_softmax_packed (float64)"
-        table += [VariantSpec(tiled_variant(case, "stream"), "TiledPath", oracle, read, written),
-                  VariantSpec(tiled_variant(case, "graph"), "GraphReplay(TiledPath)", oracle, read, written)]
-    for count in counts(parameters.empty_lengths):
-        table += [VariantSpec(empty_variant(count, submission), target, "none (no output)", 0, 0)
-                  for submission, target in (("stream", "EmptyKernels"), ("graph", "GraphReplay(EmptyKernels)"),
-                                             ("native", "EmptyKernels via the C++ loop"))]
-    rows, cols = workloads.parse_shapes(parameters.copies_shape)[0]
-    for copies in counts(parameters.row_copies):
-        read, written = copies * ROW_PATH_BYTES_READ * rows * cols, copies * ROW_PATH_BYTES_WRITTEN * rows * cols
-        table += [VariantSpec(copies_variant(copies, "stream"), "RowCopies", "rms_softmax (float64)", read, written),
-                  VariantSpec(copies_variant(copies, "graph"), "GraphReplay(RowCopies)", "rms_softmax (float64)",
-                              read, written)]
-    return table
+def count_of(case: str) -> int:
+    """n64 -> 64 (empty kernels), k16 -> 16 (copies of the row path)."""
+    return int(case[1:])
+
+
+def make_row_path(context, case: str):
+    from launchlab.gpu.targets import RowPath
+
+    return RowPath(context.modules["row"], *workloads.parse_shapes(case)[0])
+
+
+def make_tiled(context, case: str):
+    from launchlab.gpu.targets import TiledPath
+
+    return TiledPath(context.modules["tiled"], workloads.tiled_row_lengths(case))
+
+
+def make_empty(context, case: str):
+    from launchlab.chapters.graphs.targets import EmptyKernels
+
+    return EmptyKernels(context.modules["empty"], count_of(case))
+
+
+def make_copies(context, case: str):
+    from launchlab.chapters.graphs.targets import RowCopies
+
+    return RowCopies(context.copies_path, count_of(case))
+
+
+# The tiled oracle reads the packed rows' offsets: function(x, row_offsets).
+RMS_SOFTMAX = Oracle("rms_softmax (float64)", oracles.rms_softmax, oracles.RMS_SOFTMAX_TOLERANCE)
+PACKED = Oracle("rms_softmax_packed (float64)", oracles.rms_softmax_packed, oracles.RMS_SOFTMAX_TOLERANCE)
+STREAM_AND_GRAPH = ("stream", "graph")
+ROW_PATH = Row("row4", "row path (4 kernels)", make_row_path, RMS_SOFTMAX, STREAM_AND_GRAPH, bytes=row_path_bytes,
+               outputs=frozenset({"paths"}))
+TILED = Row("tiled3", "tiled path (3 kernels)", make_tiled, PACKED, STREAM_AND_GRAPH, bytes=tiled_bytes,
+            outputs=frozenset({"paths"}))
+EMPTY = Row("empty", "empty kernels", make_empty, Oracle("none (no output)"), ("stream", "graph", "native"),
+            bytes=lambda case: (0, 0), outputs=frozenset({"per_node"}))
+# Its bytes per call are the row path's at the run's copies_shape (expand fills them in); k copies = k calls.
+COPIES = Row("row4copies", "back-to-back row paths", make_copies, RMS_SOFTMAX, STREAM_AND_GRAPH,
+             bytes=lambda case: (0, 0), outputs=frozenset({"per_node"}))
+ROWS = (ROW_PATH, TILED, EMPTY, COPIES)
+KERNELS = {"row4": ROW_KERNELS, "tiled3": TILED_KERNELS, "empty": EMPTY_KERNELS, "row4copies": ROW_KERNELS}
+
+
+# Each row's cases from the parameters, with the calls of the row one invocation makes (N empty kernels, k copies).
+CASES = {"row4": lambda p: [(workloads.shape_name(*shape), 1) for shape in p.row_shapes],
+         "tiled3": lambda p: [(case, 1) for case in p.tiled_cases],
+         "empty": lambda p: [(f"n{count}", count) for count in p.empty_lengths],
+         "row4copies": lambda p: [(f"k{count}", count) for count in p.row_copies]}
+
+
+def expand(parameters: Parameters) -> list[Variant]:
+    """Every row on its cases (CASES), under each of its submissions: the row path at every shape and the tiled
+    path on every case; the graph-length series, N empty kernels and k copies of the row path at copies_shape."""
+    copies_shape = workloads.shape_name(*parameters.copies_shape[0])
+    variants = []
+    for row in ROWS:
+        if row.name == COPIES.name:  # a copy moves what the row path moves at the run's copies_shape
+            row = dataclasses.replace(row, bytes=lambda case: row_path_bytes(copies_shape))
+        variants += [Variant(VariantId(row.name, case, submission), row, calls=calls)
+                     for case, calls in CASES[row.name](parameters) for submission in row.submissions]
+    return variants
+
+
+# ---------------------------------------------------------------- reading a VariantId
+def stream_twin(vid: VariantId) -> VariantId:
+    return vid.with_submission("stream")
+
+
+def launches_of(vid: VariantId) -> int:
+    """Kernel launches of one invocation's stream version (= kernel nodes of its graph)."""
+    calls = count_of(vid.case) if vid.target in ("empty", "row4copies") else 1
+    return len(KERNELS[vid.target]) * calls
+
+
+def is_large(vid: VariantId) -> bool:
+    """Large shapes and long invocations use the protocol's smaller event batch."""
+    if re.fullmatch(r"\d+x\d+", vid.case):
+        rows, cols = workloads.parse_shapes(vid.case)[0]
+        if rows * cols >= LARGE_ELEMENTS:
+            return True
+    return launches_of(vid) >= LARGE_LAUNCHES
 
 
 CHAPTER = Chapter(
     stem="graphs", tag="ch02", title="CUDA Graphs",
     host_path=("CuPy from CPython on one non-blocking stream: RawKernel launches for the stream versions, "
                "Graph.launch for replays; the native loop calls cuLaunchKernel from C++ on the same stream"),
-    parameters=Parameters, expand=variants)
+    parameters=Parameters, expand=expand)

@@ -1,9 +1,8 @@
-"""Chapter 2's tables, figures and glued values, all read from the run."""
+"""Chapter 2's tables, figures and glued values: formatted from the run's summaries and record."""
 from __future__ import annotations
 
-from launchlab.chapters.graphs import is_graph_length, stream_twin
+from launchlab.chapters.graphs import CHAPTER, stream_twin
 from launchlab.measure.variant import VariantId
-from launchlab.model import dot
 from launchlab.present import tables
 
 # (measurement, metric) -> column header; the measurement is named because the chapters' single-call and
@@ -25,19 +24,22 @@ def label(vid: VariantId) -> str:
             }.get(vid.target, str(vid))
 
 
-TARGET_ORDER = ("row4", "tiled3", "empty", "row4copies")
+def size_of_case(case: str) -> int:
+    """What a case's size reads as: elements of a shape (128x8192), the count of a series (n64, k16), else 0."""
+    if "x" in case and case.replace("x", "").isdigit():
+        rows, cols = (int(v) for v in case.split("x"))
+        return rows * cols
+    return int(case[1:]) if case[1:].isdigit() else 0
 
 
 def ordered(variants) -> list[str]:
-    """The two paths first, then the graph-length series by length; row shapes by size."""
+    """Rows in declared order (the two paths first, then the graph-length series); within a row by size."""
+    rows = list(dict.fromkeys(v.row.name for v in CHAPTER.variants()))
+
     def key(variant):
         vid = VariantId.parse(variant)
-        if vid.target == "row4":
-            rows, cols = (int(v) for v in vid.case.split("x"))
-            size = rows * cols
-        else:
-            size = int(vid.case[1:]) if vid.target in ("empty", "row4copies") else 0
-        return TARGET_ORDER.index(vid.target), size, vid.case, vid.submission
+        position = rows.index(vid.target) if vid.target in rows else len(rows)
+        return position, size_of_case(vid.case), vid.case, vid.submission
     return sorted(variants, key=key)
 
 
@@ -48,9 +50,9 @@ def glue_key(vid: VariantId, with_submission: bool = False) -> str:
 
 
 def _paths(run) -> list[VariantId]:
-    """The graph variants of the two paths (not the graph-length series), in the run's order."""
-    graphs = (VariantId.parse(g) for g in ordered(run.summaries["stream_over_graph"]))
-    return [g for g in graphs if not is_graph_length(g)]
+    """The graph variants that enter the `paths` output (not the graph-length series), in the page's order."""
+    declared = {str(v.id) for v in CHAPTER.variants(CHAPTER.parameters_of(run.record)) if "paths" in v.enters}
+    return [VariantId.parse(g) for g in ordered(run.summaries["stream_over_graph"]) if g in declared]
 
 
 def ratio_cell(ratio) -> str:
@@ -99,27 +101,15 @@ def node_table(run):
                                   "Stream launches: the kernel launches of the stream version of the same workload.")
 
 
-def figure_graphs(run) -> list[str]:
-    """The smallest row-path graph and the first tiled graph: the two drawn node by node."""
-    paths = _paths(run)
-    event_us = {g: run.summaries["timing"][str(g)]["warm_batch"]["event_us"]["median"] for g in paths}
-    rows = sorted((g for g in paths if g.target == "row4"), key=event_us.get)
-    tiled = [g for g in paths if g.target == "tiled3"]
-    return [str(g) for g in (rows[:1] + tiled[:1])]
-
-
 def graph_figure(run):
-    """The captured graphs as CUDA printed them: one box per node, in dependency order."""
-    from launchlab.chapters.graphs.summary import read_dot
+    """The drawn graphs as CUDA printed them: one box per node, in dependency order."""
     from launchlab.present import figures
 
-    index = run.json("graphs/index.json")
-    names = figure_graphs(run)
-    fig, axes = figures.figure(1, len(names), height=3.0, layout="constrained")
-    for ax, name in zip(axes[0], names):
-        parsed = dot.parse_dot(read_dot(run.path, index[name]["dot"]))
-        title = f"{label(VariantId.parse(name))}:\n{len(parsed['nodes'])} nodes, {len(parsed['edges'])} edges"
-        figures.draw_chain(ax, [parsed["nodes"][n]["label"][-1] for n in dot.topological_order(parsed)], title)
+    drawn = run.summaries["drawn"]
+    fig, axes = figures.figure(1, len(drawn), height=3.0, layout="constrained")
+    for ax, graph in zip(axes[0], drawn):
+        title = f"{label(VariantId.parse(graph['graph']))}:\n{graph['nodes']} nodes, {graph['edges']} edges"
+        figures.draw_chain(ax, graph["labels"], title)
         ax.title.set_fontsize(figures.FONT_PT)
     return figures.finish(fig, legend_where=None)
 
@@ -147,7 +137,8 @@ def _setups(run) -> dict:
 def setup_table(run):
     """Set-up steps per graph: median over the repeated captures [p10–p90], µs."""
     setups = _setups(run)
-    inside = all(s["instantiated_in_end_capture"] for s in setups.values())
+    instantiation = run.summaries["instantiation"]
+    inside = instantiation["in_end_capture"] == instantiation["graphs"]
     end_capture = "end capture, with instantiation" if inside else "end capture"
     rows = []
     for g, s in setups.items():
@@ -182,15 +173,33 @@ def payback_table(run):
 
 
 # ---------------------------------------------------------------- stream against graph
+VERDICT_WORDS = {"above": "graph faster", "below": "stream faster", "tie": "tie"}
+
+
 def ratio_table(run):
-    ratios = run.summaries["stream_over_graph"]
+    ratios, verdicts = run.summaries["stream_over_graph"], run.summaries["verdicts"]
     rows = [{"workload": label(g), "event interval per call, batch (×)": ratios[str(g)]["event"],
-             "host completion, 1 synchronised call (×)": ratios[str(g)]["complete"]} for g in _paths(run)]
+             "by event interval": VERDICT_WORDS[verdicts[str(g)]["event"]],
+             "host completion, 1 synchronised call (×)": ratios[str(g)]["complete"],
+             "by host completion": VERDICT_WORDS[verdicts[str(g)]["complete"]]} for g in _paths(run)]
     return tables.page_table(rows, index="workload",
                              formats={"workload": "text", "event interval per call, batch (×)": ratio_cell,
-                                      "host completion, 1 synchronised call (×)": ratio_cell},
+                                      "host completion, 1 synchronised call (×)": ratio_cell,
+                                      "by event interval": "text", "by host completion": "text"},
                              note="Stream time over graph time within each round. Brackets: 95 % bootstrap interval "
-                                  "of the median over the rounds.")
+                                  "of the median over the rounds; a tie where it includes 1.")
+
+
+def verdict_sentence(run) -> str:
+    """How many workloads replay made faster, slower, or left tied, by each measure."""
+    measures = {"event": "by the event interval per call", "complete": "by the completion of one synchronised call"}
+    parts = []
+    for name, words in measures.items():
+        tally = run.summaries["tallies"][name]
+        total = sum(tally.values())
+        parts.append(f"{words}, replay was faster for {tally['above']} of the {total} workloads, slower for "
+                     f"{tally['below']}, and {tally['tie']} {'was a tie' if tally['tie'] == 1 else 'were ties'}")
+    return "Counting a ratio whose 95 % interval includes 1 as a tie: " + "; ".join(parts) + "."
 
 
 def timing_table(run):
@@ -286,13 +295,12 @@ def _sig(value: float) -> str:
 
 
 def instantiation_sentence(run) -> str:
-    setups = run.summaries["setup"].values()
-    inside = sum(1 for s in setups if s["instantiated_in_end_capture"])
-    if inside == len(setups):
+    counted = run.summaries["instantiation"]
+    if counted["in_end_capture"] == counted["graphs"]:
         return ("CuPy instantiated every graph inside `end_capture`: there is no separate instantiation step, so its "
                 "cost sits in the end-capture column")
-    return (f"CuPy instantiated {inside} of {len(setups)} graphs inside `end_capture` and the others in a step of "
-            "their own")
+    return (f"CuPy instantiated {counted['in_end_capture']} of {counted['graphs']} graphs inside `end_capture` and the "
+            "others in a step of their own")
 
 
 def page_values(run) -> dict:
@@ -302,21 +310,12 @@ def page_values(run) -> dict:
     values = {"run_id": run.run_id, "device_name": record.device_name, "sm_count": str(record.device["sm_count"]),
               "rounds": str(protocol["rounds"]), "batch": str(protocol["batch"]),
               "large_batch": str(protocol["large_batch"]), "warmups": str(protocol["warmups"]),
-              "setup_repeats": str(record.parameters["setup_repeats"]),
-              "instantiation_sentence": instantiation_sentence(run)}
+              "setup_repeats": str(CHAPTER.parameters_of(record).setup_repeats),
+              "instantiation_sentence": instantiation_sentence(run), "verdict_sentence": verdict_sentence(run)}
     for g in _paths(run):
         values.update(path_values(run.summaries, g))
     values.update(node_values(run))
     return values
-
-
-PACE_TOLERANCE = 0.05   # an event interval within 5 % of the host's enqueue time per call: the host set the pace
-
-
-def pacer(event_us: float, enqueue_us: float) -> str:
-    """Who set the pace of a stream batch: the host when the GPU finished each call about as fast as the host
-    enqueued it (event interval per call at most 5 % above the enqueue time per call), else the GPU."""
-    return "the host" if event_us <= (1 + PACE_TOLERANCE) * enqueue_us else "the GPU"
 
 
 def path_values(s: dict, g: VariantId) -> dict:
@@ -337,10 +336,9 @@ def path_values(s: dict, g: VariantId) -> dict:
     alone = instantiation_alone(setup["steps"])
     values[f"instantiate_alone_{key}_us"] = "not timed" if alone is None else _sig(alone["median"])
     values[f"first_replay_beyond_{key}_us"] = _sig(setup["first_replay_beyond_warm_us"]["median"])
-    stream = s["timing"][str(stream_twin(g))]["warm_batch"]
-    event, enqueue = stream["event_us"]["median"], stream["enqueue_us"]["median"]
-    values[f"stream_event_over_enqueue_{key}"] = _fixed(event / enqueue)
-    values[f"stream_pace_{key}"] = pacer(event, enqueue)
+    pace = s["pace"][str(stream_twin(g))]
+    values[f"stream_event_over_enqueue_{key}"] = _fixed(pace["event_over_enqueue"])
+    values[f"stream_pace_{key}"] = pace["paced_by"]
     for vid in (stream_twin(g), g):
         m = s["timing"][str(vid)]
         for (measurement, metric) in TIMING_COLUMNS:

@@ -5,6 +5,11 @@ later one, so only what it takes beyond a warm replay (one synchronised call, `w
 charged to set-up; capture, end of capture (where CuPy also instantiates), a separate instantiation where
 there was one, and upload are charged whole. The break-even count is that set-up over the saving per
 invocation, stream minus graph, paired within rounds.
+
+Findings kept beside the numbers: each stream-over-graph ratio's verdict and their tallies over the two paths
+(a ratio whose 95 % interval includes 1 is a tie, never "faster"), who set the pace of each path's stream
+batches, how many graphs CuPy instantiated inside end_capture, and the two graphs the page draws node by node
+(the row path at its fastest shape, the first tiled case).
 """
 from __future__ import annotations
 
@@ -13,7 +18,7 @@ import json
 import math
 from pathlib import Path
 
-from launchlab.chapters.graphs import is_graph_length, launches_of, stream_twin
+from launchlab.chapters.graphs import CHAPTER, launches_of, stream_twin
 from launchlab.measure import stats
 from launchlab.measure.variant import VariantId
 from launchlab.model import dot
@@ -26,12 +31,14 @@ CHARGED_WHOLE = ("capture_us", "end_capture_us", "instantiate_us", "upload_us") 
 COMPARISONS = (("event", "warm_batch", "event_us"), ("complete", "warm_single", "complete_us"))
 PER_NODE_METRICS = (("warm_batch", "event_us"), ("warm_single", "enqueue_us"), ("warm_batch", "enqueue_us"),
                     ("warm_single", "complete_us"))
+PACE_TOLERANCE = 0.05   # an event interval within 5 % of the host's enqueue time per call: the host set the pace
 
 
 def summarize(run_dir: Path, record) -> dict:
     run_dir = Path(run_dir)
     samples = read_jsonl(run_dir / SAMPLES_FILE)
     timing = stats.summarize(samples)
+    declared = CHAPTER.variants(CHAPTER.parameters_of(record))
     twins = {g: str(stream_twin(VariantId.parse(g))) for g in timing if VariantId.parse(g).submission == "graph"}
     paired = [g for g, stream in twins.items() if stream in timing]
     ratios = {g: {name: stats.paired_ratio(samples, twins[g], g, measurement, metric)
@@ -40,10 +47,40 @@ def summarize(run_dir: Path, record) -> dict:
                    for name, measurement, metric in COMPARISONS} for g in paired}
     setups = json.loads((run_dir / "graphs/setup.json").read_text())
     index = json.loads((run_dir / "graphs/index.json").read_text())
-    return {"timing": timing, "stream_over_graph": ratios, "saving_us": savings,
-            "setup": {g: setup_summary(setups[g], timing[g], savings[g]) for g in paired if g in setups},
+    setup = {g: setup_summary(setups[g], timing[g], savings[g]) for g in paired if g in setups}
+    paths = [str(v.id) for v in declared if "paths" in v.enters and v.id.submission == "graph" and str(v.id) in ratios]
+    return {"timing": timing, "stream_over_graph": ratios, "saving_us": savings, "setup": setup,
             "nodes": {g: node_summary(run_dir, entry) for g, entry in index.items()},
-            "per_node": per_node(timing)}
+            "per_node": per_node(timing, [str(v.id) for v in declared if "per_node" in v.enters]),
+            "verdicts": {g: {name: stats.verdict(ratio) for name, ratio in ratios[g].items()} for g in paired},
+            "tallies": {name: stats.tally(ratios[g][name] for g in paths) for name, _, _ in COMPARISONS},
+            "pace": {twins[g]: pace(timing[twins[g]]) for g in paths},
+            "instantiation": {"in_end_capture": sum(1 for s in setup.values() if s["instantiated_in_end_capture"]),
+                              "graphs": len(setup)},
+            "drawn": [drawn(run_dir, index[g], g) for g in drawn_graphs(paths, timing) if g in index]}
+
+
+def pace(stream_timing: dict) -> dict:
+    """Who set the pace of a stream batch: the host when the GPU finished each call about as fast as the host
+    enqueued it (event interval per call at most PACE_TOLERANCE above the enqueue time per call), else the GPU."""
+    event, enqueue = (stream_timing["warm_batch"][metric]["median"] for metric in ("event_us", "enqueue_us"))
+    return {"event_over_enqueue": event / enqueue,
+            "paced_by": "the host" if event <= (1 + PACE_TOLERANCE) * enqueue else "the GPU"}
+
+
+def drawn_graphs(paths: list[str], timing: dict) -> list[str]:
+    """The graphs drawn node by node: the row path's at its fastest shape (graph event median), the first tiled."""
+    event_us = {g: timing[g]["warm_batch"]["event_us"]["median"] for g in paths}
+    rows = sorted((g for g in paths if g.startswith("row4.")), key=event_us.get)
+    tiled = [g for g in paths if g.startswith("tiled3.")]
+    return rows[:1] + tiled[:1]
+
+
+def drawn(run_dir: Path, entry: dict, graph: str) -> dict:
+    """A graph's nodes in dependency order, each named by the last line of its label, and its edge count."""
+    parsed = dot.parse_dot(read_dot(run_dir, entry["dot"]))
+    return {"graph": graph, "labels": [parsed["nodes"][n]["label"][-1] for n in dot.topological_order(parsed)],
+            "nodes": len(parsed["nodes"]), "edges": len(parsed["edges"])}
 
 
 def setup_summary(repeats: list[dict], graph_timing: dict, saving: dict) -> dict:
@@ -85,15 +122,14 @@ def node_summary(run_dir: Path, entry: dict) -> dict:
             "stream_launches": entry["stream_launches"]}
 
 
-def per_node(timing: dict) -> dict:
-    """The graph-length series per launch (stream, native) or per kernel node (graph): quantiles over the
-    rounds divided by the launch count (division scales every quantile exactly)."""
+def per_node(timing: dict, series: list[str]) -> dict:
+    """The graph-length series (the declared variants that enter it) per launch (stream, native) or per kernel
+    node (graph): quantiles over the rounds divided by the launch count (division scales every quantile exactly)."""
     result = {}
-    for variant, measurements in timing.items():
-        vid = VariantId.parse(variant)
-        if not is_graph_length(vid):
-            continue
-        launches = launches_of(vid)
+    for variant in sorted(series):
+        if variant not in timing:
+            continue  # skipped: the C++ loop did not build
+        measurements, launches = timing[variant], launches_of(VariantId.parse(variant))
         entry = {"launches": launches}
         for measurement, metric in PER_NODE_METRICS:
             summary = measurements[measurement][metric]

@@ -1,19 +1,19 @@
 """Example B's targets on the GPU (kernels/jobs.cu): separate kernels, fused CTAs, a persistent queue.
 
-Every schedule of one case runs on one `JobProblem` (inputs, the volatile stage-A array, outputs,
-the iteration table), so all variants read and write the same addresses. Each launch reserves
-`reserved_shared_bytes()` of dynamic shared memory, which leaves room for one CTA per SM; the
-occupancy API confirms it (`active_ctas_per_sm`). Imports CuPy; only GPU mode reaches this module.
+Every row of one case runs on one `JobProblem` (inputs, the volatile stage-A array, outputs, the iteration
+table), so all variants of a case read and write the same addresses (`Context.problem`). Each launch reserves
+`Layout.dynamic_shared_bytes` of dynamic shared memory, which leaves room for one CTA per SM; the occupancy API
+confirms it (`active_ctas_per_sm`). Imports CuPy; only GPU mode reaches this module.
 """
 from __future__ import annotations
 
 import cupy
 import numpy as np
 
+from launchlab.chapters.example_b_jobs import model
 from launchlab.gpu import build
 from launchlab.gpu import probes
 from launchlab.gpu.targets import Target
-from launchlab.model import jobs as model
 
 FAMILY = "jobs"
 BLOCK = model.VALUES_PER_JOB  # one thread per value
@@ -25,29 +25,22 @@ def load(traced: bool = False) -> build.BuiltModule:
     return build.load_module(FAMILY, {"LAUNCHLAB_TRACE": None} if traced else None)
 
 
-def _properties() -> dict:
-    return cupy.cuda.runtime.getDeviceProperties(cupy.cuda.runtime.getDevice())
+def layout(sm_count: int, shared_per_sm: int, shared_per_block_optin: int) -> dict:
+    """Jobs, queue workers (one per SM) and the per-CTA shared-memory reservation of a device (a run records it)."""
+    reserved = model.reserved_shared_bytes(shared_per_sm)
+    if reserved > shared_per_block_optin:
+        raise ValueError(f"half the SM's shared memory plus {model.SHARED_MARGIN_BYTES} bytes ({reserved}) exceeds "
+                         f"the per-block limit of {shared_per_block_optin} bytes")
+    return {"sm_count": sm_count, "jobs": model.job_count(sm_count), "workers": sm_count,
+            "shared_memory": {"shared_per_sm": shared_per_sm, "shared_per_block_optin": shared_per_block_optin,
+                              "dynamic_shared_bytes": reserved}}
 
 
-def sm_count() -> int:
-    return int(_properties()["multiProcessorCount"])
+def device_layout() -> dict:
+    """The layout of the current GPU."""
+    from launchlab.gpu import device
 
-
-def shared_memory() -> dict:
-    """The device's shared-memory sizes and the per-CTA reservation derived from them (a run records it)."""
-    properties = _properties()
-    per_sm = int(properties["sharedMemPerMultiprocessor"])
-    record = {"shared_per_sm": per_sm, "shared_per_block_optin": int(properties["sharedMemPerBlockOptin"]),
-              "reserved_by_system_per_block": int(properties.get("reservedSharedMemPerBlock", -1)),
-              "dynamic_shared_bytes": model.reserved_shared_bytes(per_sm)}
-    if record["dynamic_shared_bytes"] > record["shared_per_block_optin"]:
-        raise ValueError(f"half the SM's shared memory plus {model.SHARED_MARGIN_BYTES} bytes exceeds the "
-                         f"per-block limit: {record}")
-    return record
-
-
-def reserved_shared_bytes() -> int:
-    return shared_memory()["dynamic_shared_bytes"]
+    return layout(device.sm_count(), device.identity()["shared_bytes_per_sm"], device.shared_limit())
 
 
 def allow_dynamic_shared(kernel, nbytes: int) -> None:
@@ -59,6 +52,23 @@ def allow_dynamic_shared(kernel, nbytes: int) -> None:
 def active_ctas_per_sm(kernel, shared_bytes: int, block: int = BLOCK) -> int:
     """CTAs of `kernel` one SM holds at once with this launch's dynamic shared memory (occupancy API)."""
     return int(cupy.cuda.driver.occupancyMaxActiveBlocksPerMultiprocessor(kernel.kernel.ptr, block, int(shared_bytes)))
+
+
+class Context:
+    """What the rows' `make` reads: the built module, the layout (reservation, workers) and one problem per
+    case, shared by every row; `work_divisor` shrinks the iteration tables (the sanitizer's child)."""
+
+    def __init__(self, built: build.BuiltModule, layout: dict, work_divisor: int = 1):
+        self.built, self.layout, self.work_divisor = built, layout, work_divisor
+        self.shared_bytes = layout["shared_memory"]["dynamic_shared_bytes"]
+        self.workers = layout["workers"]
+        self._problems: dict[str, JobProblem] = {}
+
+    def problem(self, case: str) -> "JobProblem":
+        if case not in self._problems:
+            self._problems[case] = JobProblem(model.a_iterations(case, self.layout["jobs"]) // self.work_divisor,
+                                              model.B_ITERATIONS // self.work_divisor)
+        return self._problems[case]
 
 
 HEAD_EXHAUSTED = 0x7FFFFFFF  # a poisoned queue head: every worker finds the queue already empty
@@ -87,9 +97,6 @@ class JobProblem:
             raise ValueError(f"expected uint32 values of shape {self.x.shape}, got {x.dtype}{x.shape}")
         self.x.set(x)
 
-    def reference(self, x: np.ndarray) -> np.ndarray:
-        return model.oracle(x, self.a_iters_host, self.b_iters)
-
 
 class _JobTarget(Target):
     """Shared by the three schedules: launches with the shared-memory reservation, poison, load, output."""
@@ -97,9 +104,9 @@ class _JobTarget(Target):
     KERNELS: tuple[str, ...] = ()
     schedule = ""
 
-    def __init__(self, built: build.BuiltModule, problem: JobProblem, shared_bytes: int | None = None):
+    def __init__(self, built: build.BuiltModule, problem: JobProblem, shared_bytes: int):
         self.problem = problem
-        self.shared_bytes = reserved_shared_bytes() if shared_bytes is None else int(shared_bytes)
+        self.shared_bytes = int(shared_bytes)
         self.kernels = {name: built.kernel(name) for name in self.KERNELS}
         if self.shared_bytes > 48 * 1024:
             for kernel in self.kernels.values():
@@ -134,7 +141,7 @@ class SeparateJobs(_JobTarget):
     KERNELS = model.KERNELS["separate"]
     schedule = "separate"
 
-    def __init__(self, built, problem: JobProblem, shared_bytes: int | None = None):
+    def __init__(self, built, problem: JobProblem, shared_bytes: int):
         super().__init__(built, problem, shared_bytes)
         grid, args = (problem.jobs,), problem.args()
         self.launches = tuple((self.kernels[name], grid, self.block, args) for name in self.KERNELS)
@@ -147,13 +154,13 @@ class FusedJobs(_JobTarget):
     KERNELS = model.KERNELS["fused"]
     schedule = "fused"
 
-    def __init__(self, built, problem: JobProblem, shared_bytes: int | None = None):
+    def __init__(self, built, problem: JobProblem, shared_bytes: int):
         super().__init__(built, problem, shared_bytes)
         self.launches = ((self.kernels["jobs_fused"], (problem.jobs,), self.block, problem.args()),)
 
 
 class QueueJobs(_JobTarget):
-    """jobs_queue: `workers` CTAs (default one per SM) take jobs from an atomic counter.
+    """jobs_queue: `workers` CTAs take jobs from an atomic counter.
 
     Every invocation first zeroes the counter with a device memset on the stream: part of the
     timed work, and a memset node in a captured graph."""
@@ -162,9 +169,9 @@ class QueueJobs(_JobTarget):
     KERNELS = model.KERNELS["queue"]
     schedule = "queue"
 
-    def __init__(self, built, problem: JobProblem, shared_bytes: int | None = None, workers: int | None = None):
+    def __init__(self, built, problem: JobProblem, shared_bytes: int, workers: int):
         super().__init__(built, problem, shared_bytes)
-        self.workers = int(workers) if workers else sm_count()
+        self.workers = int(workers)
         self.head = cupy.zeros(1, dtype=cupy.uint32)
         self.launches = ((self.kernels["jobs_queue"], (self.workers,), self.block, problem.args() + (self.head,)),)
         self.stream_ptr = cupy.cuda.get_current_stream().ptr
@@ -188,9 +195,6 @@ class QueueJobs(_JobTarget):
         return int(self.head.get()[0])
 
 
-SCHEDULES = {"separate": SeparateJobs, "fused": FusedJobs, "queue": QueueJobs}
-
-
 # --------------------------------------------------------------------------- traces
 def attach_trace(traced: build.BuiltModule, jobs: int):
     """Zeroed records, model.JOB_WORDS per job, wired to the traced module's trace_records.
@@ -205,25 +209,6 @@ def attach_trace(traced: build.BuiltModule, jobs: int):
 def collect_trace(records, invoke) -> dict:
     """One traced invocation (stream launches or graph replay) -> model.trace_arrays."""
     return model.trace_arrays(probes.collect_raw(records, invoke))
-
-
-def variants(built: build.BuiltModule, problem: JobProblem, stream, shared_bytes: int | None = None,
-             workers: int | None = None) -> dict:
-    """{variant name (model.VARIANTS): Target or GraphReplay}: the three schedules on one problem, each
-    launched from the stream and replayed from a graph captured on `stream` (the current stream: for
-    the queue, the counter memset and the kernel).
-
-    A traced module's trace buffer must be attached (`attach_trace`) before this is called: the
-    capture replays every graph once, and its probes write through that pointer."""
-    from launchlab.gpu.capture import GraphReplay
-
-    targets = {"separate": SeparateJobs(built, problem, shared_bytes), "fused": FusedJobs(built, problem, shared_bytes),
-               "queue": QueueJobs(built, problem, shared_bytes, workers)}
-    made = {}
-    for schedule, target in targets.items():
-        made[f"{schedule}_stream"] = target
-        made[f"{schedule}_graph"] = GraphReplay(target, stream)
-    return {name: made[name] for name in model.VARIANTS}
 
 
 def underlying(variant):

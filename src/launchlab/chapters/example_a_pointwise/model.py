@@ -1,4 +1,4 @@
-"""Example A on the CPU: the pointwise chain's inputs, its exact oracle, its variants and its bytes.
+"""Example A on the CPU: the pointwise chain's inputs, its exact oracle and its launch grid.
 
 The chain is a = round32(x + 1), b = round32(a * a), y = round32(b * 0.5) (kernels/pointwise.cu).
 Inputs are bounded dyadic float32 numbers: k / 2**16 with |k| <= 2**20, so |x| <= 16 with at most
@@ -16,15 +16,10 @@ from __future__ import annotations
 
 import numpy as np
 
-VARIANTS = ("three_stream", "three_graph", "fused_stream", "fused_graph")
-PATHS = ("three", "fused")                         # the kernels behind the variants
-SIZES = (256, 32_768, 1_048_576, 16_777_216)
 BLOCK = 256
-KERNEL_NODES = {"three": 3, "fused": 1}            # kernel nodes a captured graph must hold
-BYTES_PER_ELEMENT = {"three": 24, "fused": 8}      # logical: 3 reads + 3 writes of 4 bytes, or 1 + 1
 
 # Part of the workload's definition: no multiply-add contraction anywhere in the family's build
-# (gpu/pointwise.py adds it to the house options; tests compile with it).
+# (device.py adds it to the house options; tests compile with it).
 COMPILE_OPTIONS = ("--fmad=false",)
 
 FIXTURES_BEFORE_TIMING = 3   # fixtures 0, 1, 2 are checked before timing
@@ -34,23 +29,11 @@ DYADIC_LIMIT = 2 ** 20       # |k| <= 2**20, so |x| <= 16
 EDGE_VALUES = np.array([0.0, -1.0, 1.0, -0.0, 2.0 ** -12, -2.0, 15.5, -16.0], dtype=np.float32)
 
 
-def path_of(variant: str) -> str:
-    """'three' or 'fused': the kernels a variant launches."""
-    if variant not in VARIANTS:
-        raise ValueError(f"unknown variant {variant!r}; expected one of {VARIANTS}")
-    return variant.split("_")[0]
-
-
 def grid(n: int, block: int = BLOCK) -> int:
     """Blocks of `block` threads that cover n elements."""
     if n <= 0:
         raise ValueError(f"n must be positive, got {n}")
     return -(-n // block)
-
-
-def logical_bytes(path: str, n: int) -> int:
-    """Bytes the path must move at least: 24 n for three kernels, 8 n fused."""
-    return BYTES_PER_ELEMENT[path] * int(n)
 
 
 def fixture_seed(base_seed: int, index: int, n: int) -> int:

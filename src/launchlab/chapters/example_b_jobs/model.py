@@ -32,18 +32,10 @@ A_ITERATIONS = {"light": 256, "heavy": 8192, "balanced": 1024}
 HEAVY_EVERY = 8                 # ragged: jobs 0, 8, 16, ... are heavy
 CASES = ("balanced", "ragged")
 SCHEDULES = ("separate", "fused", "queue")
-SUBMISSIONS = ("stream", "graph")
-VARIANTS = tuple(f"{schedule}_{submission}" for schedule in SCHEDULES for submission in SUBMISSIONS)
 KERNELS = {"separate": ("jobs_stage_a", "jobs_stage_b"), "fused": ("jobs_fused",), "queue": ("jobs_queue",)}
 SHARED_MARGIN_BYTES = 256       # reserved shared memory per CTA = per-SM shared memory / 2 + this
 FIXTURES_BEFORE_TIMING = 3
 HELD_OUT_FIXTURE = 3            # checked after timing, with the changed seed of `inputs`
-
-
-def schedule_of(variant: str) -> str:
-    if variant not in VARIANTS:
-        raise ValueError(f"unknown variant {variant!r}; expected one of {VARIANTS}")
-    return variant.split("_")[0]
 
 
 def job_count(sm_count: int) -> int:
