@@ -6,8 +6,9 @@ import time
 import numpy as np
 import pytest
 
-from launchlab.chapters.megakernels import design_of
-from launchlab.model import dot, oracles, schedules, workloads
+from launchlab.chapters.megakernels import design_of, schedules
+from launchlab.gpu import device
+from launchlab.model import dot, oracles, workloads
 
 pytestmark = pytest.mark.gpu
 FRESH_SEED = int(np.random.SeedSequence().entropy % 2**31)  # new every session; printed on failure
@@ -48,7 +49,7 @@ def variants(modules, lengths, stream, name="rows", sweep=SWEEP) -> dict:
 
 
 def check(variant, values, label):
-    from launchlab.gpu import persistent
+    from launchlab.chapters.megakernels import persistent
 
     target = persistent.underlying(variant)
     path = getattr(target, "path", target)
@@ -80,14 +81,14 @@ def test_every_variant_matches_the_oracle_and_the_queue_words_match_the_model(mo
 
 
 def test_sweep_grids_have_the_asked_workers(modules, backend):
-    from launchlab.gpu import persistent
+    from launchlab.chapters.megakernels import persistent
 
     made = variants(modules, IRREGULAR, backend.stream)
     for vid, variant in made.items():
         target = persistent.underlying(variant)
         per_sm = design_of(vid)[1]
         if per_sm is not None:
-            assert target.workers == per_sm * persistent.sm_count() and target.blocks_per_sm == per_sm
+            assert target.workers == per_sm * device.sm_count() and target.blocks_per_sm == per_sm
         elif isinstance(target, persistent.PersistentTarget):
             assert target.workers == target.capacity  # 0 blocks per SM: all the occupancy API allows
     assert made[next(v for v in made if v.target == "queue" and v.submission == "stream")].submissions == 2
@@ -96,7 +97,7 @@ def test_sweep_grids_have_the_asked_workers(modules, backend):
 @pytest.mark.parametrize("workers", [1, 7, "over"])
 def test_queue_needs_no_co_residency(modules, backend, workers):
     """One worker, a few, or four times the resident capacity: the A-B-C order always completes."""
-    from launchlab.gpu import persistent
+    from launchlab.chapters.megakernels import persistent
     from launchlab.gpu.targets import TiledPath
 
     path = TiledPath(modules["tiled_softmax"], IRREGULAR)
@@ -109,7 +110,7 @@ def test_queue_needs_no_co_residency(modules, backend, workers):
 def test_bounded_wait_reports_an_impossible_order_instead_of_hanging(modules, backend):
     """One worker, B tasks first: B of row 0 waits for A tiles nobody will run. The worker gives up after the
     bound, the host sees the flag and names the task; a later run in the natural order is unaffected."""
-    from launchlab.gpu import persistent
+    from launchlab.chapters.megakernels import persistent
     from launchlab.gpu.targets import TiledPath
 
     lengths = [3000, 1024, 5000]
@@ -133,12 +134,12 @@ def test_bounded_wait_reports_an_impossible_order_instead_of_hanging(modules, ba
 
 
 def test_cooperative_grid_is_checked_against_co_residency(modules, backend):
-    from launchlab.gpu import persistent
+    from launchlab.chapters.megakernels import persistent
     from launchlab.gpu.targets import TiledPath
 
     path = TiledPath(modules["tiled_softmax"], IRREGULAR)
     coop = persistent.CooperativePhases(modules["megakernel"], path)
-    assert coop.workers == coop.capacity == coop.resident_per_sm * persistent.sm_count()
+    assert coop.workers == coop.capacity == coop.resident_per_sm * device.sm_count()
     with pytest.raises(ValueError, match="co-resident"):
         persistent.CooperativePhases(modules["megakernel"], path, blocks_per_sm=coop.resident_per_sm + 1)
     small = persistent.CooperativePhases(modules["megakernel"], path, blocks_per_sm=1)
@@ -146,7 +147,8 @@ def test_cooperative_grid_is_checked_against_co_residency(modules, backend):
 
 
 def test_traced_builds_keep_the_timed_worker_counts_and_their_traces_pass_the_checks(modules, traced_modules, backend):
-    from launchlab.gpu import persistent, probes
+    from launchlab.gpu import probes
+    from launchlab.chapters.megakernels import persistent
 
     lengths = list(workloads.tiled_row_lengths("ragged")[:24]) + [1, 5000]
     graph = schedules.TaskGraph.from_lengths(lengths)
@@ -155,7 +157,7 @@ def test_traced_builds_keep_the_timed_worker_counts_and_their_traces_pass_the_ch
     task_records = probes.attach_task_buffer(traced_modules["megakernel"], graph.total)
     traced = variants(traced_modules, lengths, backend.stream)
     timed = variants(modules, lengths, backend.stream)
-    slots = persistent.resident_blocks_per_sm(modules["tiled_softmax"].kernel("tile_producer")) * persistent.sm_count()
+    slots = persistent.resident_blocks_per_sm(modules["tiled_softmax"].kernel("tile_producer")) * device.sm_count()
     values = workloads.packed_fixture(FRESH_SEED, 8, lengths)
     for vid, variant in traced.items():
         target = persistent.underlying(variant)
@@ -186,8 +188,8 @@ def test_every_chapter_design_matches_the_oracle_and_its_graph_edges(backend, ro
     """The chapter's own factories for all ten designs (run.case_variants), stream and graph, two fixtures; the
     PDL graphs' programmatic edges as run.write_graph_edges checks them; the dependency kernel's words."""
     from launchlab.chapters.megakernels import DESIGNS, run
-    from launchlab.gpu import megakernel_designs as designs
-    from launchlab.gpu import persistent
+    from launchlab.chapters.megakernels import megakernel_designs as designs
+    from launchlab.chapters.megakernels import persistent
 
     lengths = LENGTH_SETS[rows]
     made = run.case_variants(all_design_modules(), "rows", 0, [], backend.stream, lengths=lengths, designs=list(DESIGNS))
@@ -208,7 +210,7 @@ def test_every_chapter_design_matches_the_oracle_and_its_graph_edges(backend, ro
 
 def test_fused_packed_rows_cover_every_tier(backend):
     """Rows in registers (4,096), in shared memory (36,864) and streamed (70,001: past the shared limit)."""
-    from launchlab.gpu import megakernel_designs as designs
+    from launchlab.chapters.megakernels import megakernel_designs as designs
     from launchlab.gpu.targets import TiledPath
 
     modules = all_design_modules()

@@ -18,9 +18,10 @@ from launchlab.chapters.megakernels import DESIGN, Parameters, design_of, sweep_
 from launchlab.chapters.megakernels import summary
 from launchlab.measure.protocol import MeasurementProtocol
 from launchlab.measure.variant import VariantId
-from launchlab.model import design_schedules as ds
-from launchlab.model import oracles, schedules, timelines, workloads
-from launchlab.model.schedules import TaskGraph, Trace
+from launchlab.chapters.megakernels import design_schedules as ds
+from launchlab.model import oracles, timelines, workloads
+from launchlab.chapters.megakernels import schedules
+from launchlab.chapters.megakernels.schedules import TaskGraph, Trace
 from launchlab.store import evidence
 from launchlab.store import runs as analysis
 from launchlab.store.record import RecordError, RunRecord
@@ -409,7 +410,7 @@ class FakeGraphReplay:
 
 def fake_trace(variant, task_records, stage_records) -> dict:
     """A trace of the variant's schedule from the model, with jittered nominal durations."""
-    from launchlab.gpu import persistent
+    from launchlab.chapters.megakernels import persistent
 
     target = persistent.underlying(variant)
     path = getattr(target, "path", target)
@@ -432,7 +433,7 @@ class FakeLaunch:
 
 
 class FakeDesign(FakeTarget):
-    """A design of gpu/megakernel_designs.py on a FakeTiledPath: its kernels as captured nodes, its cost from COSTS."""
+    """A design of megakernel_designs.py on a FakeTiledPath: its kernels as captured nodes, its cost from COSTS."""
 
     kernel_names: tuple = ()
     design = ""
@@ -537,7 +538,7 @@ class FakeFused(FakeDesign):
 
 
 def fake_design_trace(target, traced_module, invoke=None, records=None) -> Trace:
-    """A design's trace from its model in model/design_schedules.py, with jittered durations."""
+    """A design's trace from its model in design_schedules.py, with jittered durations."""
     (invoke or target.invoke)()
     graph = target.task_graph()
     generator = np.random.default_rng(graph.total + len(target.name))
@@ -589,8 +590,9 @@ class FakeBuilt:
 @pytest.fixture(scope="module")
 def simulated_gpu():
     """The GPU modules' names that run.py reaches, pointed at the NumPy stand-ins for this module's tests."""
-    from launchlab.gpu import build, capture, instruments, persistent, probes, sanitizer, targets
-    from launchlab.gpu import megakernel_designs as designs
+    from launchlab.gpu import build, capture, device, instruments, probes, sanitizer, targets
+    from launchlab.chapters.megakernels import persistent
+    from launchlab.chapters.megakernels import megakernel_designs as designs
 
     device = FakeDevice()
     patch = pytest.MonkeyPatch()
@@ -608,7 +610,7 @@ def simulated_gpu():
     patch.setattr(persistent, "PersistentTarget", FakePersistent)
     patch.setattr(persistent, "CooperativePhases", FakeCooperative)
     patch.setattr(persistent, "TaskQueue", FakeQueue)
-    patch.setattr(persistent, "sm_count", lambda: SM_COUNT)
+    patch.setattr(device, "sm_count", lambda: SM_COUNT)
     patch.setattr(persistent, "resident_blocks_per_sm", lambda kernel, *a: RESIDENT)
     patch.setattr(persistent, "trace", fake_trace)
     patch.setattr(probes, "attach_buffer", lambda *a: None)
@@ -786,7 +788,7 @@ def test_a_sweep_of_other_counts_and_one_case_runs_too(simulated_gpu, tmp_path):
 @pytest.mark.slow
 def test_a_trace_with_an_unwritten_task_record_fails_the_run_instead_of_crashing_it(simulated_gpu, tmp_path,
                                                                                      monkeypatch):
-    from launchlab.gpu import persistent
+    from launchlab.chapters.megakernels import persistent
     from launchlab.runner import ValidationFailed
 
     def lost_record(variant, task_records, stage_records):

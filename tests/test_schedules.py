@@ -2,9 +2,9 @@
 import numpy as np
 import pytest
 
-from launchlab.model import schedules
+from launchlab.chapters.megakernels import schedules
 from launchlab.model import workloads
-from launchlab.model.schedules import TaskGraph
+from launchlab.chapters.megakernels.schedules import TaskGraph
 
 IRREGULAR = [1, 1023, 1025, 5000, 3, 2048]  # tiles per row: 1, 1, 2, 5, 1, 2
 

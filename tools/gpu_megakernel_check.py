@@ -34,7 +34,7 @@ def validate(variant, values) -> dict:
     """The oracle check, and for the queue its error word and counters against the model's."""
     import numpy as np
 
-    from launchlab.gpu import persistent
+    from launchlab.chapters.megakernels import persistent
     from launchlab.model import oracles
 
     target = persistent.underlying(variant)
@@ -51,16 +51,18 @@ def validate(variant, values) -> dict:
 
 def quick(cases, sweep) -> int:
     from launchlab.chapters.megakernels import design_of, run
-    from launchlab.gpu import persistent, probes
+    from launchlab.gpu import device, probes
+    from launchlab.chapters.megakernels import persistent
     from launchlab.gpu.backend import CupyBackend
     from launchlab.measure import protocol, stats
-    from launchlab.model import schedules, workloads
+    from launchlab.model import workloads
+    from launchlab.chapters.megakernels import schedules
 
     backend = CupyBackend()
     timed_modules, traced_modules = load_modules(False), load_modules(True)
     stage_records = probes.attach_buffer(traced_modules["tiled_softmax"], 3, 1024)
     task_records = probes.attach_task_buffer(traced_modules["megakernel"], 2 * 1024 + 128)
-    slots = persistent.resident_blocks_per_sm(timed_modules["tiled_softmax"].kernel("tile_producer")) * persistent.sm_count()
+    slots = persistent.resident_blocks_per_sm(timed_modules["tiled_softmax"].kernel("tile_producer")) * device.sm_count()
     quick_protocol = protocol.MeasurementProtocol(warmups=5, rounds=5, batch=100)
     status, rows = 0, []
     for case in cases:
@@ -106,7 +108,8 @@ def sanitize(sweep) -> int:
     from launchlab.chapters.megakernels import run
     from launchlab.gpu import probes
     from launchlab.gpu.backend import CupyBackend
-    from launchlab.model import schedules, workloads
+    from launchlab.model import workloads
+    from launchlab.chapters.megakernels import schedules
 
     backend = CupyBackend()
     graph = schedules.TaskGraph.from_lengths(SANITIZE_ROWS)

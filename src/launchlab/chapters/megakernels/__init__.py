@@ -25,9 +25,11 @@ import numpy as np
 
 from launchlab.chapters.declaration import Chapter, VariantSpec
 from launchlab.measure.variant import VariantId
-from launchlab.model import design_schedules, schedules, workloads
+from launchlab.chapters.megakernels import design_schedules, schedules
+from launchlab.model import workloads
+from launchlab.model.workloads import STAGE_KERNELS
 
-STAGE_KERNELS = ("tile_producer", "row_combiner", "tile_consumer")  # gpu/targets.py's, without importing CuPy
+
 SUBMISSIONS = ("stream", "graph")
 SWEEP_SUBMISSION = "graph"        # the sweep is compared with the three-kernel graph, so it is replayed too
 BASELINE_TARGET = "tiled3"        # speed-ups are the three-kernel graph's time over a variant's
@@ -125,8 +127,8 @@ def _design_model(design: str) -> TraceModel:
                       lambda trace, graph, workers, context: _design_summary(trace, graph, design, workers, context))
 
 
-# schedule -> its model; a design with a schedule of its own adds an entry (model/schedules.py has the first
-# three, model/design_schedules.py the designs of kernels/megakernel_designs.cu)
+# schedule -> its model; a design with a schedule of its own adds an entry (schedules.py has the first
+# three, design_schedules.py the designs of kernels/megakernel_designs.cu)
 TRACE_MODELS = {**{schedule: _schedules_model(schedule) for schedule in schedules.SCHEDULES},
                 **{design: _design_model(design) for design in design_schedules.DESIGNS}}
 

@@ -9,7 +9,7 @@ from launchlab.chapters.megakernels import (CHAPTER, DESIGN, DESIGNS, SUBMISSION
                                             is_one_launch, label, logical_bytes, parse_cases, parse_sweep,
                                             stream_submissions, sweep_variant)
 from launchlab.measure.variant import VariantId
-from launchlab.model import schedules
+from launchlab.chapters.megakernels import schedules
 
 KIND_COLOURS = {"A": "#0072B2", "B": "#D55E00", "C": "#009E73"}
 OVERLAP_FORBIDDEN = ("three_kernel", "cooperative")  # schedules with a boundary between the phases
@@ -23,7 +23,7 @@ def sweep(run) -> list[int]:
     return parse_sweep(run.record.parameters["sweep_workers_per_sm"])
 
 
-QUEUE_STYLE = ("three_kernel", "cooperative", "queue")  # model/schedules.py's schedules (overlap counts, waits)
+QUEUE_STYLE = ("three_kernel", "cooperative", "queue")  # schedules.py's schedules (overlap counts, waits)
 BUILD_LABELS = {"fused_softmax": "fused_softmax_packed"}  # run.build_modules' label where it is not the family
 
 

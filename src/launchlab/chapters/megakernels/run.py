@@ -13,7 +13,8 @@ from launchlab.chapters.megakernels import (CLUSTER_MAX, DESIGN, DESIGN_FAMILY, 
                                             parse_cases, parse_sweep, parse_tools, sweep_variant, trace_context)
 from launchlab.measure.protocol import Measured
 from launchlab.measure.variant import VariantId
-from launchlab.model import oracles, schedules, workloads
+from launchlab.model import oracles, workloads
+from launchlab.chapters.megakernels import schedules
 
 SANITIZER_TIMEOUT_S = 120        # per tool; a tool that runs longer is recorded as not finished
 DESIGNS_ENVIRONMENT = "LAUNCHLAB_MEGAKERNEL_DESIGNS"  # the designs the sanitizer's child process runs
@@ -21,7 +22,7 @@ DESIGNS_ENVIRONMENT = "LAUNCHLAB_MEGAKERNEL_DESIGNS"  # the designs the sanitize
 
 
 def run(session) -> None:
-    from launchlab.gpu import persistent
+    from launchlab.chapters.megakernels import persistent
     from launchlab.gpu.instruments import KERNELS as INSTRUMENT_KERNELS, ColdL2
 
     parameters, stream = session.parameters, session.backend.stream
@@ -97,8 +98,8 @@ def build_modules(session, designs=DESIGNS, traced: bool = False) -> dict:
 
 def _target_factories(shared_limit: int | None):
     """design target -> (modules, the case's TiledPath, blocks per SM) -> Target on the path's buffers."""
-    from launchlab.gpu import megakernel_designs as designs
-    from launchlab.gpu import persistent
+    from launchlab.chapters.megakernels import megakernel_designs as designs
+    from launchlab.chapters.megakernels import persistent
 
     def fused(modules, path, per_sm):
         built = modules["fused_softmax"]
@@ -157,7 +158,7 @@ def case_variants(modules, case: str, workers_per_sm: int, sweep, stream, length
 
 def note_grids(session, modules, variants) -> None:
     """Worker grids of the persistent variants, and how many three-kernel blocks an SM holds."""
-    from launchlab.gpu import persistent
+    from launchlab.chapters.megakernels import persistent
 
     grids = {str(vid): persistent.underlying(v).describe() for vid, v in variants.items()
              if isinstance(persistent.underlying(v), persistent.PersistentTarget)}
@@ -170,7 +171,7 @@ def note_grids(session, modules, variants) -> None:
 def note_designs(session, variants) -> None:
     """What each added design launched with: the dependency kernel's workers and cached tiles, the cluster
     classes, the fused kernel's block, shared memory and rows per tier, the PDL launcher's driver."""
-    from launchlab.gpu import persistent
+    from launchlab.chapters.megakernels import persistent
 
     facts = {}
     for vid, variant in variants.items():
@@ -204,8 +205,8 @@ def write_graph_edges(session, variants) -> None:
     """Nodes and typed edges of every captured design graph, read back from the driver (graphs/<vid>.edges.json);
     where a design launches through cuLaunchKernelEx, its count of programmatic edges is checked: a PDL graph
     without them would time something else."""
-    from launchlab.gpu import megakernel_designs as designs
-    from launchlab.gpu import persistent
+    from launchlab.chapters.megakernels import megakernel_designs as designs
+    from launchlab.chapters.megakernels import persistent
 
     for vid, variant in variants.items():
         if vid.submission != "graph" or design_of(vid)[1] is not None:
@@ -245,7 +246,7 @@ def is_dependency(target) -> bool:
 def validate(session, vid: VariantId, variant, fixtures: Fixtures, index: int, phase: str) -> None:
     """Output against the oracle; for the queue also its error word and final counters against the model,
     for the dependency kernel its error words (no worker gave up)."""
-    from launchlab.gpu import persistent
+    from launchlab.chapters.megakernels import persistent
 
     target = persistent.underlying(variant)
     path = getattr(target, "path", target)
@@ -279,7 +280,7 @@ def check_dependency_words(session, labels: dict, target) -> dict:
 def check_persistent_after_timing(session, variants) -> None:
     """Every task queue and dependency kernel once (stream and graph variants share it), after all timed
     invocations."""
-    from launchlab.gpu import persistent
+    from launchlab.chapters.megakernels import persistent
 
     seen = set()
     for vid, variant in variants.items():
@@ -337,7 +338,7 @@ def three_kernel_slots(session) -> int:
 def design_slots(target) -> int:
     """Resident places of a design's model: the dependency kernel's workers; otherwise blocks of its first
     kernel per SM (with its dynamic shared memory) x SMs."""
-    from launchlab.gpu import persistent
+    from launchlab.chapters.megakernels import persistent
     from launchlab.gpu.targets import BLOCK
 
     if is_dependency(target):
@@ -347,7 +348,7 @@ def design_slots(target) -> int:
 
 
 def trace_variant(session, vid, variant, timed_variant, fixtures, graph, records: dict, slots: int, modules) -> None:
-    from launchlab.gpu import persistent
+    from launchlab.chapters.megakernels import persistent
 
     design, _ = design_of(vid)
     target = persistent.underlying(variant)
@@ -384,8 +385,8 @@ def trace_variant(session, vid, variant, timed_variant, fixtures, graph, records
 def collect_trace(vid, variant, target, records: dict, modules, is_design: bool):
     """(trace arrays, None) of one traced invocation, or (None, why) where a task record was never written
     (a task never ran) or a dependency worker gave up."""
-    from launchlab.gpu import megakernel_designs as designs
-    from launchlab.gpu import persistent
+    from launchlab.chapters.megakernels import megakernel_designs as designs
+    from launchlab.chapters.megakernels import persistent
 
     try:
         if is_design:

@@ -40,7 +40,7 @@ def load_modules(designs) -> dict:
 def inner_checks(backend) -> dict:
     """{"<case>.<variant>": passed} for every variant of every design; words checks as "<...>.words"."""
     from launchlab.chapters.megakernels import run
-    from launchlab.gpu import persistent
+    from launchlab.chapters.megakernels import persistent
 
     designs = designs_to_run()
     modules = load_modules(designs)

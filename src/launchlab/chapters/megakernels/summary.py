@@ -47,7 +47,8 @@ from launchlab.chapters.megakernels import (CHAPTER, PDL_BOUNDARIES, TRACE_MODEL
                                             parse_cases, pdl_pair, stream_submissions, sweep_variants, trace_context)
 from launchlab.measure import stats
 from launchlab.measure.variant import VariantId
-from launchlab.model import dot, schedules
+from launchlab.model import dot
+from launchlab.chapters.megakernels import schedules
 from launchlab.runner import SAMPLES_FILE
 from launchlab.store.runs import read_jsonl
 

@@ -11,9 +11,10 @@ from __future__ import annotations
 import cupy
 import numpy as np
 
-from launchlab.gpu import probes
+from launchlab.chapters.megakernels import schedules
+from launchlab.gpu import device, probes
 from launchlab.gpu.targets import BLOCK, Target
-from launchlab.model import schedules, timelines
+from launchlab.model import timelines
 
 FAMILY = "megakernel"
 KERNELS = ("coop_phases", "queue_persistent")
@@ -23,10 +24,6 @@ ERROR_WORDS = 4                # {flag, task, counter seen, counter needed}
 
 class MegakernelError(RuntimeError):
     """A queue worker gave up waiting for a task's inputs (the kernel's bounded wait)."""
-
-
-def sm_count() -> int:
-    return int(cupy.cuda.runtime.getDeviceProperties(cupy.cuda.runtime.getDevice())["multiProcessorCount"])
 
 
 def resident_blocks_per_sm(kernel, block: int = BLOCK, shared_bytes: int = 0) -> int:
@@ -49,8 +46,8 @@ class PersistentTarget(Target):
         if self.resident_per_sm < 1:
             raise ValueError(f"the occupancy API reports no resident block of {BLOCK} threads for {self.kernel_name}")
         self.blocks_per_sm = int(blocks_per_sm) or self.resident_per_sm
-        self.capacity = self.resident_per_sm * sm_count()
-        self.workers = self.blocks_per_sm * sm_count()
+        self.capacity = self.resident_per_sm * device.sm_count()
+        self.workers = self.blocks_per_sm * device.sm_count()
         self.function = kernel.kernel  # cupy.cuda.function.Function: takes enable_cooperative_groups
         self.args = path.problem_args() + (np.int32(path.rows), np.int32(path.tiles))
 
@@ -85,7 +82,7 @@ class CooperativePhases(PersistentTarget):
         super().__init__(built, path, blocks_per_sm)
         if self.workers > self.capacity:
             raise ValueError(f"a cooperative grid of {self.workers} blocks exceeds the {self.capacity} that can be "
-                             f"co-resident ({self.resident_per_sm} per SM x {sm_count()} SMs)")
+                             f"co-resident ({self.resident_per_sm} per SM x {device.sm_count()} SMs)")
 
     @property
     def submissions(self) -> int:
