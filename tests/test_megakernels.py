@@ -14,14 +14,13 @@ import numpy as np
 import pytest
 
 from launchlab.chapters import megakernels as declared
-from launchlab.chapters.megakernels import DESIGN, Parameters, design_of, sweep_variant
-from launchlab.chapters.megakernels import summary
+from launchlab.chapters.declaration import Counts
+from launchlab.chapters.megakernels import DESIGN, Parameters, design_of, schedules, summary, sweep_variant
+from launchlab.chapters.megakernels import design_schedules as ds
+from launchlab.chapters.megakernels.schedules import TaskGraph, Trace
 from launchlab.measure.protocol import MeasurementProtocol
 from launchlab.measure.variant import VariantId
-from launchlab.chapters.megakernels import design_schedules as ds
 from launchlab.model import oracles, timelines, workloads
-from launchlab.chapters.megakernels import schedules
-from launchlab.chapters.megakernels.schedules import TaskGraph, Trace
 from launchlab.store import evidence
 from launchlab.store import runs as analysis
 from launchlab.store.record import RecordError, RunRecord
@@ -145,44 +144,85 @@ def test_three_kernel_block_records_are_renumbered_as_tasks():
 
 
 # --------------------------------------------------------------------------- the declaration
-def test_variant_table_names_every_design_case_submission_and_sweep_point():
+SNAPSHOT = REPO_ROOT / "tests/snapshots/megakernels.txt"
+
+
+def test_declared_default_table_matches_its_snapshot():
+    """The expanded default variants, one line each (id, label, oracle, bytes, pacing per L2 state, outputs,
+    requirements): a deleted, renamed or changed row shows here."""
+    expected = SNAPSHOT.read_text() if SNAPSHOT.exists() else ""
+    assert declared.CHAPTER.snapshot() == expected, (
+        "the declared megakernels variants changed; if intended, regenerate the snapshot with\n  PYTHONPATH=src python -c "
+        "\"from launchlab.chapters.megakernels import CHAPTER; open('tests/snapshots/megakernels.txt', 'w')"
+        ".write(CHAPTER.snapshot())\"")
+
+
+@pytest.mark.skipif(not (REPO_ROOT / "evidence/accepted.json").exists(), reason="no evidence store")
+def test_declared_default_ids_are_what_the_accepted_run_measured():
+    path = evidence.accepted_run("megakernels")
+    record = RunRecord.read(path)
+    assert declared.CHAPTER.parameters_of(record) == Parameters()
+    measured = {s["variant"] for s in analysis.read_jsonl(path / "samples/timing.jsonl.gz")}
+    skipped = set(record.details.get("skipped_variants", {}))
+    assert {str(v.id) for v in declared.CHAPTER.variants()} == measured | skipped
+
+
+def test_expand_crosses_designs_cases_submissions_and_the_sweep():
     table = declared.CHAPTER.variants()
-    ids = [str(spec.id) for spec in table]
-    assert len(ids) == len(set(ids)) == 2 * (10 * 2 + 2 * 4)
-    assert {"tiled3.balanced.stream", "tiled3.balanced.graph", "coop.ragged.graph", "queue.ragged.stream",
-            "queue_wps1.ragged.graph", "coop_wps8.balanced.graph", "pdl3.ragged.graph", "pdl3_off.ragged.stream",
-            "tiled2.balanced.graph", "tiled2_pdl.ragged.stream", "depend.ragged.graph", "cluster.balanced.stream",
-            "fused_row.ragged.graph"} <= set(ids)
-    elements = 128 * 8192
-    for spec in table:
-        rule = design_of(spec.id)[0].bytes_rule
-        if rule == "tasks":
-            assert (spec.bytes_read, spec.bytes_written) == (8 * elements + 24 * 1024, 4 * elements + 12 * (1024 + 128))
-        elif rule in ("cluster", "fused"):  # x read once, y written once
-            assert (spec.bytes_read, spec.bytes_written) == (4 * elements, 4 * elements)
-    ragged = workloads.tiled_row_lengths("ragged")  # C tiles of a row each read all of the row's tile statistics
-    assert declared.logical_bytes(ragged, "b_in_c")[0] == 8 * elements + 12 * (16 * 36 ** 2 + 112 * 4 ** 2)
+    parameters = Parameters()
+    designs = declared.active_designs(parameters)
+    swept = [d for d in designs if "sweep" in d.outputs]
+    assert len(table) == len(parameters.tiled_cases) * (2 * len(designs) + len(swept) * len(parameters.sweep_workers_per_sm))
+    for variant in table:
+        design, workers_per_sm = design_of(variant.id)
+        assert variant.row is design and variant.id.case in parameters.tiled_cases
+        if workers_per_sm is None:  # a main variant: graphs warm and cold, the stream warm
+            assert variant.enters == design.outputs - {"sweep"} and "table" in variant.enters
+            assert variant.l2_states == (("warm", "cold") if variant.id.submission == "graph" else ("warm",))
+        else:
+            assert variant.enters == {"sweep", "trace"} and variant.l2_states == ("warm",)
+            assert variant.id.submission == "graph" and workers_per_sm in parameters.sweep_workers_per_sm
+        assert variant.pacing("warm") == ("device" if variant.id.submission == "graph" else "host")
+        assert ("trace" in variant.enters) == (design.schedule is not None)
+        assert (variant.bytes_read, variant.bytes_written) == design.bytes(variant.id.case)
+
+
+def test_logical_bytes_per_design():
+    elements, tiles, rows = 128 * 8192, 1024, 128
+    assert declared.task_bytes("balanced") == (8 * elements + 24 * tiles, 4 * elements + 12 * (tiles + rows))
+    assert declared.x_once_bytes("balanced") == (4 * elements, 4 * elements)  # x read once, y written once
+    assert declared.x_on_chip_bytes("balanced") == (4 * elements + 24 * tiles, 4 * elements + 12 * (tiles + rows))
+    # the ragged case: 16 rows of 36 tiles and 112 of 4; C tiles of a row each read all of the row's tile statistics
+    assert declared.b_in_c_bytes("ragged")[0] == 8 * elements + 12 * (16 * 36 ** 2 + 112 * 4 ** 2)
+    assert DESIGN["tiled2"].bytes is declared.b_in_c_bytes and DESIGN["cluster"].bytes is declared.x_once_bytes
+
+
+def test_design_facts_and_names():
     assert declared.stream_submissions(DESIGN["cluster"], "ragged") == 2  # clusters of 8 and of 4: two launches
     assert declared.is_one_launch(DESIGN["cluster"], "balanced") and not declared.is_one_launch(DESIGN["cluster"], "ragged")
-    only = declared.CHAPTER.variants(Parameters(designs="fused_row", sweep_workers_per_sm=""))
-    assert {spec.id.target for spec in only} == {"tiled3", "coop", "queue", "fused_row"}
-    with pytest.raises(ValueError, match="unknown designs"):
-        declared.parse_designs("pdl3,warp")
     assert design_of("queue_wps2.ragged.graph") == (DESIGN["queue"], 2)
     assert design_of(VariantId("coop", "balanced", "stream")) == (DESIGN["coop"], None)
     assert declared.label("queue_wps2.ragged.graph") == "task queue, graph, 2 blocks/SM"
-    assert declared.parse_sweep("8, 1,2,2") == [1, 2, 8] and declared.parse_sweep("") == []
-    with pytest.raises(ValueError, match="positive"):
-        declared.parse_sweep("0,1")
-    with pytest.raises(ValueError, match="unknown tiled case"):
-        declared.parse_cases("balanced,square")
+    assert DESIGN["cluster"].requires.missing({"compute_capability": "8.0"}).startswith("needs compute capability 9.0")
+    assert DESIGN["tiled3"].requires.missing({"compute_capability": "8.0"}) is None
+    with pytest.raises(ValueError, match="traced design needs a schedule"):
+        dataclasses.replace(DESIGN["fused_row"], outputs=declared.MAIN_OUTPUTS)
 
 
-def test_parameters_parse_from_notebook_values():
-    parsed = declared.CHAPTER.parse_parameters({"workers_per_sm": "2", "sweep_workers_per_sm": "1,8"})
-    assert parsed == Parameters(workers_per_sm=2, sweep_workers_per_sm="1,8")
-    with pytest.raises(ValueError, match="unknown parameter"):
-        declared.CHAPTER.parse_parameters({"workers": 1})
+def test_parameters_parse_from_notebook_values_and_name_what_is_wrong():
+    parse = declared.CHAPTER.parse_parameters
+    parsed = parse({"workers_per_sm": "2", "sweep_workers_per_sm": "8, 1,2,2"})
+    assert parsed == Parameters(workers_per_sm=2, sweep_workers_per_sm=Counts((8, 1, 2, 2)))
+    assert declared.sweep_points(parsed) == [1, 2, 8] and declared.sweep_points(parse({"sweep_workers_per_sm": ""})) == []
+    only = declared.CHAPTER.variants(parse({"designs": "fused_row", "sweep_workers_per_sm": ""}))
+    assert {v.id.target for v in only} == {"tiled3", "coop", "queue", "fused_row"}
+    for given, problem in (({"workers": 1}, "unknown parameter"), ({"designs": "pdl3,warp"}, "unknown designs"),
+                           ({"sweep_workers_per_sm": "0,1"}, "positive"), ({"tiled_cases": "balanced,square"},
+                                                                            "unknown tiled case"),
+                           ({"tiled_cases": ""}, "no tiled cases"), ({"sanitizer_tools": "initcheck"}, "unknown sanitizer"),
+                           ({"workers_per_sm": "1.5"}, "workers_per_sm")):
+        with pytest.raises(ValueError, match=problem):
+            parse(given)
 
 
 # --------------------------------------------------------------------------- a simulated device
@@ -290,7 +330,7 @@ class FakeTiledPath(FakeTarget):
     """TiledPath's buffers in NumPy; an invocation marks y as written, `output` reads the oracle's result."""
 
     name = "tiled3"
-    KERNELS = declared.STAGE_KERNELS
+    KERNELS = workloads.STAGE_KERNELS
 
     def __init__(self, built, lengths):
         self.device = built.device
@@ -332,11 +372,11 @@ RESULTS: dict = {}  # the oracle's result per input, as the simulated kernels' o
 class FakePersistent(FakeTarget):
     kernel_name, schedule, memset = "", "", False
 
-    def __init__(self, built, path, blocks_per_sm=0):
+    def __init__(self, built, path, workers_per_sm=0):
         self.path, self.device = path, path.device
         self.resident_per_sm = RESIDENT
-        self.blocks_per_sm = blocks_per_sm or RESIDENT
-        self.capacity, self.workers = RESIDENT * SM_COUNT, self.blocks_per_sm * SM_COUNT
+        self.workers_per_sm = workers_per_sm or RESIDENT
+        self.capacity, self.workers = RESIDENT * SM_COUNT, self.workers_per_sm * SM_COUNT
 
     @property
     def submissions(self):
@@ -357,7 +397,7 @@ class FakePersistent(FakeTarget):
         return self.path.output()
 
     def describe(self):
-        return {"workers": self.workers, "blocks_per_sm": self.blocks_per_sm,
+        return {"workers": self.workers, "blocks_per_sm": self.workers_per_sm,
                 "resident_blocks_per_sm": self.resident_per_sm, "co_resident_capacity": self.capacity}
 
 
@@ -391,7 +431,7 @@ class FakeGraphReplay:
         stream.begin_capture()
         target.invoke()
         self.graph = stream.end_capture()
-        self.graph.cost_ns = COSTS.get((target.name, getattr(target, "blocks_per_sm", None), "graph"),
+        self.graph.cost_ns = COSTS.get((target.name, getattr(target, "workers_per_sm", None), "graph"),
                                        COSTS[target.name, None, "graph"])
         self.setup = {"capture_us": 10.0, "end_capture_us": 50.0, "upload_us": 3.0, "first_replay_us": 40.0,
                       "instantiated_in_end_capture": True}
@@ -590,9 +630,10 @@ class FakeBuilt:
 @pytest.fixture(scope="module")
 def simulated_gpu():
     """The GPU modules' names that run.py reaches, pointed at the NumPy stand-ins for this module's tests."""
-    from launchlab.gpu import build, capture, device, instruments, probes, sanitizer, targets
-    from launchlab.chapters.megakernels import persistent
     from launchlab.chapters.megakernels import megakernel_designs as designs
+    from launchlab.chapters.megakernels import persistent
+    from launchlab.gpu import build, capture, instruments, probes, sanitizer, targets
+    from launchlab.gpu import device as gpu_device
 
     device = FakeDevice()
     patch = pytest.MonkeyPatch()
@@ -610,7 +651,7 @@ def simulated_gpu():
     patch.setattr(persistent, "PersistentTarget", FakePersistent)
     patch.setattr(persistent, "CooperativePhases", FakeCooperative)
     patch.setattr(persistent, "TaskQueue", FakeQueue)
-    patch.setattr(device, "sm_count", lambda: SM_COUNT)
+    patch.setattr(gpu_device, "sm_count", lambda: SM_COUNT)
     patch.setattr(persistent, "resident_blocks_per_sm", lambda kernel, *a: RESIDENT)
     patch.setattr(persistent, "trace", fake_trace)
     patch.setattr(probes, "attach_buffer", lambda *a: None)
@@ -776,11 +817,11 @@ def test_analysis_sees_a_changed_trace(synthetic, tmp_path):
 
 @pytest.mark.slow
 def test_a_sweep_of_other_counts_and_one_case_runs_too(simulated_gpu, tmp_path):
-    run = analysis.Run.open(execute_simulated(tmp_path, simulated_gpu, Parameters(tiled_cases="ragged",
-                                                                                  sweep_workers_per_sm="2,8")))
+    parameters = declared.CHAPTER.parse_parameters({"tiled_cases": "ragged", "sweep_workers_per_sm": "2,8"})
+    run = analysis.Run.open(execute_simulated(tmp_path, simulated_gpu, parameters))
     from launchlab.chapters.megakernels import page
 
-    assert {r["blocks_per_sm"] for r in page.sweep_rows(run)} == {2, 8}
+    assert {r["workers_per_sm"] for r in page.sweep_rows(run)} == {2, 8}
     values = page.page_values(run)
     assert values["sweep_min_per_sm"] == "2" and values["workers_queue_min_ragged"] == str(2 * SM_COUNT)
 
@@ -798,7 +839,8 @@ def test_a_trace_with_an_unwritten_task_record_fails_the_run_instead_of_crashing
 
     monkeypatch.setattr(persistent, "trace", lost_record)
     with pytest.raises(ValidationFailed, match="traces"):
-        execute_simulated(tmp_path, simulated_gpu, Parameters(tiled_cases="balanced", sweep_workers_per_sm=""))
+        execute_simulated(tmp_path, simulated_gpu, declared.CHAPTER.parse_parameters(
+            {"tiled_cases": "balanced", "sweep_workers_per_sm": ""}))
     run_dir = next((tmp_path / "runs").iterdir())
     assert RunRecord.read(run_dir).verdict == "failed"
     failing = [c for c in json.loads((run_dir / "validation.json").read_text()) if not c["passed"]]
@@ -921,7 +963,7 @@ ACCEPTED = accepted_new_run()
 @pytest.mark.skipif(ACCEPTED is None, reason="no accepted megakernels run of the new schema yet")
 def test_accepted_run_traces_pass_and_phases_never_overlap():
     assert all(t["passed"] for t in ACCEPTED.summaries["traces"].values())
-    for case in declared.parse_cases(ACCEPTED.record.parameters["tiled_cases"]):
+    for case in declared.CHAPTER.parameters_of(ACCEPTED.record).tiled_cases:
         for target in ("tiled3", "coop"):
             for submission in ("stream", "graph"):
                 assert ACCEPTED.value(f"b_before_last_a.{target}.{case}.{submission}") == 0
