@@ -6,6 +6,7 @@ page tables, figures and every glued value of the notebook are computed from tha
 import dataclasses
 import hashlib
 import json
+import os
 import re
 import shutil
 from pathlib import Path
@@ -669,6 +670,10 @@ def fake_save_build(writer, label, built, kernel_names) -> dict:
     return record
 
 
+IDENTITY = {"name": "Simulated GPU", "compute_capability": "9.0", "sm_count": SM_COUNT, "l2_bytes": 60 * 2**20,
+            "shared_bytes_per_block_optin": 227 * 1024}
+
+
 class FakeState:
     """The device side the runner reads: identity, environment and state (clocks, temperature, power)."""
 
@@ -678,8 +683,7 @@ class FakeState:
 
     @staticmethod
     def identity():
-        return {"name": "Simulated GPU", "compute_capability": "9.0", "sm_count": SM_COUNT, "l2_bytes": 60 * 2**20,
-                "shared_bytes_per_block_optin": 227 * 1024}
+        return dict(IDENTITY)
 
     @staticmethod
     def environment():
@@ -813,6 +817,61 @@ def test_analysis_sees_a_changed_trace(synthetic, tmp_path):
     path.unlink()
     np.savez_compressed(path, **changed)
     assert f"{copy.name}/summaries.json differs from the recomputation from raw samples" in analysis.analyze(copy)
+
+
+@pytest.mark.slow
+def test_a_new_design_row_reaches_every_output(simulated_gpu, tmp_path, monkeypatch):
+    """One more row (the task queue again, under another name) and nothing else: it is timed warm and, as a
+    graph, cold; swept; traced; in the summaries, the page's tables and figures, and the sanitizer's designs."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from launchlab.chapters.megakernels import page
+    from launchlab.chapters.megakernels.sanitize import DESIGNS_ENVIRONMENT
+    from launchlab.gpu import sanitizer
+
+    copy = dataclasses.replace(DESIGN["queue"], name="queue2", label="task queue, again")
+    monkeypatch.setitem(DESIGN, copy.name, copy)
+    sanitized = []
+    monkeypatch.setattr(sanitizer, "sanitize", lambda *a, **k: (sanitized.append(os.environ[DESIGNS_ENVIRONMENT]),
+                                                                fake_sanitize(*a, **k))[1])
+    parameters = declared.CHAPTER.parse_parameters({"tiled_cases": "ragged", "sweep_workers_per_sm": "1,8",
+                                                    "designs": ""})
+    new = [v for v in declared.CHAPTER.variants(parameters) if v.row is copy]
+    assert {str(v.id) for v in new} == {"queue2.ragged.stream", "queue2.ragged.graph", "queue2_wps1.ragged.graph",
+                                        "queue2_wps8.ragged.graph"}
+    run = analysis.Run.open(execute_simulated(tmp_path, simulated_gpu, parameters))
+    samples = run.jsonl("samples/timing.jsonl.gz")
+    assert {s["variant"] for s in samples if s["measurement"] == "cold"} >= {"queue2.ragged.graph"}
+    assert {str(v.id) for v in new} <= {s["variant"] for s in samples}
+    for v in new:
+        assert str(v.id) in run.summaries["timing"] and str(v.id) in run.summaries["speedup_vs_graph3"]
+        assert run.summaries["traces"][str(v.id)]["passed"]
+    assert "queue2.ragged.graph" in run.summaries["speedup_vs_graph3_cold"]
+    assert "queue2" in sanitized[0].split(",")
+    for table in (page.timing_table, page.speedup_table, page.pays_table, page.trace_table, page.graph_table):
+        index = [key if isinstance(key, tuple) else (key,) for key in table(run).index]
+        assert any("task queue, again" in " ".join(map(str, key)) for key in index), table.__name__
+    assert ("ragged", "task queue, again", 8) in page.sweep_table(run).index
+    assert "task queue, again" in [tick.get_text() for tick in page.speedup_figure(run).axes[0].get_yticklabels()]
+    figure = page.sweep_figure(run)
+    assert any(line.get_label().startswith("task queue, again") for line in figure.axes[0].get_lines())
+    plt.close("all")
+    assert page.page_values(run)["speedup_queue2_ragged_graph"]
+
+
+@pytest.mark.slow
+def test_a_design_the_gpu_cannot_run_is_skipped_with_its_reason(simulated_gpu, tmp_path, monkeypatch):
+    monkeypatch.setattr(FakeState, "identity", staticmethod(lambda: {**IDENTITY, "compute_capability": "8.0"}))
+    parameters = declared.CHAPTER.parse_parameters({"tiled_cases": "ragged", "sweep_workers_per_sm": "",
+                                                    "designs": "cluster,fused_row"})
+    run = analysis.Run.open(execute_simulated(tmp_path, simulated_gpu, parameters))
+    skipped = run.record.details["skipped_variants"]
+    assert set(skipped) == {"cluster.ragged.stream", "cluster.ragged.graph"}
+    assert "thread-block clusters" in skipped["cluster.ragged.graph"]
+    assert "cluster.ragged.graph" not in run.summaries["timing"] and "fused_row.ragged.graph" in run.summaries["timing"]
+    assert analysis.analyze(run.path) == []
 
 
 @pytest.mark.slow
