@@ -6,8 +6,9 @@ import time
 import numpy as np
 import pytest
 
-from launchlab.chapters.megakernels import design_of
-from launchlab.model import dot, oracles, schedules, workloads
+from launchlab.chapters.megakernels import design_of, schedules
+from launchlab.gpu import device
+from launchlab.model import dot, oracles, workloads
 
 pytestmark = pytest.mark.gpu
 FRESH_SEED = int(np.random.SeedSequence().entropy % 2**31)  # new every session; printed on failure
@@ -42,13 +43,13 @@ def traced_modules():
 
 
 def variants(modules, lengths, stream, name="rows", sweep=SWEEP) -> dict:
-    from launchlab.chapters.megakernels import run
+    from launchlab.chapters.megakernels import targets
 
-    return run.case_variants(modules, name, 0, sweep, stream, lengths=lengths)
+    return targets.case_variants(modules, name, 0, sweep, stream, lengths=lengths)
 
 
 def check(variant, values, label):
-    from launchlab.gpu import persistent
+    from launchlab.chapters.megakernels import persistent
 
     target = persistent.underlying(variant)
     path = getattr(target, "path", target)
@@ -80,14 +81,14 @@ def test_every_variant_matches_the_oracle_and_the_queue_words_match_the_model(mo
 
 
 def test_sweep_grids_have_the_asked_workers(modules, backend):
-    from launchlab.gpu import persistent
+    from launchlab.chapters.megakernels import persistent
 
     made = variants(modules, IRREGULAR, backend.stream)
     for vid, variant in made.items():
         target = persistent.underlying(variant)
         per_sm = design_of(vid)[1]
         if per_sm is not None:
-            assert target.workers == per_sm * persistent.sm_count() and target.blocks_per_sm == per_sm
+            assert target.workers == per_sm * device.sm_count() and target.workers_per_sm == per_sm
         elif isinstance(target, persistent.PersistentTarget):
             assert target.workers == target.capacity  # 0 blocks per SM: all the occupancy API allows
     assert made[next(v for v in made if v.target == "queue" and v.submission == "stream")].submissions == 2
@@ -96,7 +97,7 @@ def test_sweep_grids_have_the_asked_workers(modules, backend):
 @pytest.mark.parametrize("workers", [1, 7, "over"])
 def test_queue_needs_no_co_residency(modules, backend, workers):
     """One worker, a few, or four times the resident capacity: the A-B-C order always completes."""
-    from launchlab.gpu import persistent
+    from launchlab.chapters.megakernels import persistent
     from launchlab.gpu.targets import TiledPath
 
     path = TiledPath(modules["tiled_softmax"], IRREGULAR)
@@ -109,7 +110,7 @@ def test_queue_needs_no_co_residency(modules, backend, workers):
 def test_bounded_wait_reports_an_impossible_order_instead_of_hanging(modules, backend):
     """One worker, B tasks first: B of row 0 waits for A tiles nobody will run. The worker gives up after the
     bound, the host sees the flag and names the task; a later run in the natural order is unaffected."""
-    from launchlab.gpu import persistent
+    from launchlab.chapters.megakernels import persistent
     from launchlab.gpu.targets import TiledPath
 
     lengths = [3000, 1024, 5000]
@@ -133,20 +134,21 @@ def test_bounded_wait_reports_an_impossible_order_instead_of_hanging(modules, ba
 
 
 def test_cooperative_grid_is_checked_against_co_residency(modules, backend):
-    from launchlab.gpu import persistent
+    from launchlab.chapters.megakernels import persistent
     from launchlab.gpu.targets import TiledPath
 
     path = TiledPath(modules["tiled_softmax"], IRREGULAR)
     coop = persistent.CooperativePhases(modules["megakernel"], path)
-    assert coop.workers == coop.capacity == coop.resident_per_sm * persistent.sm_count()
+    assert coop.workers == coop.capacity == coop.resident_per_sm * device.sm_count()
     with pytest.raises(ValueError, match="co-resident"):
-        persistent.CooperativePhases(modules["megakernel"], path, blocks_per_sm=coop.resident_per_sm + 1)
-    small = persistent.CooperativePhases(modules["megakernel"], path, blocks_per_sm=1)
+        persistent.CooperativePhases(modules["megakernel"], path, workers_per_sm=coop.resident_per_sm + 1)
+    small = persistent.CooperativePhases(modules["megakernel"], path, workers_per_sm=1)
     check(small, workloads.packed_fixture(FRESH_SEED, 7, IRREGULAR), "cooperative, 1 block per SM")
 
 
 def test_traced_builds_keep_the_timed_worker_counts_and_their_traces_pass_the_checks(modules, traced_modules, backend):
-    from launchlab.gpu import persistent, probes
+    from launchlab.gpu import probes
+    from launchlab.chapters.megakernels import persistent
 
     lengths = list(workloads.tiled_row_lengths("ragged")[:24]) + [1, 5000]
     graph = schedules.TaskGraph.from_lengths(lengths)
@@ -155,7 +157,7 @@ def test_traced_builds_keep_the_timed_worker_counts_and_their_traces_pass_the_ch
     task_records = probes.attach_task_buffer(traced_modules["megakernel"], graph.total)
     traced = variants(traced_modules, lengths, backend.stream)
     timed = variants(modules, lengths, backend.stream)
-    slots = persistent.resident_blocks_per_sm(modules["tiled_softmax"].kernel("tile_producer")) * persistent.sm_count()
+    slots = persistent.resident_blocks_per_sm(modules["tiled_softmax"].kernel("tile_producer")) * device.sm_count()
     values = workloads.packed_fixture(FRESH_SEED, 8, lengths)
     for vid, variant in traced.items():
         target = persistent.underlying(variant)
@@ -174,50 +176,51 @@ def test_traced_builds_keep_the_timed_worker_counts_and_their_traces_pass_the_ch
 
 def all_design_modules() -> dict:
     from launchlab.chapters.megakernels import DESIGN_FAMILY
-    from launchlab.chapters.megakernels.run import device_shared_limit, fused_defines
+    from launchlab.chapters.megakernels.targets import fused_defines
     from launchlab.gpu import build
 
     return {**load(traced=False), DESIGN_FAMILY: build.load_module(DESIGN_FAMILY),
-            "fused_softmax": build.load_module("fused_softmax", fused_defines(device_shared_limit()))}
+            "fused_softmax": build.load_module("fused_softmax", fused_defines(device.shared_limit()))}
 
 
 @pytest.mark.parametrize("rows", ["irregular", "ragged"])
 def test_every_chapter_design_matches_the_oracle_and_its_graph_edges(backend, rows):
-    """The chapter's own factories for all ten designs (run.case_variants), stream and graph, two fixtures; the
+    """The chapter's own rows for all ten designs (targets.case_variants), stream and graph, two fixtures; the
     PDL graphs' programmatic edges as run.write_graph_edges checks them; the dependency kernel's words."""
-    from launchlab.chapters.megakernels import DESIGNS, run
-    from launchlab.gpu import megakernel_designs as designs
-    from launchlab.gpu import persistent
+    from launchlab.chapters.megakernels import DESIGN, run, targets
+    from launchlab.chapters.megakernels import megakernel_designs as designs
+    from launchlab.chapters.megakernels import persistent
 
     lengths = LENGTH_SETS[rows]
-    made = run.case_variants(all_design_modules(), "rows", 0, [], backend.stream, lengths=lengths, designs=list(DESIGNS))
-    assert {v.target for v in made} == {d.target for d in DESIGNS}
+    made = targets.case_variants(all_design_modules(), "rows", 0, [], backend.stream, lengths=lengths,
+                                 designs=list(DESIGN.values()))
+    assert {v.target for v in made} == set(DESIGN)
     for index in range(2):
         values = workloads.packed_fixture(FRESH_SEED, 10 + index, lengths)
         for vid, variant in made.items():
             check(variant, values, f"{rows} {vid} fixture {index}")
             target = persistent.underlying(variant)
-            if run.is_dependency(target):
-                assert not target.error.get().any() and target.counters_consistent(), vid
+            words = design_of(vid)[0].words
+            if words:  # check() has read the queue's; the dependency kernel's here
+                found, expected, _ = words.read(target)
+                assert np.array_equal(found, expected), (vid, found)
     for vid, variant in made.items():
         if vid.submission == "graph" and design_of(vid)[0].extended:
             record = designs.graph_edge_record(variant)
-            expected = run.expected_programmatic_edges(vid, persistent.underlying(variant))
+            expected = run.expected_programmatic_edges(persistent.underlying(variant))
             assert record["edge_types"]["programmatic"] == expected, (vid, record["edge_types"])
 
 
 def test_fused_packed_rows_cover_every_tier(backend):
     """Rows in registers (4,096), in shared memory (36,864) and streamed (70,001: past the shared limit)."""
-    from launchlab.gpu import megakernel_designs as designs
+    from launchlab.chapters.megakernels import megakernel_designs as designs
     from launchlab.gpu.targets import TiledPath
 
     modules = all_design_modules()
     lengths = [4096, 36864, 1, 70001, 8192, 3]
     path = TiledPath(modules["tiled_softmax"], lengths)
     probe = designs.FusedPackedRows(modules["fused_softmax"], path)
-    from launchlab.chapters.megakernels.run import device_shared_limit
-
-    shared = designs.packed_shared_bytes([0, 36864], probe.block, probe.reg_chunks, device_shared_limit())
+    shared = designs.packed_shared_bytes([0, 36864], probe.block, probe.reg_chunks, device.shared_limit())
     target = designs.FusedPackedRows(modules["fused_softmax"], path, shared)
     # the 8,192-element row starts 2 elements past a 16-byte boundary: 2,049 chunks, one past the registers
     assert target.tiers() == {"registers": 3, "shared": 2, "streamed": 1}

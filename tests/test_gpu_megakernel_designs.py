@@ -7,7 +7,7 @@ import time
 import numpy as np
 import pytest
 
-from launchlab.model import design_schedules as ds
+from launchlab.chapters.megakernels import design_schedules as ds
 from launchlab.model import oracles, workloads
 
 pytestmark = pytest.mark.gpu
@@ -27,14 +27,14 @@ def backend():
 @pytest.fixture(scope="module")
 def modules():
     from launchlab.gpu import build
-    from launchlab.gpu import megakernel_designs as designs
+    from launchlab.chapters.megakernels import megakernel_designs as designs
 
     return {"tiled": build.load_module("tiled_softmax"), "designs": designs.load(),
             "designs_traced": designs.load(traced=True)}
 
 
 def design_targets(module, path, driver=None) -> list:
-    from launchlab.gpu import megakernel_designs as designs
+    from launchlab.chapters.megakernels import megakernel_designs as designs
 
     return [designs.PdlThreeKernels(module, path, programmatic=True, driver=driver),
             designs.PdlThreeKernels(module, path, programmatic=False, driver=driver),
@@ -109,7 +109,7 @@ def test_poisoned_outputs_fail(modules, backend):
 
 
 def test_pdl_graphs_have_programmatic_edges(modules, backend):
-    from launchlab.gpu import megakernel_designs as designs
+    from launchlab.chapters.megakernels import megakernel_designs as designs
     from launchlab.gpu.capture import GraphReplay
     from launchlab.gpu.targets import TiledPath
 
@@ -133,7 +133,7 @@ def test_pdl_graphs_have_programmatic_edges(modules, backend):
 
 
 def test_cuda_bindings_driver_launches_like_ctypes(modules, backend):
-    from launchlab.gpu import pdl
+    from launchlab.chapters.megakernels import pdl
     from launchlab.gpu.targets import TiledPath
 
     if pdl._bindings() is None:
@@ -146,7 +146,7 @@ def test_cuda_bindings_driver_launches_like_ctypes(modules, backend):
 
 @pytest.mark.parametrize("workers", [1, 7, 64])
 def test_persistent_with_few_workers(modules, backend, workers):
-    from launchlab.gpu import megakernel_designs as designs
+    from launchlab.chapters.megakernels import megakernel_designs as designs
     from launchlab.gpu.targets import TiledPath
 
     path = TiledPath(modules["tiled"], IRREGULAR)
@@ -157,7 +157,7 @@ def test_persistent_with_few_workers(modules, backend, workers):
 
 
 def test_persistent_refuses_more_workers_than_co_reside(modules, backend):
-    from launchlab.gpu import megakernel_designs as designs
+    from launchlab.chapters.megakernels import megakernel_designs as designs
     from launchlab.gpu.targets import TiledPath
 
     path = TiledPath(modules["tiled"], [1024] * 4000)
@@ -168,7 +168,7 @@ def test_persistent_refuses_more_workers_than_co_reside(modules, backend):
 def test_persistent_bounded_wait_reports_a_deadlocked_list_instead_of_hanging(modules, backend):
     """Worker 0 waits on row 1 whose tile 2 it holds further down its own list: it gives up after the
     bound, worker 1 sees the flag and leaves; the host names the task; after reset a healthy run passes."""
-    from launchlab.gpu import megakernel_designs as designs
+    from launchlab.chapters.megakernels import megakernel_designs as designs
 
     lengths = [2048, 2048]
     module = modules["designs"]
@@ -200,7 +200,7 @@ def test_persistent_bounded_wait_reports_a_deadlocked_list_instead_of_hanging(mo
 
 
 def test_sixteen_block_clusters(modules, backend):
-    from launchlab.gpu import megakernel_designs as designs
+    from launchlab.chapters.megakernels import megakernel_designs as designs
     from launchlab.gpu.targets import TiledPath
 
     lengths = LENGTH_SETS["ragged"]
@@ -212,7 +212,7 @@ def test_sixteen_block_clusters(modules, backend):
 
 @pytest.mark.parametrize("rows", ["ragged", "irregular"])
 def test_traced_designs_pass_their_checks(modules, backend, rows):
-    from launchlab.gpu import megakernel_designs as designs
+    from launchlab.chapters.megakernels import megakernel_designs as designs
     from launchlab.gpu.capture import GraphReplay
     from launchlab.gpu.targets import TiledPath
 

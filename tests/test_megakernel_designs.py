@@ -9,10 +9,11 @@ import shutil
 import numpy as np
 import pytest
 
-from launchlab.gpu import build, pdl
-from launchlab.model import design_schedules as ds
-from launchlab.model import schedules, workloads
-from launchlab.model.schedules import Deadlock, TaskGraph, Trace
+from launchlab.chapters.megakernels import design_schedules as ds
+from launchlab.chapters.megakernels import pdl, schedules
+from launchlab.chapters.megakernels.schedules import Deadlock, TaskGraph, Trace
+from launchlab.gpu import build
+from launchlab.model import workloads
 
 FAMILY = "megakernel_designs"
 KERNELS = ("pdl_tile_producer", "pdl_row_combiner", "pdl_tile_consumer", "combining_tile_consumer",
@@ -208,8 +209,8 @@ def test_dot_edges_keep_their_attributes():
 
 # --------------------------------------------------------------------------- the fused row kernel on packed rows
 def test_packed_shared_memory_keeps_the_longest_row_on_chip_where_it_can():
-    from launchlab.chapters.megakernels.run import fused_defines
-    from launchlab.gpu import megakernel_designs as designs
+    from launchlab.chapters.megakernels.targets import fused_defines
+    from launchlab.chapters.megakernels import megakernel_designs as designs
 
     defines = fused_defines(227 * 1024)
     assert (defines["BLOCK"], defines["REG_CHUNKS"], defines["MIN_BLOCKS"]) == (512, 4, 1) and "FUSED_PACKED" in defines
@@ -222,7 +223,7 @@ def test_packed_shared_memory_keeps_the_longest_row_on_chip_where_it_can():
 @pytest.mark.slow
 @pytest.mark.skipif(not shutil.which("nvcc"), reason="nvcc is not on PATH")
 def test_packed_fused_entry_compiles_without_spills_in_its_build_only():
-    from launchlab.chapters.megakernels.run import fused_defines
+    from launchlab.chapters.megakernels.targets import fused_defines
 
     report = build.nvcc_report("fused_softmax", fused_defines(227 * 1024))
     packed = report["resources"]["fused_rms_softmax_packed"]

@@ -1,11 +1,9 @@
-"""Chapter 4 on the CPU: trace checks on saved traces (and broken ones they must reject), the raw-record
-conversions, the declaration, and a whole run on a simulated device: the chapter's run.py drives the real
-Session against NumPy stand-ins for the GPU targets, graphs and probes (outputs from the float64 oracle,
-device time from a cost table, traces from the schedule models), then the summaries, headline arithmetic,
-page tables, figures and every glued value of the notebook are computed from that run's files."""
+"""Chapter 4 on the CPU: the declaration, and a whole run on a simulated device (megakernel_simulation: the
+chapter's run.py drives the real Session against NumPy stand-ins for the GPU), then the summaries, headline
+arithmetic, page tables, figures and every glued value of the notebook are computed from that run's files."""
 import dataclasses
-import hashlib
 import json
+import os
 import re
 import shutil
 from pathlib import Path
@@ -13,661 +11,100 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from launchlab import analysis
 from launchlab.chapters import megakernels as declared
-from launchlab.chapters.megakernels import DESIGN, Parameters, design_of, sweep_variant
-from launchlab.chapters.megakernels import summary
-from launchlab.measure.protocol import MeasurementProtocol
+from launchlab.chapters.declaration import Counts
+from launchlab.chapters.megakernels import DESIGN, Parameters, design_of, schedules, summary, sweep_variant
 from launchlab.measure.variant import VariantId
-from launchlab.model import design_schedules as ds
-from launchlab.model import oracles, schedules, timelines, workloads
-from launchlab.model.schedules import TaskGraph, Trace
 from launchlab.store import evidence
+from launchlab import analysis
+from launchlab.store.runs import read_jsonl
 from launchlab.store.record import RecordError, RunRecord
+from megakernel_simulation import (COLD_EXTRA_NS, COSTS, IDENTITY, SM_COUNT, FakeState, execute_simulated,  # noqa: F401
+                                   fake_sanitize, fake_trace, simulated_gpu)
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-WORKERS = 1056
-SM_COUNT, RESIDENT = 132, 8
-
-
-def simulated(case: str, schedule: str, seed: int = 0, workers: int = WORKERS) -> tuple[Trace, TaskGraph]:
-    lengths = workloads.tiled_row_lengths(case)
-    graph = TaskGraph.from_lengths(lengths)
-    generator = np.random.default_rng(seed)
-    durations = schedules.nominal_durations(graph, lengths) * generator.uniform(0.7, 1.3, graph.total)
-    arrivals = None if schedule == "three_kernel" else generator.uniform(0, 2000, workers)
-    return schedules.simulate(schedule, graph, durations, workers, 0 if schedule == "queue" else 1500,
-                              blocks_per_sm=RESIDENT, arrivals=arrivals), graph
-
-
-# --------------------------------------------------------------------------- saved traces and broken ones
-@pytest.mark.parametrize("schedule", schedules.SCHEDULES)
-def test_saved_traces_load_and_pass(tmp_path, schedule):
-    trace, graph = simulated("ragged", schedule)
-    schedules.save_trace(tmp_path / "t.npz", trace, graph, workers=np.int64(WORKERS))
-    loaded, loaded_graph = schedules.load_trace(tmp_path / "t.npz")
-    assert np.array_equal(loaded_graph.tile_row, graph.tile_row)
-    assert all(np.array_equal(a, b) for a, b in zip(loaded.arrays().values(), trace.arrays().values()))
-    assert schedules.check_trace(loaded, loaded_graph, schedule, WORKERS)["passed"]
-
-
-def broken(trace: Trace, graph: TaskGraph, how: str) -> Trace:
-    arrays = {k: v.copy() for k, v in trace.arrays().items()}
-    slot_of = {int(t): i for i, t in enumerate(arrays["task"])}
-    tiles, rows = graph.tiles, graph.rows
-    if how == "b_before_its_a":  # B of row 0 starts just before its last A tile ends
-        last_a_end = max(arrays["end_ns"][slot_of[t]] for t in range(int(graph.row_first_tile[1])))
-        b = slot_of[tiles]
-        arrays["start_ns"][b] = arrays["taken_ns"][b] = last_a_end - 1
-    elif how == "c_before_its_b":
-        c, b = slot_of[tiles + rows], slot_of[tiles]
-        arrays["start_ns"][c] = arrays["taken_ns"][c] = arrays["end_ns"][b] - 1
-    elif how == "task_twice":
-        arrays["task"][slot_of[5]] = 6
-    elif how == "task_missing":
-        arrays = {k: np.delete(v, slot_of[7]) for k, v in arrays.items()}
-    elif how == "ends_before_start":
-        arrays["end_ns"][0] = arrays["start_ns"][0] - 1
-    elif how == "worker_outside_grid":
-        arrays["worker"][3] = WORKERS
-    elif how == "wrong_stride":
-        arrays["worker"][slot_of[1]] = 0
-    return Trace(**arrays)
-
-
-@pytest.mark.parametrize("schedule,how,failing", [
-    ("queue", "b_before_its_a", "b_after_its_row_a"),
-    ("queue", "c_before_its_b", "c_after_its_row_b"),
-    ("queue", "task_twice", "every_task_once"),
-    ("queue", "task_missing", "every_task_once"),
-    ("queue", "ends_before_start", "records_in_time_order"),
-    ("queue", "worker_outside_grid", "workers_within_grid"),
-    ("cooperative", "wrong_stride", "grid_stride_assignment"),
-    ("three_kernel", "wrong_stride", "block_per_task"),
-])
-def test_a_broken_trace_is_rejected_by_the_named_check(schedule, how, failing):
-    trace, graph = simulated("ragged", schedule, seed=4)
-    assert schedules.check_trace(trace, graph, schedule, WORKERS)["passed"]
-    result = schedules.check_trace(broken(trace, graph, how), graph, schedule, WORKERS)
-    assert not result["passed"] and not result["checks"][failing], result
-
-
-def test_b_before_last_a_counts():
-    graph = TaskGraph.from_lengths([2048, 1024])  # A tasks 0-2, B tasks 3-4, C 5-7
-    start = np.array([0, 0, 0, 5, 12, 20, 20, 20])
-    end = np.array([5, 10, 4, 8, 14, 22, 22, 22])
-    trace = Trace(np.arange(8), start.copy(), start, end, np.zeros(8, np.int64), np.zeros(8, np.int64))
-    assert schedules.b_before_last_a(trace, graph) == 1   # B of row 0 starts at 5 < 10
-    assert schedules.c_before_last_b(trace, graph) == 0
-    assert schedules.phase_gaps_ns(trace, graph) == [-5, 6]
-    b_handoff, c_handoff = schedules.handoffs_ns(trace, graph)
-    assert b_handoff.tolist() == [5 - 10, 12 - 4]           # row 0's A tiles end at 5 and 10; row 1's at 4
-    assert c_handoff.tolist() == [20 - 8, 20 - 8, 20 - 14]  # tiles 0, 1 in row 0 (B ends 8), tile 2 in row 1
-    assert not schedules.check_trace(trace, graph, "queue")["checks"]["b_after_its_row_a"]  # row 0's A ends at 10
-
-
-# --------------------------------------------------------------------------- raw records
-def test_megakernel_records_become_a_trace():
-    table = np.zeros((3, timelines.TASK_WORDS), np.uint64)
-    base = 1_700_000_000_000
-    table[:, 0] = [base + 10, base, base + 5]          # taken
-    table[:, 1] = [base + 12, base + 1, base + 6]      # start
-    table[:, 2] = [base + 20, base + 3, base + 9]      # end
-    table[:, 3] = [4, 0, 1]                             # worker
-    table[:, 4] = [2, 0, 0]                             # SM
-    table[:, 5] = [2, 0, 1]                             # task
-    arrays = timelines.task_trace_arrays(table.ravel())
-    assert arrays["taken_ns"].tolist() == [10, 0, 5] and arrays["end_ns"].tolist() == [20, 3, 9]
-    assert arrays["task"].tolist() == [2, 0, 1] and arrays["worker"].tolist() == [4, 0, 1]
-    table[1, 2] = 0
-    with pytest.raises(ValueError, match="1 task records were never written"):
-        timelines.task_trace_arrays(table)
-
-
-def test_three_kernel_block_records_are_renumbered_as_tasks():
-    tiles, rows, stride = 3, 2, 4
-    table = np.zeros((3, stride, timelines.WORDS_PER_BLOCK), np.uint64)
-    for kernel in range(3):
-        for block in range(tiles if kernel != 1 else rows):
-            start = 1000 * (kernel + 1) + 10 * block
-            table[kernel, block] = [start, start + 5, 7 + block]
-    arrays = timelines.stage_blocks_as_tasks(table, tiles, rows)
-    assert arrays["task"].tolist() == list(range(8))
-    assert arrays["worker"].tolist() == [0, 1, 2, 0, 1, 0, 1, 2]
-    assert arrays["start_ns"].tolist() == [0, 10, 20, 1000, 1010, 2000, 2010, 2020]
-    assert arrays["sm"].tolist() == [7, 8, 9, 7, 8, 7, 8, 9]
-    trace = Trace.from_arrays(arrays)
-    assert schedules.check_trace(trace, TaskGraph.from_lengths([2048, 1024]), "three_kernel")["passed"]
-    table[1, 1, 0] = 0
-    with pytest.raises(ValueError, match="never wrote a record"):
-        timelines.stage_blocks_as_tasks(table, tiles, rows)
 
 
 # --------------------------------------------------------------------------- the declaration
-def test_variant_table_names_every_design_case_submission_and_sweep_point():
+SNAPSHOT = REPO_ROOT / "tests/snapshots/megakernels.txt"
+
+
+def test_declared_default_table_matches_its_snapshot():
+    """The expanded default variants, one line each (id, label, oracle, bytes, pacing per L2 state, outputs,
+    requirements): a deleted, renamed or changed row shows here."""
+    expected = SNAPSHOT.read_text() if SNAPSHOT.exists() else ""
+    assert declared.CHAPTER.snapshot() == expected, (
+        "the declared megakernels variants changed; if intended, regenerate the snapshot with\n  PYTHONPATH=src python -c "
+        "\"from launchlab.chapters.megakernels import CHAPTER; open('tests/snapshots/megakernels.txt', 'w')"
+        ".write(CHAPTER.snapshot())\"")
+
+
+@pytest.mark.skipif(not (REPO_ROOT / "evidence/accepted.json").exists(), reason="no evidence store")
+def test_declared_default_ids_are_what_the_accepted_run_measured():
+    path = evidence.accepted_run("megakernels")
+    record = RunRecord.read(path)
+    assert declared.CHAPTER.parameters_of(record) == Parameters()
+    measured = {s["variant"] for s in read_jsonl(path / "samples/timing.jsonl.gz")}
+    skipped = set(record.details.get("skipped_variants", {}))
+    assert {str(v.id) for v in declared.CHAPTER.variants()} == measured | skipped
+
+
+def test_expand_crosses_designs_cases_submissions_and_the_sweep():
     table = declared.CHAPTER.variants()
-    ids = [str(spec.id) for spec in table]
-    assert len(ids) == len(set(ids)) == 2 * (10 * 2 + 2 * 4)
-    assert {"tiled3.balanced.stream", "tiled3.balanced.graph", "coop.ragged.graph", "queue.ragged.stream",
-            "queue_wps1.ragged.graph", "coop_wps8.balanced.graph", "pdl3.ragged.graph", "pdl3_off.ragged.stream",
-            "tiled2.balanced.graph", "tiled2_pdl.ragged.stream", "depend.ragged.graph", "cluster.balanced.stream",
-            "fused_row.ragged.graph"} <= set(ids)
-    elements = 128 * 8192
-    for spec in table:
-        rule = design_of(spec.id)[0].bytes_rule
-        if rule == "tasks":
-            assert (spec.bytes_read, spec.bytes_written) == (8 * elements + 24 * 1024, 4 * elements + 12 * (1024 + 128))
-        elif rule in ("cluster", "fused"):  # x read once, y written once
-            assert (spec.bytes_read, spec.bytes_written) == (4 * elements, 4 * elements)
-    ragged = workloads.tiled_row_lengths("ragged")  # C tiles of a row each read all of the row's tile statistics
-    assert declared.logical_bytes(ragged, "b_in_c")[0] == 8 * elements + 12 * (16 * 36 ** 2 + 112 * 4 ** 2)
+    parameters = Parameters()
+    designs = declared.active_designs(parameters)
+    swept = [d for d in designs if "sweep" in d.outputs]
+    assert len(table) == len(parameters.tiled_cases) * (2 * len(designs) + len(swept) * len(parameters.sweep_workers_per_sm))
+    for variant in table:
+        design, workers_per_sm = design_of(variant.id)
+        assert variant.row is design and variant.id.case in parameters.tiled_cases
+        if workers_per_sm is None:  # a main variant: graphs warm and cold, the stream warm
+            assert variant.enters == design.outputs - {"sweep"} and "table" in variant.enters
+            assert variant.l2_states == (("warm", "cold") if variant.id.submission == "graph" else ("warm",))
+        else:
+            assert variant.enters == {"sweep", "trace"} and variant.l2_states == ("warm",)
+            assert variant.id.submission == "graph" and workers_per_sm in parameters.sweep_workers_per_sm
+        assert variant.pacing("warm") == ("device" if variant.id.submission == "graph" else "host")
+        assert ("trace" in variant.enters) == (design.schedule is not None)
+        assert (variant.bytes_read, variant.bytes_written) == design.bytes(variant.id.case)
+
+
+def test_logical_bytes_per_design():
+    elements, tiles, rows = 128 * 8192, 1024, 128
+    assert declared.task_bytes("balanced") == (8 * elements + 24 * tiles, 4 * elements + 12 * (tiles + rows))
+    assert declared.x_once_bytes("balanced") == (4 * elements, 4 * elements)  # x read once, y written once
+    assert declared.x_on_chip_bytes("balanced") == (4 * elements + 24 * tiles, 4 * elements + 12 * (tiles + rows))
+    # the ragged case: 16 rows of 36 tiles and 112 of 4; C tiles of a row each read all of the row's tile statistics
+    assert declared.b_in_c_bytes("ragged")[0] == 8 * elements + 12 * (16 * 36 ** 2 + 112 * 4 ** 2)
+    assert DESIGN["tiled2"].bytes is declared.b_in_c_bytes and DESIGN["cluster"].bytes is declared.x_once_bytes
+
+
+def test_design_facts_and_names():
     assert declared.stream_submissions(DESIGN["cluster"], "ragged") == 2  # clusters of 8 and of 4: two launches
     assert declared.is_one_launch(DESIGN["cluster"], "balanced") and not declared.is_one_launch(DESIGN["cluster"], "ragged")
-    only = declared.CHAPTER.variants(Parameters(designs="fused_row", sweep_workers_per_sm=""))
-    assert {spec.id.target for spec in only} == {"tiled3", "coop", "queue", "fused_row"}
-    with pytest.raises(ValueError, match="unknown designs"):
-        declared.parse_designs("pdl3,warp")
     assert design_of("queue_wps2.ragged.graph") == (DESIGN["queue"], 2)
     assert design_of(VariantId("coop", "balanced", "stream")) == (DESIGN["coop"], None)
     assert declared.label("queue_wps2.ragged.graph") == "task queue, graph, 2 blocks/SM"
-    assert declared.parse_sweep("8, 1,2,2") == [1, 2, 8] and declared.parse_sweep("") == []
-    with pytest.raises(ValueError, match="positive"):
-        declared.parse_sweep("0,1")
-    with pytest.raises(ValueError, match="unknown tiled case"):
-        declared.parse_cases("balanced,square")
-
-
-def test_parameters_parse_from_notebook_values():
-    parsed = declared.CHAPTER.parse_parameters({"workers_per_sm": "2", "sweep_workers_per_sm": "1,8"})
-    assert parsed == Parameters(workers_per_sm=2, sweep_workers_per_sm="1,8")
-    with pytest.raises(ValueError, match="unknown parameter"):
-        declared.CHAPTER.parse_parameters({"workers": 1})
-
-
-# --------------------------------------------------------------------------- a simulated device
-# Device time of one invocation (ns): (design, blocks per SM or None, submission) -> cost.
-COSTS = {("tiled3", None, "stream"): 25_500, ("tiled3", None, "graph"): 12_400,
-         ("coop", None, "stream"): 15_300, ("coop", None, "graph"): 15_600,
-         ("queue", None, "stream"): 14_400, ("queue", None, "graph"): 14_100,
-         **{("coop", k, "graph"): c for k, c in ((1, 40_000), (2, 24_000), (4, 18_000), (8, 15_600))},
-         **{("queue", k, "graph"): c for k, c in ((1, 30_000), (2, 20_000), (4, 16_000), (8, 14_100))},
-         ("pdl3", None, "stream"): 24_000, ("pdl3", None, "graph"): 11_400,
-         ("pdl3_off", None, "stream"): 25_500, ("pdl3_off", None, "graph"): 12_400,
-         ("tiled2", None, "stream"): 18_000, ("tiled2", None, "graph"): 10_900,
-         ("tiled2_pdl", None, "stream"): 17_500, ("tiled2_pdl", None, "graph"): 10_500,
-         ("depend", None, "stream"): 9_800, ("depend", None, "graph"): 9_600,
-         ("cluster", None, "stream"): 8_800, ("cluster", None, "graph"): 8_600,
-         ("fused_row", None, "stream"): 7_300, ("fused_row", None, "graph"): 7_200}
-COLD_EXTRA_NS = 3_000  # a cold invocation's extra device time in the simulation (the same for every design)
-SCHEDULE_GAP_NS = {"three_kernel": 1500, "cooperative": 1000, "queue": 0}
-
-
-class FakeDevice:
-    """Device time advances by each submitted operation's cost; a stream capture records operations instead."""
-
-    def __init__(self):
-        self.device_ns, self.host, self.captured, self.cold_extra_ns = 0, 0, None, 0
-        self.stream = FakeStream(self)
-
-    def submit(self, run, cost_ns: int, node: str) -> None:
-        if self.captured is not None:
-            self.captured.append((run, cost_ns, node))
-        else:
-            run()
-            self.advance(cost_ns)
-
-    def advance(self, cost_ns: int) -> None:
-        """Device time of one operation; the first after an L2 flush also pays the cold extra."""
-        self.device_ns += cost_ns + self.cold_extra_ns
-        self.cold_extra_ns = 0
-
-    # the protocol's TimingBackend
-    def host_ns(self) -> int:
-        self.host += 1000
-        return self.host
-
-    def synchronize(self) -> None:
-        pass
-
-    def record_event(self):
-        return self.device_ns
-
-    def wait_event(self, event) -> None:
-        pass
-
-    def elapsed_ms(self, start, end) -> float:
-        return (end - start) / 1e6
-
-
-class FakeStream:
-    def __init__(self, device):
-        self.device = device
-
-    def synchronize(self):
-        pass
-
-    def begin_capture(self):
-        self.device.captured = []
-
-    def end_capture(self):
-        operations, self.device.captured = self.device.captured, None
-        return FakeGraph(self.device, operations)
-
-
-class FakeGraph:
-    """A captured graph: replays its operations; its cost is set by the replaying variant's design."""
-
-    def __init__(self, device, operations):
-        self.device, self.operations, self.cost_ns = device, operations, None
-
-    def upload(self, stream):
-        pass
-
-    def launch(self, stream):
-        for run, _, _ in self.operations:
-            run()
-        self.device.advance(self.cost_ns if self.cost_ns is not None else sum(c for _, c, _ in self.operations))
-
-    def debug_dot_str(self) -> str:
-        nodes = [f'"graph_1_node_{i}"[style="solid" shape="{"invtrapezium" if node == "MEMSET" else "octagon"}" '
-                 f'label="{i}\n{node}\n"];' for i, (_, _, node) in enumerate(self.operations)]
-        edges = [f'"graph_1_node_{i}" -> "graph_1_node_{i + 1}";' for i in range(len(self.operations) - 1)]
-        return "digraph dot {\nsubgraph cluster_1 {\n" + "\n".join(nodes + edges) + "\n}\n}\n"
-
-
-class FakeTarget:
-    name = "target"
-
-    def compute(self, x, invoke=None):
-        self.load(x)
-        self.poison()
-        (invoke or self.invoke)()
-        return self.output()
-
-
-class FakeTiledPath(FakeTarget):
-    """TiledPath's buffers in NumPy; an invocation marks y as written, `output` reads the oracle's result."""
-
-    name = "tiled3"
-    KERNELS = declared.STAGE_KERNELS
-
-    def __init__(self, built, lengths):
-        self.device = built.device
-        self.lengths = np.asarray(lengths)
-        table = workloads.tile_table(self.lengths)
-        self.row_offsets = table["row_offsets"]
-        self.rows, self.tiles = len(self.lengths), len(table["tile_row"])
-        self.x, self.written = np.zeros(int(self.row_offsets[-1]), np.float32), False
-
-    @property
-    def submissions(self):
-        return 3
-
-    def mark_written(self):
-        self.written = True
-
-    def invoke(self):
-        for kernel in self.KERNELS:
-            self.device.submit(self.mark_written, COSTS["tiled3", None, "stream"] // 3, kernel)
-
-    def poison(self):
-        self.written = False
-
-    def load(self, values):
-        self.x = np.asarray(values, np.float32).copy()
-
-    def output(self):
-        if not self.written:
-            return np.full(self.x.shape, np.nan, np.float32)
-        key = hashlib.sha256(self.x.tobytes()).hexdigest()
-        if key not in RESULTS:
-            RESULTS[key] = oracles.rms_softmax_packed(self.x, self.row_offsets).astype(np.float32)
-        return RESULTS[key].copy()
-
-
-RESULTS: dict = {}  # the oracle's result per input, as the simulated kernels' output
-
-
-class FakePersistent(FakeTarget):
-    kernel_name, schedule, memset = "", "", False
-
-    def __init__(self, built, path, blocks_per_sm=0):
-        self.path, self.device = path, path.device
-        self.resident_per_sm = RESIDENT
-        self.blocks_per_sm = blocks_per_sm or RESIDENT
-        self.capacity, self.workers = RESIDENT * SM_COUNT, self.blocks_per_sm * SM_COUNT
-
-    @property
-    def submissions(self):
-        return 2 if self.memset else 1
-
-    def invoke(self):
-        if self.memset:
-            self.device.submit(lambda: None, 0, "MEMSET")
-        self.device.submit(self.path.mark_written, COSTS[self.name, None, "stream"], self.kernel_name)
-
-    def poison(self):
-        self.path.poison()
-
-    def load(self, values):
-        self.path.load(values)
-
-    def output(self):
-        return self.path.output()
-
-    def describe(self):
-        return {"workers": self.workers, "blocks_per_sm": self.blocks_per_sm,
-                "resident_blocks_per_sm": self.resident_per_sm, "co_resident_capacity": self.capacity}
-
-
-class FakeCooperative(FakePersistent):
-    name, kernel_name, schedule = "coop", "coop_phases", "cooperative"
-
-
-class FakeQueue(FakePersistent):
-    name, kernel_name, schedule, memset = "queue", "queue_persistent", "queue", True
-
-    def clear_error(self):
-        pass
-
-    def error_message(self):
-        return None
-
-    def expected_words(self):
-        graph = TaskGraph.from_lengths(self.path.lengths)
-        return np.concatenate([np.zeros(4, np.int64), graph.expected_counters(self.workers)])
-
-    def words_after(self):
-        return self.expected_words()
-
-
-class FakeGraphReplay:
-    """GraphReplay's interface: the target's invocation captured once, replayed at the cost COSTS gives the
-    replayed design and worker count."""
-
-    def __init__(self, target, stream):
-        self.target, self.stream, self.name = target, stream, target.name
-        stream.begin_capture()
-        target.invoke()
-        self.graph = stream.end_capture()
-        self.graph.cost_ns = COSTS.get((target.name, getattr(target, "blocks_per_sm", None), "graph"),
-                                       COSTS[target.name, None, "graph"])
-        self.setup = {"capture_us": 10.0, "end_capture_us": 50.0, "upload_us": 3.0, "first_replay_us": 40.0,
-                      "instantiated_in_end_capture": True}
-        self.dot = self.graph.debug_dot_str()
-
-    @property
-    def submissions(self):
-        return 1
-
-    def invoke(self):
-        self.graph.launch(self.stream)
-
-    def compute(self, x, invoke=None):
-        return self.target.compute(x, invoke or self.invoke)
-
-
-def fake_trace(variant, task_records, stage_records) -> dict:
-    """A trace of the variant's schedule from the model, with jittered nominal durations."""
-    from launchlab.gpu import persistent
-
-    target = persistent.underlying(variant)
-    path = getattr(target, "path", target)
-    graph = TaskGraph.from_lengths(path.lengths)
-    schedule = getattr(target, "schedule", "three_kernel")
-    workers = getattr(target, "workers", RESIDENT * SM_COUNT)
-    seed = int(hashlib.sha256(f"{schedule}{workers}{path.lengths.sum()}{path.lengths[0]}".encode()).hexdigest()[:8], 16)
-    generator = np.random.default_rng(seed)
-    durations = schedules.nominal_durations(graph, path.lengths) * generator.uniform(0.8, 1.2, graph.total)
-    arrivals = None if schedule == "three_kernel" else generator.uniform(0, 1000, workers)
-    per_sm = max(1, workers // SM_COUNT)
-    return schedules.simulate(schedule, graph, durations, workers, SCHEDULE_GAP_NS[schedule], per_sm, arrivals).arrays()
-
-
-class FakeLaunch:
-    """pdl.ExtendedLaunch's facts that run.py reads."""
-
-    def __init__(self, programmatic: bool, shared_bytes: int = 0):
-        self.programmatic, self.shared_bytes, self.driver = programmatic, shared_bytes, "ctypes"
-
-
-class FakeDesign(FakeTarget):
-    """A design of gpu/megakernel_designs.py on a FakeTiledPath: its kernels as captured nodes, its cost from COSTS."""
-
-    kernel_names: tuple = ()
-    design = ""
-
-    def __init__(self, built, path, programmatic: bool = False):
-        self.path, self.device = path, path.device
-        self.row_offsets, self.rows, self.tiles = path.row_offsets, path.rows, path.tiles
-        self.programmatic = programmatic
-        self.launches = tuple((kernel, None, None, ()) for kernel in self.kernel_names)
-        self.prepared = tuple(FakeLaunch(programmatic) for _ in self.kernel_names)
-
-    @property
-    def submissions(self):
-        return len(self.launches)
-
-    def invoke(self):
-        cost = COSTS[self.name, None, "stream"] // len(self.launches)
-        for kernel, *_ in self.launches:
-            self.device.submit(self.path.mark_written, cost, kernel)
-
-    def poison(self):
-        self.path.poison()
-
-    def load(self, values):
-        self.path.load(values)
-
-    def output(self):
-        return self.path.output()
-
-    def task_graph(self):
-        return TaskGraph.from_lengths(self.path.lengths)
-
-
-class FakePdl3(FakeDesign):
-    kernel_names, design = declared.PDL3_KERNELS, "pdl3"
-
-    def __init__(self, built, path, programmatic=True, driver=None):
-        super().__init__(built, path, programmatic)
-        self.name = "pdl3" if programmatic else "pdl3_off"
-
-
-class FakeTwo(FakeDesign):
-    kernel_names, design = declared.TILED2_KERNELS, "pdl2"
-
-    def __init__(self, built, path, programmatic=False, driver=None):
-        super().__init__(built, path, programmatic)
-        self.name = "tiled2_pdl" if programmatic else "tiled2"
-
-
-class FakeWords:
-    def __init__(self, values):
-        self.values = np.asarray(values)
-
-    def get(self):
-        return self.values.copy()
-
-
-class FakeDependency(FakeDesign):
-    kernel_names, design, name = ("dependency_persistent",), "dependency", "depend"
-
-    def __init__(self, built, path, workers=None, lists=None, wait_limit_ns=0):
-        super().__init__(built, path)
-        self.prepared = ()
-        self.capacity = RESIDENT * SM_COUNT
-        self.workers = min(int(workers or self.capacity), self.tiles)
-        self.lists = ds.owner_task_lists(self.task_graph(), self.workers, 1)
-        self.list_check = ds.check_lists(self.task_graph(), self.lists)
-        self.shared_bytes, self.error = 4096, FakeWords(np.zeros(4, np.int32))
-
-    def counters_consistent(self):
-        return True
-
-    def reset(self):
-        pass
-
-
-class FakeCluster(FakeDesign):
-    kernel_names, design, name = ("cluster_rows",), "cluster", "cluster"
-
-    def __init__(self, built, path, max_cluster=8, programmatic=True, driver=None):
-        super().__init__(built, path)
-        self.max_cluster = max_cluster
-        self.plan = ds.cluster_plan(path.lengths, max_cluster)
-        self.launches = tuple(("cluster_rows", None, None, ()) for _ in self.plan.classes)
-        self.prepared = tuple(FakeLaunch(index > 0, 4 * cache) for index, cache in enumerate(self.plan.cache_elements))
-
-    def task_graph(self):
-        return self.plan.graph()
-
-
-class FakeFused(FakeDesign):
-    kernel_names, design, name = ("fused_rms_softmax_packed",), "fused_row", "fused_row"
-
-    def __init__(self, built, path, shared_bytes=0):
-        super().__init__(built, path)
-        self.prepared, self.block, self.reg_chunks, self.shared_bytes = (), 512, 4, int(shared_bytes)
-
-    def tiers(self):
-        chunks = -(-np.asarray(self.path.lengths) // 4)
-        registers = chunks <= self.reg_chunks * self.block
-        return {"registers": int(registers.sum()), "shared": int((~registers).sum()), "streamed": 0}
-
-
-def fake_design_trace(target, traced_module, invoke=None, records=None) -> Trace:
-    """A design's trace from its model in model/design_schedules.py, with jittered durations."""
-    (invoke or target.invoke)()
-    graph = target.task_graph()
-    generator = np.random.default_rng(graph.total + len(target.name))
-    durations = generator.uniform(500, 1500, graph.total)
-    slots = RESIDENT * SM_COUNT
-    if target.design in ("pdl3", "pdl2"):
-        return ds.simulate_pdl(graph, durations, slots, kernels=3 if target.design == "pdl3" else 2,
-                               programmatic=target.programmatic, launch_ns=1000, wait_ns=300, prefetch_ns=200)
-    if target.design == "dependency":
-        return ds.simulate_dependency(graph, durations, target.lists, handoff_ns=300)
-    return ds.simulate_cluster(target.plan, durations, slots, barrier_ns=200)
-
-
-def fake_edge_record(replay) -> dict:
-    target = replay.target
-    programmatic = sum(1 for launch in getattr(target, "prepared", ())[1:] if launch.programmatic)
-    nodes = len(getattr(target, "launches", ())) or 1
-    return {"nodes": [{"type": "kernel"}] * nodes, "edges": [],
-            "edge_types": {"default": nodes - 1 - programmatic, "programmatic": programmatic}, "dot_edges": []}
-
-
-class FakeColdL2:
-    def __init__(self, built, l2_bytes, sm_count, wait_ns=0):
-        self.device = built.device
-
-    def flush(self):
-        self.device.cold_extra_ns = COLD_EXTRA_NS  # paid by the next operation, the cold invocation
-
-    def describe(self):
-        return {"flush": "simulated"}
-
-
-def fake_sanitize(child, tools=("memcheck", "racecheck"), timeout_s=300, environment=None):
-    results = [{"tool": tool, "child": child, "command": ["compute-sanitizer", "--tool", tool], "exit_code": 0,
-                "errors": 0, "inner": {"passed": True, "checks": {"x": True}}, "tail": [], "error": None}
-               for tool in tools]
-    return {"sanitizer": "compute-sanitizer", "error": None, "tools": results, "clean": True}
-
-
-@dataclasses.dataclass
-class FakeBuilt:
-    family: str
-    device: FakeDevice
-
-    def kernel(self, name: str) -> str:
-        return name
-
-
-@pytest.fixture(scope="module")
-def simulated_gpu():
-    """The GPU modules' names that run.py reaches, pointed at the NumPy stand-ins for this module's tests."""
-    from launchlab.gpu import build, capture, instruments, persistent, probes, sanitizer, targets
-    from launchlab.gpu import megakernel_designs as designs
-
-    device = FakeDevice()
-    patch = pytest.MonkeyPatch()
-    patch.setattr(designs, "PdlThreeKernels", FakePdl3)
-    patch.setattr(designs, "TwoKernels", FakeTwo)
-    patch.setattr(designs, "DependencyPersistent", FakeDependency)
-    patch.setattr(designs, "ClusterRows", FakeCluster)
-    patch.setattr(designs, "FusedPackedRows", FakeFused)
-    patch.setattr(designs, "trace", fake_design_trace)
-    patch.setattr(designs, "graph_edge_record", fake_edge_record)
-    patch.setattr(instruments, "ColdL2", FakeColdL2)
-    patch.setattr(sanitizer, "sanitize", fake_sanitize)
-    patch.setattr(targets, "TiledPath", FakeTiledPath)
-    patch.setattr(capture, "GraphReplay", FakeGraphReplay)
-    patch.setattr(persistent, "PersistentTarget", FakePersistent)
-    patch.setattr(persistent, "CooperativePhases", FakeCooperative)
-    patch.setattr(persistent, "TaskQueue", FakeQueue)
-    patch.setattr(persistent, "sm_count", lambda: SM_COUNT)
-    patch.setattr(persistent, "resident_blocks_per_sm", lambda kernel, *a: RESIDENT)
-    patch.setattr(persistent, "trace", fake_trace)
-    patch.setattr(probes, "attach_buffer", lambda *a: None)
-    patch.setattr(probes, "attach_task_buffer", lambda *a: None)
-    patch.setattr(build, "load_module", lambda family, defines=None, **o: FakeBuilt(family, device))
-    patch.setattr(build, "save_build", fake_save_build)
-    yield device
-    patch.undo()
-
-
-def fake_save_build(writer, label, built, kernel_names) -> dict:
-    record = {"family": built.family, "resources_loaded": {
-        k: {"registers": 32, "shared_bytes": 140, "local_bytes": 0} for k in kernel_names}}
-    writer.write_json(f"builds/{label}/record.json", record)
-    return record
-
-
-class FakeState:
-    """The device side the runner reads: identity, environment and state (clocks, temperature, power)."""
-
-    @staticmethod
-    def state():
-        return {"smi": {"clocks.sm": "1980", "clocks.mem": "3201", "temperature.gpu": "40", "power.draw": "120"}}
-
-    @staticmethod
-    def identity():
-        return {"name": "Simulated GPU", "compute_capability": "9.0", "sm_count": SM_COUNT, "l2_bytes": 60 * 2**20,
-                "shared_bytes_per_block_optin": 227 * 1024}
-
-    @staticmethod
-    def environment():
-        return {"libraries": {}, "driver": "none", "cuda_runtime_version": "none"}
-
-
-SMALL_PROTOCOL = MeasurementProtocol(warmups=1, rounds=5, batch=4, large_batch=2)
-
-
-def make_session(root: Path, device: FakeDevice, parameters: Parameters):
-    """The real Session, with the simulated device as its timing backend and FakeState as its GPU identity."""
-    from launchlab.runner import Session
-
-    writer = evidence.RunWriter("20990101T000000Z-ch04", root=root)
-    session = Session(declared.CHAPTER, writer, parameters, SMALL_PROTOCOL, backend=device, device=FakeState())
-    session.record.git_commit = "test"
-    return session
-
-
-def execute_simulated(root: Path, device: FakeDevice, parameters: Parameters = Parameters()) -> Path:
-    """runner.execute's steps with the simulated session; the run sealed as a committed run would be."""
-    from launchlab.chapters.megakernels import run
-
-    session = make_session(root, device, parameters)
-    run.run(session)
-    session.finish()
-    summaries, headline = analysis.recompute(session.writer.path)
-    session.writer.write_json("summaries.json", summaries)
-    session.writer.write_json("headline.json", headline)
-    evidence.seal(session.writer.path)
-    return session.writer.path
+    assert DESIGN["cluster"].requires.missing({"compute_capability": "8.0"}).startswith("needs compute capability 9.0")
+    assert DESIGN["tiled3"].requires.missing({"compute_capability": "8.0"}) is None
+    with pytest.raises(ValueError, match="traced design needs a schedule"):
+        dataclasses.replace(DESIGN["fused_row"], outputs=declared.MAIN_OUTPUTS)
+
+
+def test_parameters_parse_from_notebook_values_and_name_what_is_wrong():
+    parse = declared.CHAPTER.parse_parameters
+    parsed = parse({"workers_per_sm": "2", "sweep_workers_per_sm": "8, 1,2,2"})
+    assert parsed == Parameters(workers_per_sm=2, sweep_workers_per_sm=Counts((8, 1, 2, 2)))
+    assert declared.sweep_points(parsed) == [1, 2, 8] and declared.sweep_points(parse({"sweep_workers_per_sm": ""})) == []
+    only = declared.CHAPTER.variants(parse({"designs": "fused_row", "sweep_workers_per_sm": ""}))
+    assert {v.id.target for v in only} == {"tiled3", "coop", "queue", "fused_row"}
+    for given, problem in (({"workers": 1}, "unknown parameter"), ({"designs": "pdl3,warp"}, "unknown designs"),
+                           ({"sweep_workers_per_sm": "0,1"}, "positive"), ({"tiled_cases": "balanced,square"},
+                                                                            "unknown tiled case"),
+                           ({"tiled_cases": ""}, "no tiled cases"), ({"sanitizer_tools": "initcheck"}, "unknown sanitizer"),
+                           ({"workers_per_sm": "1.5"}, "workers_per_sm")):
+        with pytest.raises(ValueError, match=problem):
+            parse(given)
 
 
 @pytest.fixture(scope="module")
@@ -773,12 +210,67 @@ def test_analysis_sees_a_changed_trace(synthetic, tmp_path):
 
 
 @pytest.mark.slow
+def test_a_new_design_row_reaches_every_output(simulated_gpu, tmp_path, monkeypatch):
+    """One more row (the task queue again, under another name) and nothing else: it is timed warm and, as a
+    graph, cold; swept; traced; in the summaries, the page's tables and figures, and the sanitizer's designs."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from launchlab.chapters.megakernels import page
+    from launchlab.chapters.megakernels.sanitize import DESIGNS_ENVIRONMENT
+    from launchlab.gpu import sanitizer
+
+    copy = dataclasses.replace(DESIGN["queue"], name="queue2", label="task queue, again")
+    monkeypatch.setitem(DESIGN, copy.name, copy)
+    sanitized = []
+    monkeypatch.setattr(sanitizer, "sanitize", lambda *a, **k: (sanitized.append(os.environ[DESIGNS_ENVIRONMENT]),
+                                                                fake_sanitize(*a, **k))[1])
+    parameters = declared.CHAPTER.parse_parameters({"tiled_cases": "ragged", "sweep_workers_per_sm": "1,8",
+                                                    "designs": ""})
+    new = [v for v in declared.CHAPTER.variants(parameters) if v.row is copy]
+    assert {str(v.id) for v in new} == {"queue2.ragged.stream", "queue2.ragged.graph", "queue2_wps1.ragged.graph",
+                                        "queue2_wps8.ragged.graph"}
+    run = analysis.open_run(execute_simulated(tmp_path, simulated_gpu, parameters))
+    samples = run.jsonl("samples/timing.jsonl.gz")
+    assert {s["variant"] for s in samples if s["measurement"] == "cold"} >= {"queue2.ragged.graph"}
+    assert {str(v.id) for v in new} <= {s["variant"] for s in samples}
+    for v in new:
+        assert str(v.id) in run.summaries["timing"] and str(v.id) in run.summaries["speedup_vs_graph3"]
+        assert run.summaries["traces"][str(v.id)]["passed"]
+    assert "queue2.ragged.graph" in run.summaries["speedup_vs_graph3_cold"]
+    assert "queue2" in sanitized[0].split(",")
+    for table in (page.timing_table, page.speedup_table, page.pays_table, page.trace_table, page.graph_table):
+        index = [key if isinstance(key, tuple) else (key,) for key in table(run).index]
+        assert any("task queue, again" in " ".join(map(str, key)) for key in index), table.__name__
+    assert ("ragged", "task queue, again", 8) in page.sweep_table(run).index
+    assert "task queue, again" in [tick.get_text() for tick in page.speedup_figure(run).axes[0].get_yticklabels()]
+    figure = page.sweep_figure(run)
+    assert any(line.get_label().startswith("task queue, again") for line in figure.axes[0].get_lines())
+    plt.close("all")
+    assert page.page_values(run)["speedup_queue2_ragged_graph"]
+
+
+@pytest.mark.slow
+def test_a_design_the_gpu_cannot_run_is_skipped_with_its_reason(simulated_gpu, tmp_path, monkeypatch):
+    monkeypatch.setattr(FakeState, "identity", staticmethod(lambda: {**IDENTITY, "compute_capability": "8.0"}))
+    parameters = declared.CHAPTER.parse_parameters({"tiled_cases": "ragged", "sweep_workers_per_sm": "",
+                                                    "designs": "cluster,fused_row"})
+    run = analysis.open_run(execute_simulated(tmp_path, simulated_gpu, parameters))
+    skipped = run.record.details["skipped_variants"]
+    assert set(skipped) == {"cluster.ragged.stream", "cluster.ragged.graph"}
+    assert "thread-block clusters" in skipped["cluster.ragged.graph"]
+    assert "cluster.ragged.graph" not in run.summaries["timing"] and "fused_row.ragged.graph" in run.summaries["timing"]
+    assert analysis.analyze(run.path) == []
+
+
+@pytest.mark.slow
 def test_a_sweep_of_other_counts_and_one_case_runs_too(simulated_gpu, tmp_path):
-    run = analysis.open_run(execute_simulated(tmp_path, simulated_gpu, Parameters(tiled_cases="ragged",
-                                                                                  sweep_workers_per_sm="2,8")))
+    parameters = declared.CHAPTER.parse_parameters({"tiled_cases": "ragged", "sweep_workers_per_sm": "2,8"})
+    run = analysis.open_run(execute_simulated(tmp_path, simulated_gpu, parameters))
     from launchlab.chapters.megakernels import page
 
-    assert {r["blocks_per_sm"] for r in page.sweep_rows(run)} == {2, 8}
+    assert {r["workers_per_sm"] for r in page.sweep_rows(run)} == {2, 8}
     values = page.page_values(run)
     assert values["sweep_min_per_sm"] == "2" and values["workers_queue_min_ragged"] == str(2 * SM_COUNT)
 
@@ -786,7 +278,7 @@ def test_a_sweep_of_other_counts_and_one_case_runs_too(simulated_gpu, tmp_path):
 @pytest.mark.slow
 def test_a_trace_with_an_unwritten_task_record_fails_the_run_instead_of_crashing_it(simulated_gpu, tmp_path,
                                                                                      monkeypatch):
-    from launchlab.gpu import persistent
+    from launchlab.chapters.megakernels import persistent
     from launchlab.runner import ValidationFailed
 
     def lost_record(variant, task_records, stage_records):
@@ -796,7 +288,8 @@ def test_a_trace_with_an_unwritten_task_record_fails_the_run_instead_of_crashing
 
     monkeypatch.setattr(persistent, "trace", lost_record)
     with pytest.raises(ValidationFailed, match="traces"):
-        execute_simulated(tmp_path, simulated_gpu, Parameters(tiled_cases="balanced", sweep_workers_per_sm=""))
+        execute_simulated(tmp_path, simulated_gpu, declared.CHAPTER.parse_parameters(
+            {"tiled_cases": "balanced", "sweep_workers_per_sm": ""}))
     run_dir = next((tmp_path / "runs").iterdir())
     assert RunRecord.read(run_dir).verdict == "failed"
     failing = [c for c in json.loads((run_dir / "validation.json").read_text()) if not c["passed"]]
@@ -919,7 +412,7 @@ ACCEPTED = accepted_new_run()
 @pytest.mark.skipif(ACCEPTED is None, reason="no accepted megakernels run of the new schema yet")
 def test_accepted_run_traces_pass_and_phases_never_overlap():
     assert all(t["passed"] for t in ACCEPTED.summaries["traces"].values())
-    for case in declared.parse_cases(ACCEPTED.record.parameters["tiled_cases"]):
+    for case in declared.CHAPTER.parameters_of(ACCEPTED.record).tiled_cases:
         for target in ("tiled3", "coop"):
             for submission in ("stream", "graph"):
                 assert ACCEPTED.value(f"b_before_last_a.{target}.{case}.{submission}") == 0

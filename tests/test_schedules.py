@@ -1,10 +1,11 @@
-"""The schedule models of chapter 4 on the CPU: task numbering, dependencies, counters, simulated runs."""
+"""The schedule models of chapter 4 on the CPU: task numbering, dependencies, counters, simulated runs;
+trace checks on saved traces (and broken ones they must reject); the raw-record conversions."""
 import numpy as np
 import pytest
 
-from launchlab.model import schedules
-from launchlab.model import workloads
-from launchlab.model.schedules import TaskGraph
+from launchlab.chapters.megakernels import schedules
+from launchlab.chapters.megakernels.schedules import TaskGraph, Trace
+from launchlab.model import timelines, workloads
 
 IRREGULAR = [1, 1023, 1025, 5000, 3, 2048]  # tiles per row: 1, 1, 2, 5, 1, 2
 
@@ -179,3 +180,120 @@ def test_the_queue_overlaps_only_when_the_a_tasks_need_more_than_one_wave(case):
         counts[per_sm] = summary["b_before_last_a"]
     assert counts[8] == 0
     assert all(counts[k] > 0 for k in (1, 2, 4))
+
+
+WORKERS = 1056
+RESIDENT = 8  # blocks per SM of the simulated schedules
+
+
+def simulated(case: str, schedule: str, seed: int = 0, workers: int = WORKERS) -> tuple[Trace, TaskGraph]:
+    lengths = workloads.tiled_row_lengths(case)
+    graph = TaskGraph.from_lengths(lengths)
+    generator = np.random.default_rng(seed)
+    durations = schedules.nominal_durations(graph, lengths) * generator.uniform(0.7, 1.3, graph.total)
+    arrivals = None if schedule == "three_kernel" else generator.uniform(0, 2000, workers)
+    return schedules.simulate(schedule, graph, durations, workers, 0 if schedule == "queue" else 1500,
+                              blocks_per_sm=RESIDENT, arrivals=arrivals), graph
+
+
+# --------------------------------------------------------------------------- saved traces and broken ones
+@pytest.mark.parametrize("schedule", schedules.SCHEDULES)
+def test_saved_traces_load_and_pass(tmp_path, schedule):
+    trace, graph = simulated("ragged", schedule)
+    schedules.save_trace(tmp_path / "t.npz", trace, graph, workers=np.int64(WORKERS))
+    loaded, loaded_graph = schedules.load_trace(tmp_path / "t.npz")
+    assert np.array_equal(loaded_graph.tile_row, graph.tile_row)
+    assert all(np.array_equal(a, b) for a, b in zip(loaded.arrays().values(), trace.arrays().values()))
+    assert schedules.check_trace(loaded, loaded_graph, schedule, WORKERS)["passed"]
+
+
+def broken(trace: Trace, graph: TaskGraph, how: str) -> Trace:
+    arrays = {k: v.copy() for k, v in trace.arrays().items()}
+    slot_of = {int(t): i for i, t in enumerate(arrays["task"])}
+    tiles, rows = graph.tiles, graph.rows
+    if how == "b_before_its_a":  # B of row 0 starts just before its last A tile ends
+        last_a_end = max(arrays["end_ns"][slot_of[t]] for t in range(int(graph.row_first_tile[1])))
+        b = slot_of[tiles]
+        arrays["start_ns"][b] = arrays["taken_ns"][b] = last_a_end - 1
+    elif how == "c_before_its_b":
+        c, b = slot_of[tiles + rows], slot_of[tiles]
+        arrays["start_ns"][c] = arrays["taken_ns"][c] = arrays["end_ns"][b] - 1
+    elif how == "task_twice":
+        arrays["task"][slot_of[5]] = 6
+    elif how == "task_missing":
+        arrays = {k: np.delete(v, slot_of[7]) for k, v in arrays.items()}
+    elif how == "ends_before_start":
+        arrays["end_ns"][0] = arrays["start_ns"][0] - 1
+    elif how == "worker_outside_grid":
+        arrays["worker"][3] = WORKERS
+    elif how == "wrong_stride":
+        arrays["worker"][slot_of[1]] = 0
+    return Trace(**arrays)
+
+
+@pytest.mark.parametrize("schedule,how,failing", [
+    ("queue", "b_before_its_a", "b_after_its_row_a"),
+    ("queue", "c_before_its_b", "c_after_its_row_b"),
+    ("queue", "task_twice", "every_task_once"),
+    ("queue", "task_missing", "every_task_once"),
+    ("queue", "ends_before_start", "records_in_time_order"),
+    ("queue", "worker_outside_grid", "workers_within_grid"),
+    ("cooperative", "wrong_stride", "grid_stride_assignment"),
+    ("three_kernel", "wrong_stride", "block_per_task"),
+])
+def test_a_broken_trace_is_rejected_by_the_named_check(schedule, how, failing):
+    trace, graph = simulated("ragged", schedule, seed=4)
+    assert schedules.check_trace(trace, graph, schedule, WORKERS)["passed"]
+    result = schedules.check_trace(broken(trace, graph, how), graph, schedule, WORKERS)
+    assert not result["passed"] and not result["checks"][failing], result
+
+
+def test_b_before_last_a_counts():
+    graph = TaskGraph.from_lengths([2048, 1024])  # A tasks 0-2, B tasks 3-4, C 5-7
+    start = np.array([0, 0, 0, 5, 12, 20, 20, 20])
+    end = np.array([5, 10, 4, 8, 14, 22, 22, 22])
+    trace = Trace(np.arange(8), start.copy(), start, end, np.zeros(8, np.int64), np.zeros(8, np.int64))
+    assert schedules.b_before_last_a(trace, graph) == 1   # B of row 0 starts at 5 < 10
+    assert schedules.c_before_last_b(trace, graph) == 0
+    assert schedules.phase_gaps_ns(trace, graph) == [-5, 6]
+    b_handoff, c_handoff = schedules.handoffs_ns(trace, graph)
+    assert b_handoff.tolist() == [5 - 10, 12 - 4]           # row 0's A tiles end at 5 and 10; row 1's at 4
+    assert c_handoff.tolist() == [20 - 8, 20 - 8, 20 - 14]  # tiles 0, 1 in row 0 (B ends 8), tile 2 in row 1
+    assert not schedules.check_trace(trace, graph, "queue")["checks"]["b_after_its_row_a"]  # row 0's A ends at 10
+
+
+# --------------------------------------------------------------------------- raw records
+def test_megakernel_records_become_a_trace():
+    table = np.zeros((3, timelines.TASK_WORDS), np.uint64)
+    base = 1_700_000_000_000
+    table[:, 0] = [base + 10, base, base + 5]          # taken
+    table[:, 1] = [base + 12, base + 1, base + 6]      # start
+    table[:, 2] = [base + 20, base + 3, base + 9]      # end
+    table[:, 3] = [4, 0, 1]                             # worker
+    table[:, 4] = [2, 0, 0]                             # SM
+    table[:, 5] = [2, 0, 1]                             # task
+    arrays = timelines.task_trace_arrays(table.ravel())
+    assert arrays["taken_ns"].tolist() == [10, 0, 5] and arrays["end_ns"].tolist() == [20, 3, 9]
+    assert arrays["task"].tolist() == [2, 0, 1] and arrays["worker"].tolist() == [4, 0, 1]
+    table[1, 2] = 0
+    with pytest.raises(ValueError, match="1 task records were never written"):
+        timelines.task_trace_arrays(table)
+
+
+def test_three_kernel_block_records_are_renumbered_as_tasks():
+    tiles, rows, stride = 3, 2, 4
+    table = np.zeros((3, stride, timelines.WORDS_PER_BLOCK), np.uint64)
+    for kernel in range(3):
+        for block in range(tiles if kernel != 1 else rows):
+            start = 1000 * (kernel + 1) + 10 * block
+            table[kernel, block] = [start, start + 5, 7 + block]
+    arrays = timelines.stage_blocks_as_tasks(table, tiles, rows)
+    assert arrays["task"].tolist() == list(range(8))
+    assert arrays["worker"].tolist() == [0, 1, 2, 0, 1, 0, 1, 2]
+    assert arrays["start_ns"].tolist() == [0, 10, 20, 1000, 1010, 2000, 2010, 2020]
+    assert arrays["sm"].tolist() == [7, 8, 9, 7, 8, 7, 8, 9]
+    trace = Trace.from_arrays(arrays)
+    assert schedules.check_trace(trace, TaskGraph.from_lengths([2048, 1024]), "three_kernel")["passed"]
+    table[1, 1, 0] = 0
+    with pytest.raises(ValueError, match="never wrote a record"):
+        timelines.stage_blocks_as_tasks(table, tiles, rows)

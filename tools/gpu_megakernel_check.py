@@ -6,7 +6,7 @@
 
 The chapter itself runs with `python -m launchlab execute megakernels`.
 
-Both build the chapter's own variants (chapters/megakernels/run.case_variants). --quick is development
+Both build the chapter's own variants (chapters/megakernels/targets.case_variants). --quick is development
 evidence only (it never enters a run): each variant is validated on fixture 0, timed by the measurement
 protocol's warm measurement with a shortened protocol (QUICK), then its traced build is validated and
 traced once and the trace is summarised against its schedule's model.
@@ -34,7 +34,7 @@ def validate(variant, values) -> dict:
     """The oracle check, and for the queue its error word and counters against the model's."""
     import numpy as np
 
-    from launchlab.gpu import persistent
+    from launchlab.chapters.megakernels import persistent
     from launchlab.model import oracles
 
     target = persistent.underlying(variant)
@@ -50,25 +50,25 @@ def validate(variant, values) -> dict:
 
 
 def quick(cases, sweep) -> int:
-    from launchlab.chapters.megakernels import design_of, run
-    from launchlab.gpu import persistent, probes
+    from launchlab.chapters.megakernels import design_of, persistent, schedules, targets
+    from launchlab.gpu import device, probes
     from launchlab.gpu.backend import CupyBackend
     from launchlab.measure import protocol, stats
-    from launchlab.model import schedules, workloads
+    from launchlab.model import workloads
 
     backend = CupyBackend()
     timed_modules, traced_modules = load_modules(False), load_modules(True)
     stage_records = probes.attach_buffer(traced_modules["tiled_softmax"], 3, 1024)
     task_records = probes.attach_task_buffer(traced_modules["megakernel"], 2 * 1024 + 128)
-    slots = persistent.resident_blocks_per_sm(timed_modules["tiled_softmax"].kernel("tile_producer")) * persistent.sm_count()
+    slots = persistent.resident_blocks_per_sm(timed_modules["tiled_softmax"].kernel("tile_producer")) * device.sm_count()
     quick_protocol = protocol.MeasurementProtocol(warmups=5, rounds=5, batch=100)
     status, rows = 0, []
     for case in cases:
         lengths = workloads.tiled_row_lengths(case)
         graph = schedules.TaskGraph.from_lengths(lengths)
         values = workloads.packed_fixture(2026, 0, lengths)
-        timed = run.case_variants(timed_modules, case, 0, sweep, backend.stream)
-        traced = run.case_variants(traced_modules, case, 0, sweep, backend.stream)
+        timed = targets.case_variants(timed_modules, case, 0, sweep, backend.stream)
+        traced = targets.case_variants(traced_modules, case, 0, sweep, backend.stream)
         checked = {vid: validate(variant, values)["passed"] for vid, variant in timed.items()}
         samples = protocol.measure_warm([protocol.Measured(vid, v.invoke, launches=v.submissions)
                                          for vid, v in timed.items() if checked[vid]], backend, quick_protocol)
@@ -103,10 +103,10 @@ def quick(cases, sweep) -> int:
 
 def sanitize(sweep) -> int:
     """Every variant once, timed and traced builds, on small irregular rows: for compute-sanitizer."""
-    from launchlab.chapters.megakernels import run
+    from launchlab.chapters.megakernels import schedules, targets
     from launchlab.gpu import probes
     from launchlab.gpu.backend import CupyBackend
-    from launchlab.model import schedules, workloads
+    from launchlab.model import workloads
 
     backend = CupyBackend()
     graph = schedules.TaskGraph.from_lengths(SANITIZE_ROWS)
@@ -117,7 +117,7 @@ def sanitize(sweep) -> int:
         if traced:  # the probes write through these pointers: attach before any traced launch
             probes.attach_buffer(modules["tiled_softmax"], 3, graph.tiles)
             probes.attach_task_buffer(modules["megakernel"], graph.total)
-        for vid, variant in run.case_variants(modules, "sanitize", 0, sweep, backend.stream, lengths=SANITIZE_ROWS).items():
+        for vid, variant in targets.case_variants(modules, "sanitize", 0, sweep, backend.stream, lengths=SANITIZE_ROWS).items():
             passed = validate(variant, values)["passed"]
             status |= not passed
             print("sanitize", "traced" if traced else "timed", vid, "ok" if passed else "FAILED", flush=True)
@@ -131,14 +131,15 @@ def main() -> int:
     parser.add_argument("--sweep", default="1,8", help="blocks per SM of the persistent kernels' sweep points")
     parser.add_argument("--sanitize", action="store_true")
     args = parser.parse_args()
-    from launchlab.chapters.megakernels import parse_cases, parse_sweep
+    from launchlab.chapters.megakernels import CHAPTER, sweep_points
 
-    sweep = parse_sweep(args.sweep)
+    parameters = CHAPTER.parse_parameters({"tiled_cases": args.cases, "sweep_workers_per_sm": args.sweep})
+    sweep = sweep_points(parameters)
     status = 0
     if args.sanitize:
         status |= sanitize(sweep)
     if args.quick:
-        status |= quick(parse_cases(args.cases), sweep)
+        status |= quick(list(parameters.tiled_cases), sweep)
     return status
 
 

@@ -9,6 +9,7 @@ import numpy as np
 
 from launchlab.gpu.build import BuiltModule
 from launchlab.model import workloads
+from launchlab.model.workloads import STAGE_KERNELS
 
 BLOCK = 256
 
@@ -232,9 +233,6 @@ class DeviceCopy(ArrayTarget):
     def invoke(self) -> None:
         cupy.cuda.runtime.memcpyAsync(self.y.data.ptr, self.x.data.ptr, self.nbytes,
                                       cupy.cuda.runtime.memcpyDeviceToDevice, self.stream_ptr)
-
-
-STAGE_KERNELS = ("tile_producer", "row_combiner", "tile_consumer")
 
 
 class TiledPath(ArrayTarget):

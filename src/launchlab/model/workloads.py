@@ -48,6 +48,9 @@ def rms_softmax_fixture(base_seed: int, index: int, rows: int, cols: int) -> np.
 
 # ---------------------------------------------------------------- tiled path (chapters 2 and 4)
 TILE = 1024  # elements per tile; kernels/tiled.cuh's TILE
+# The tiled path's three kernels (kernels/tiled_softmax.cu), A, B and C, in launch order; here so that a
+# declaration can name them without importing CuPy.
+STAGE_KERNELS = ("tile_producer", "row_combiner", "tile_consumer")
 
 
 def tiled_row_lengths(case: str) -> np.ndarray:

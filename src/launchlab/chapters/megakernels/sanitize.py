@@ -1,74 +1,81 @@
-"""The child side of chapter 4's compute-sanitizer runs (`python -m launchlab.chapters.megakernels.sanitize`):
-every kernel of the chapter, small, once from the stream and once as a graph replay, each output checked
-against the float64 oracle, the queue's and the dependency kernel's error words too.
+"""The child side of chapter 4's compute-sanitizer runs: every kernel of the chapter, small, once from the
+stream and once as a graph replay, each output checked against its design's oracle, the error words of the
+designs that have them (the queue, the dependency kernel) too.
+
+    LAUNCHLAB_MEGAKERNEL_DESIGNS=tiled3,coop,... compute-sanitizer --tool memcheck python -m launchlab.chapters.megakernels.sanitize
+
+prints one tagged JSON line ({"problem", "checks", "passed"}; gpu/sanitizer.py's child_main) and exits non-zero
+where a check failed. The designs are those the environment variable names (the parent run's), else every design.
 
 Small cases keep each tool within about a minute: eight rows of a balanced and of a ragged case (one row of
 36,864 elements, so that the fused kernel's shared-memory tier and an 8-block cluster run), one persistent
-worker block per SM. The designs are those the parent run measured (its environment names them)."""
+worker block per SM. CuPy's memory pool is off, so every array is its own allocation and an access past its
+end is one memcheck sees."""
 from __future__ import annotations
 
 import os
 import sys
+
+import numpy as np
 
 from launchlab.model import oracles, workloads
 
 CASES = {"balanced": [8192] * 8, "ragged": [36864] + [4096] * 7}
 WORKERS_PER_SM = 1
 SEED = 1
-PROBLEM = ("every chapter 4 design (the run's `designs`) from the stream and as a graph replay, one invocation each on a "
-           "small balanced and a small ragged case (launchlab.chapters.megakernels.sanitize)")
+DESIGNS_ENVIRONMENT = "LAUNCHLAB_MEGAKERNEL_DESIGNS"
+PROBLEM = ("every chapter 4 design (the run's `designs`) from the stream and as a graph replay, one invocation "
+           "each on a small balanced and a small ragged case (launchlab.chapters.megakernels.sanitize)")
 
 
-def designs_to_run() -> list:
-    from launchlab.chapters.megakernels import DESIGN, DESIGNS
-    from launchlab.chapters.megakernels.run import DESIGNS_ENVIRONMENT
+def designs_named(names: str | None) -> list:
+    """The designs a comma-separated list names (None or empty: every design), in table order."""
+    from launchlab.chapters.megakernels import DESIGN
 
-    named = os.environ.get(DESIGNS_ENVIRONMENT)
-    if not named:
-        return list(DESIGNS)
-    return [DESIGN[name] for name in named.split(",") if name]
-
-
-def load_modules(designs) -> dict:
-    from launchlab.chapters.megakernels.run import device_shared_limit, fused_defines
-    from launchlab.gpu import build
-
-    modules = {}
-    for family in dict.fromkeys(d.family for d in designs):
-        defines = fused_defines(device_shared_limit()) if family == "fused_softmax" else None
-        modules[family] = build.load_module(family, defines)
-    return modules
+    if not names:
+        return list(DESIGN.values())
+    unknown = sorted(set(names.split(",")) - set(DESIGN) - {""})
+    if unknown:
+        raise ValueError(f"unknown designs {unknown}; known: {', '.join(DESIGN)}")
+    return [DESIGN[name] for name in names.split(",") if name]
 
 
-def inner_checks(backend) -> dict:
-    """{"<case>.<variant>": passed} for every variant of every design; words checks as "<...>.words"."""
-    from launchlab.chapters.megakernels import run
-    from launchlab.gpu import persistent
+def inner_checks(backend, designs=None) -> dict:
+    """{"<variant>": passed} for every variant of every design (default: those DESIGNS_ENVIRONMENT names);
+    error-word checks as "<variant>.words"."""
+    from launchlab.chapters.megakernels import persistent, variants_of
+    from launchlab.chapters.megakernels.targets import Context, load_modules, make_variants
+    from launchlab.gpu import device
 
-    designs = designs_to_run()
-    modules = load_modules(designs)
+    designs = designs_named(os.environ.get(DESIGNS_ENVIRONMENT)) if designs is None else designs
+    context = Context(load_modules(designs, device.shared_limit()), WORKERS_PER_SM, lengths=CASES)
+    variants = variants_of(designs, list(CASES), [])
+    made = make_variants(context, variants, backend.stream)
     checks = {}
-    for case, lengths in CASES.items():
-        variants = run.case_variants(modules, case, WORKERS_PER_SM, [], backend.stream, lengths=lengths,
-                                     designs=designs)
-        for vid, variant in variants.items():
-            target = persistent.underlying(variant)
-            path = getattr(target, "path", target)
-            values = workloads.packed_fixture(SEED, 0, path.lengths)
-            reference = oracles.rms_softmax_packed(values, path.row_offsets)
-            if isinstance(target, persistent.TaskQueue):
-                target.clear_error()
-            output = variant.compute(values)
-            checks[str(vid)] = oracles.compare(output, reference, oracles.RMS_SOFTMAX_TOLERANCE,
-                                               path.row_offsets)["passed"]
-            if isinstance(target, persistent.TaskQueue):
-                checks[f"{vid}.words"] = bool(target.counters_match() and target.error_message() is None)
-            if run.is_dependency(target):
-                checks[f"{vid}.words"] = bool(not target.error.get().any() and target.counters_consistent())
+    for variant in variants:
+        design, target = variant.row, persistent.underlying(made[variant.id])
+        path = getattr(target, "path", target)
+        values = workloads.packed_fixture(SEED, 0, path.lengths)
+        reference = design.oracle.function(values, path.row_offsets)
+        if design.words:
+            design.words.clear(target)
+        output = made[variant.id].compute(values)
+        checks[str(variant.id)] = oracles.compare(output, reference, design.oracle.tolerance,
+                                                  path.row_offsets)["passed"]
+        if design.words:
+            found, expected, _ = design.words.read(target)
+            checks[f"{variant.id}.words"] = bool(np.array_equal(found, expected))
     return checks
 
 
-if __name__ == "__main__":
+def main() -> int:
+    """The designs the parent names in DESIGNS_ENVIRONMENT (none named: every design), under gpu/sanitizer.py's
+    child_main (pool off, one tagged result line)."""
     from launchlab.gpu.sanitizer import child_main
 
-    sys.exit(child_main(PROBLEM, inner_checks))
+    designs = designs_named(os.environ.get(DESIGNS_ENVIRONMENT))
+    return child_main(PROBLEM, lambda backend: inner_checks(backend, designs))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -42,12 +42,12 @@ from pathlib import Path
 
 import numpy as np
 
-from launchlab.chapters.megakernels import (CHAPTER, PDL_BOUNDARIES, TRACE_MODELS, active_designs,
-                                            baseline, cold_variants, design_of, is_one_launch, main_variants,
-                                            parse_cases, pdl_pair, stream_submissions, sweep_variants, trace_context)
+from launchlab.chapters.megakernels import (CHAPTER, PDL_BOUNDARIES, baseline, design_of, is_one_launch, pdl_pair,
+                                            schedules, stream_submissions)
+from launchlab.chapters.megakernels.trace_models import TRACE_MODELS, trace_context
 from launchlab.measure import stats
 from launchlab.measure.variant import VariantId
-from launchlab.model import dot, schedules
+from launchlab.model import dot
 from launchlab.runner import SAMPLES_FILE
 from launchlab.store.runs import read_jsonl
 
@@ -57,16 +57,17 @@ def summarize(run_dir: Path, record) -> dict:
 
     run_dir = Path(run_dir)
     samples = read_jsonl(run_dir / SAMPLES_FILE)
-    parameters = CHAPTER.parse_parameters(record.parameters)
-    timed = main_variants(parameters) + sweep_variants(parameters)
-    cold = [v for v in cold_variants(parameters) if v != baseline(v.case)]
+    parameters = CHAPTER.parameters_of(record)
+    measured = measured_variants(record)
+    timed = [v.id for v in measured]
+    cold = [v.id for v in measured if "cold" in v.l2_states and v.id != baseline(v.id.case)]
     summaries = {"timing": stats.summarize(samples),
                  "speedup_vs_graph3": {str(v): stats.paired_ratio(samples, baseline(v.case), v)
                                        for v in timed if v != baseline(v.case)},
                  "speedup_vs_graph3_cold": {str(v): stats.paired_ratio(samples, baseline(v.case), v, "cold")
                                             for v in cold},
                  "speedup_vs_coop": {str(v): stats.paired_ratio(samples, _same_grid_coop(v), v)
-                                     for v in timed if design_of(v)[0].target == "queue" and _same_grid_coop(v) in timed},
+                                     for v in timed if design_of(v)[0].name == "queue" and _same_grid_coop(v) in timed},
                  "traces": {path.name[:-len(".npz")]: trace_summary(path)
                             for path in sorted((run_dir / "traces").glob("*.npz"))},
                  "graphs": {path.name[:-len(".dot")]: graph_summary(path)
@@ -75,20 +76,28 @@ def summarize(run_dir: Path, record) -> dict:
                                  for path in sorted((run_dir / "graphs").glob("*.edges.json"))},
                  "graph_setup": json.loads((run_dir / "graphs/setup.json").read_text()),
                  "sanitizer": sanitizer.read_results(run_dir)}
-    cases = parse_cases(parameters.tiled_cases)
+    cases = parameters.tiled_cases
     for suffix, measurement in (("", "warm_batch"), ("_cold", "cold")):
         ratios = summaries[f"speedup_vs_graph3{suffix}"]
-        if "pdl3" in {d.target for d in active_designs(parameters)}:
+        pdl_cases = [case for case in cases if all(v in timed for v in pdl_pair(case))]
+        if pdl_cases:
             summaries[f"pdl_saving_us_per_boundary{suffix}"] = {
                 case: stats.paired_difference(samples, *pdl_pair(case), measurement, divisor=PDL_BOUNDARIES)
-                for case in cases}
-        summaries[f"best_one_launch{suffix}"] = {case: best_one_launch(ratios, parameters, case) for case in cases}
+                for case in pdl_cases}
+        summaries[f"best_one_launch{suffix}"] = {case: best_one_launch(ratios, measured, case) for case in cases}
     return summaries
 
 
-def best_one_launch(ratios: dict, parameters, case: str) -> dict:
+def measured_variants(record) -> list:
+    """The run's declared variants, less those it skipped (with their reasons, in run.json)."""
+    skipped = record.details.get("skipped_variants", {})
+    return [v for v in CHAPTER.variants(CHAPTER.parameters_of(record)) if str(v.id) not in skipped]
+
+
+def best_one_launch(ratios: dict, measured, case: str) -> dict:
     """The one-launch design whose graph beats the three-kernel graph by the largest median ratio."""
-    candidates = [VariantId(d.target, case, "graph") for d in active_designs(parameters) if is_one_launch(d, case)]
+    candidates = [v.id for v in measured if v.id.case == case and v.id.submission == "graph" and "table" in v.enters
+                  and is_one_launch(v.row, case)]
     best = max(candidates, key=lambda v: ratios[str(v)]["median"])
     return {"variant": str(best), **ratios[str(best)]}
 
@@ -154,4 +163,4 @@ def overlap_key(variant: str) -> str:
     design, per_sm = design_of(variant)
     if per_sm is None:
         return variant
-    return f"{design.target}_{VariantId.parse(variant).submission}.{VariantId.parse(variant).case}.wps{per_sm}"
+    return f"{design.name}_{VariantId.parse(variant).submission}.{VariantId.parse(variant).case}.wps{per_sm}"

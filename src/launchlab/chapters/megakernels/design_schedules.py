@@ -1,7 +1,7 @@
 """Pure-Python models of the megakernel designs of kernels/megakernel_designs.cu, the host-side plans
 they launch with (static task lists, cluster plans), and the checks every trace of them must pass.
 
-The task graph and trace format are those of model/schedules.py (A tile t -> t, B row r ->
+The task graph and trace format are those of schedules.py (A tile t -> t, B row r ->
 tiles + r, C tile t -> tiles + rows + t; one record per task: taken, start, end, worker, SM). Four
 designs:
 
@@ -25,7 +25,7 @@ import heapq
 
 import numpy as np
 
-from launchlab.model.schedules import Deadlock, TaskGraph, Trace, _trace
+from launchlab.chapters.megakernels.schedules import Deadlock, TaskGraph, Trace, _trace
 from launchlab.model.workloads import TILE
 
 DESIGNS = ("pdl3", "pdl2", "dependency", "cluster")

@@ -3,7 +3,7 @@
 Each design takes a `TiledPath` (its x, y, statistics buffers and tile table, so that every variant
 of a case reads and writes the same arrays) or row lengths (then it allocates the same buffers
 itself), and exposes name, launches, invoke, poison, load, output; traced builds write one task
-record per task (`trace`), checked by model/design_schedules.py.
+record per task (`trace`), checked by design_schedules.py.
 
 * PdlThreeKernels: A, B, C with programmatic dependent launch (`programmatic=False`: the same
   kernels and launcher without the attribute, the control).
@@ -22,9 +22,10 @@ from __future__ import annotations
 import cupy
 import numpy as np
 
-from launchlab.gpu import build, pdl
+from launchlab.chapters.megakernels import design_schedules, pdl, schedules
+from launchlab.gpu import build, device
 from launchlab.gpu.targets import BLOCK, Target, allow_dynamic_shared
-from launchlab.model import design_schedules, schedules, workloads
+from launchlab.model import workloads
 from launchlab.model.timelines import TASK_WORDS, task_trace_arrays
 
 FAMILY = "megakernel_designs"
@@ -42,10 +43,6 @@ class DesignError(RuntimeError):
 def load(traced: bool = False):
     """Compile kernels/megakernel_designs.cu (the traced build with -DLAUNCHLAB_TRACE)."""
     return build.load_module(FAMILY, {"LAUNCHLAB_TRACE": None} if traced else None)
-
-
-def sm_count() -> int:
-    return int(cupy.cuda.runtime.getDeviceProperties(cupy.cuda.runtime.getDevice())["multiProcessorCount"])
 
 
 class TileBuffers:
@@ -186,7 +183,7 @@ class DependencyPersistent(_OnTiles):
     def _capacity(self, slots: int) -> int:
         shared = slots * workloads.TILE * 4
         per_sm = cupy.cuda.driver.occupancyMaxActiveBlocksPerMultiprocessor(self.kernel.kernel.ptr, BLOCK, shared)
-        return int(per_sm) * sm_count()
+        return int(per_sm) * device.sm_count()
 
     def invoke(self) -> None:
         self.function((self.workers,), (BLOCK,), self.args, shared_mem=self.shared_bytes,

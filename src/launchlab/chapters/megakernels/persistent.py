@@ -11,9 +11,10 @@ from __future__ import annotations
 import cupy
 import numpy as np
 
-from launchlab.gpu import probes
+from launchlab.chapters.megakernels import schedules
+from launchlab.gpu import device, probes
 from launchlab.gpu.targets import BLOCK, Target
-from launchlab.model import schedules, timelines
+from launchlab.model import timelines
 
 FAMILY = "megakernel"
 KERNELS = ("coop_phases", "queue_persistent")
@@ -25,10 +26,6 @@ class MegakernelError(RuntimeError):
     """A queue worker gave up waiting for a task's inputs (the kernel's bounded wait)."""
 
 
-def sm_count() -> int:
-    return int(cupy.cuda.runtime.getDeviceProperties(cupy.cuda.runtime.getDevice())["multiProcessorCount"])
-
-
 def resident_blocks_per_sm(kernel, block: int = BLOCK, shared_bytes: int = 0) -> int:
     """Blocks of `kernel` (a RawKernel) that one SM holds at once, from CUDA's occupancy API."""
     return int(cupy.cuda.driver.occupancyMaxActiveBlocksPerMultiprocessor(kernel.kernel.ptr, block, shared_bytes))
@@ -37,20 +34,20 @@ def resident_blocks_per_sm(kernel, block: int = BLOCK, shared_bytes: int = 0) ->
 class PersistentTarget(Target):
     """Worker blocks that loop over the tasks of a TiledPath's case, on that path's buffers.
 
-    `blocks_per_sm` 0 asks for as many as the occupancy API allows (`resident_per_sm`)."""
+    `workers_per_sm` (worker blocks per SM) 0 asks for as many as the occupancy API allows (`resident_per_sm`)."""
 
     kernel_name = ""
     schedule = ""
 
-    def __init__(self, built, path, blocks_per_sm: int = 0):
+    def __init__(self, built, path, workers_per_sm: int = 0):
         self.path = path
         kernel = built.kernel(self.kernel_name)
         self.resident_per_sm = resident_blocks_per_sm(kernel)
         if self.resident_per_sm < 1:
             raise ValueError(f"the occupancy API reports no resident block of {BLOCK} threads for {self.kernel_name}")
-        self.blocks_per_sm = int(blocks_per_sm) or self.resident_per_sm
-        self.capacity = self.resident_per_sm * sm_count()
-        self.workers = self.blocks_per_sm * sm_count()
+        self.workers_per_sm = int(workers_per_sm) or self.resident_per_sm
+        self.capacity = self.resident_per_sm * device.sm_count()
+        self.workers = self.workers_per_sm * device.sm_count()
         self.function = kernel.kernel  # cupy.cuda.function.Function: takes enable_cooperative_groups
         self.args = path.problem_args() + (np.int32(path.rows), np.int32(path.tiles))
 
@@ -65,7 +62,7 @@ class PersistentTarget(Target):
 
     def describe(self) -> dict:
         """What run.json records of this target's grid."""
-        return {"workers": self.workers, "blocks_per_sm": self.blocks_per_sm,
+        return {"workers": self.workers, "blocks_per_sm": self.workers_per_sm,  # the name run.json has always used
                 "resident_blocks_per_sm": self.resident_per_sm, "co_resident_capacity": self.capacity}
 
 
@@ -81,11 +78,11 @@ class CooperativePhases(PersistentTarget):
     kernel_name = "coop_phases"
     schedule = "cooperative"
 
-    def __init__(self, built, path, blocks_per_sm: int = 0):
-        super().__init__(built, path, blocks_per_sm)
+    def __init__(self, built, path, workers_per_sm: int = 0):
+        super().__init__(built, path, workers_per_sm)
         if self.workers > self.capacity:
             raise ValueError(f"a cooperative grid of {self.workers} blocks exceeds the {self.capacity} that can be "
-                             f"co-resident ({self.resident_per_sm} per SM x {sm_count()} SMs)")
+                             f"co-resident ({self.resident_per_sm} per SM x {device.sm_count()} SMs)")
 
     @property
     def submissions(self) -> int:
@@ -108,9 +105,9 @@ class TaskQueue(PersistentTarget):
     kernel_name = "queue_persistent"
     schedule = "queue"
 
-    def __init__(self, built, path, blocks_per_sm: int = 0, workers: int | None = None, order=None,
+    def __init__(self, built, path, workers_per_sm: int = 0, workers: int | None = None, order=None,
                  wait_limit_ns: int = WAIT_LIMIT_NS):
-        super().__init__(built, path, blocks_per_sm)
+        super().__init__(built, path, workers_per_sm)
         if workers:
             self.workers = int(workers)
         self.graph = schedules.TaskGraph.from_tile_row(path.table["tile_row"].get())

@@ -1,0 +1,131 @@
+"""Chapter 4's figures, from the run's summaries and its saved traces."""
+from __future__ import annotations
+
+import numpy as np
+
+from launchlab.chapters.megakernels import DESIGN, baseline, label, schedules
+from launchlab.chapters.megakernels.page_tables import (_event, cases, designs_of, main_variants_of, swept_designs,
+                                                        sweep_rows)
+from launchlab.measure.variant import VariantId
+KIND_COLOURS = {"A": "#0072B2", "B": "#D55E00", "C": "#009E73"}
+OVERLAP_FORBIDDEN = ("three_kernel", "cooperative")  # schedules with a boundary between the phases
+TARGET_SPEEDUP = 1.5  # the chapter's target for a one-launch design: this many times the three-kernel graph, both cases
+
+
+def timing_figure(run):
+    """Event interval per invocation (median, p10–p90) for every main variant, the cases side by side."""
+    from launchlab.present import figures
+
+    fig, axes = figures.figure(height=4.2)
+    groups = {label(vid): {case: _event(run, VariantId(vid.target, case, vid.submission)) for case in cases(run)}
+              for vid in main_variants_of(cases(run)[0], designs_of(run))}
+    figures.quantile_dots(axes[0, 0], groups, {case: case for case in cases(run)}, log=False)
+    axes[0, 0].set_ylabel("event interval per invocation (µs)")
+    axes[0, 0].set_ylim(bottom=0)
+    axes[0, 0].tick_params(axis="x", labelsize="small", labelrotation=20)
+    fig.tight_layout()
+    return fig
+
+
+def sweep_figure(run):
+    """Per case: time per invocation (top) and B tasks started before the last A ended (bottom) against the
+    swept designs' worker count, replayed as graphs; the three-kernel graph as a dashed reference. A design whose
+    schedule allows overlap also shows its model's count (dotted, the design's colour)."""
+    from launchlab.present import figures
+
+    rows, swept = sweep_rows(run), swept_designs()
+    fig, axes = figures.figure(2, len(cases(run)), height=2.8, sharex=True, layout="constrained")
+    for column, case in enumerate(cases(run)):
+        mine = {d.name: [r for r in rows if r["case"] == case and r["design"] == d.name] for d in swept}
+        workers = [r["workers"] for r in mine[swept[0].name]]
+        figures.sweep(axes[0, column], workers, {d.label: [r["event_us"] for r in mine[d.name]] for d in swept},
+                      ceiling=_event(run, baseline(case))["median"], ceiling_label="3 kernels, graph",
+                      ylabel="µs per invocation" if column == 0 else None)
+        axes[0, column].set_title(case)
+        axes[0, column].set_ylim(bottom=0)
+        overlap, models = {}, []
+        for index, design in enumerate(swept):
+            overlap[f"{design.label}, trace"] = [r["b_before_last_a"] for r in mine[design.name]]
+            if design.schedule not in OVERLAP_FORBIDDEN:
+                models.append((len(overlap), index))
+                overlap[f"{design.label}, model"] = [r["model_b_before_last_a"] for r in mine[design.name]]
+        figures.sweep(axes[1, column], workers, overlap, xlabel="worker blocks",
+                      ylabel="B before last A" if column == 0 else None)
+        for line, colour in models:  # the model of the line above it: its colour, dotted
+            axes[1, column].get_lines()[line].set(color=figures.COLOURS[colour], linestyle=":", markerfacecolor="white")
+        axes[1, column].set_ylim(-4, rows[0]["b_tasks"] + 4)
+        for ax in axes[:, column]:
+            ax.set_xscale("log", base=2)
+            ax.set_xticks(workers, [str(w) for w in workers])
+            ax.minorticks_off()
+    for row in axes:
+        figures.legend(row[-1], "right")
+    return fig
+
+
+def gantt_figure(run, case: str, targets=("tiled3", "coop", "queue")):
+    """Per-SM timelines of one case's graph variants: a line per SM (its resident blocks stacked inside the
+    line), every task a bar from start to end coloured by kind; in grey, a queue worker holding a task whose
+    inputs are not ready. The dashed line marks the end of the last A task."""
+    from launchlab.present import figures
+
+    fig, axes = figures.figure(len(targets), 1, height=3.0, sharex=True)
+    for ax, target in zip(axes[:, 0], targets):
+        vid = VariantId(target, case, "graph")
+        trace, graph = schedules.load_trace(run.file(f"traces/{vid}.npz"))
+        kind = graph.kinds()[trace.task]
+        y = _stacked_sm_rows(trace.sm, trace.worker)
+        waiting = trace.start_ns > trace.taken_ns
+        if waiting.any():
+            ax.hlines(y[waiting], trace.taken_ns[waiting] / 1e3, trace.start_ns[waiting] / 1e3, colors="#bbbbbb",
+                      linewidth=0.6, label="waiting")
+        for index, name in enumerate(schedules.KINDS):
+            mine = kind == index
+            ax.hlines(y[mine], trace.start_ns[mine] / 1e3, trace.end_ns[mine] / 1e3, colors=KIND_COLOURS[name],
+                      linewidth=0.8, label=name)
+        ax.axvline(trace.end_ns[kind == 0].max() / 1e3, color="black", linewidth=0.6, linestyle="--")
+        summary = run.summaries["traces"][str(vid)]
+        ax.set_title(f"{label(vid)}: {summary['b_before_last_a']} of {graph.rows} B tasks start before the last A ends",
+                     fontsize="medium")
+        ax.set_ylabel("SM (%smid)")
+        figures.legend(ax, "right")
+    axes[-1, 0].set_xlabel("time since the first task was taken (µs)")
+    fig.tight_layout()
+    return fig
+
+
+def _stacked_sm_rows(sm: np.ndarray, worker: np.ndarray) -> np.ndarray:
+    """y = SM + (rank of the worker among the workers seen on that SM) / (their count + 1)."""
+    y = sm.astype(np.float64).copy()
+    for value in np.unique(sm):
+        on_sm = sm == value
+        workers = np.unique(worker[on_sm])
+        y[on_sm] += np.searchsorted(workers, worker[on_sm]) / (workers.size + 1)
+    return y
+
+
+def speedup_figure(run):
+    """Every design's graph against the three-kernel graph, per case: dots are medians of the within-round
+    ratios, bars their 95 % bootstrap interval; the dashed line is 1 (as fast), the dotted one the target."""
+    from launchlab.present import figures
+
+    ratios = run.summaries["speedup_vs_graph3"]
+    variants = [vid for vid in main_variants_of(cases(run)[0], designs_of(run))
+                if vid.submission == "graph" and vid != baseline(vid.case)]
+    fig, axes = figures.figure(1, 1, height=4.4, layout="constrained")
+    ax, offsets = axes[0, 0], np.linspace(-0.15, 0.15, len(cases(run)))
+    for index, case in enumerate(cases(run)):
+        mine = [ratios[str(VariantId(v.target, case, "graph"))] for v in variants]
+        median = np.array([r["median"] for r in mine])
+        spread = [median - [r["ci_low"] for r in mine], np.array([r["ci_high"] for r in mine]) - median]
+        ax.errorbar(median, np.arange(len(variants)) + offsets[index], xerr=spread, fmt=figures.MARKERS[index],
+                    color=figures.COLOURS[index], label=f"{case} case")
+    ax.axvline(1.0, color="black", linestyle="--", linewidth=0.8, gid=figures.REFERENCE_GID, label="as fast (1×)")
+    ax.axvline(TARGET_SPEEDUP, color="black", linestyle=":", linewidth=1.0, gid=figures.REFERENCE_GID,
+               label=f"target ({TARGET_SPEEDUP:g}×)")
+    ax.set_yticks(np.arange(len(variants)), [DESIGN[v.target].label for v in variants])
+    ax.invert_yaxis()
+    ax.set_xlabel("speed-up over the three-kernel graph, warm L2 (×)")
+    ax.grid(axis="x", alpha=0.3)
+    figures.legend(ax, "below")
+    return fig
