@@ -1,4 +1,4 @@
-"""The expanded default variant tables of chapter 2 and the two appendix examples: each against its committed
+"""The expanded default variant tables of chapters 1 and 2 and the two appendix examples: each against its committed
 snapshot, and against what its accepted run measured or skipped."""
 import json
 from pathlib import Path
@@ -11,7 +11,7 @@ from launchlab.store import evidence
 from launchlab.store.runs import read_jsonl
 
 SNAPSHOTS = Path(__file__).resolve().parent / "snapshots"
-STEMS = ("graphs", "example_a_pointwise", "example_b_jobs")
+STEMS = ("ordinary_launches", "graphs", "example_a_pointwise", "example_b_jobs")
 
 
 @pytest.mark.parametrize("stem", STEMS)

@@ -6,7 +6,6 @@ import numpy as np
 from launchlab.chapters.ordinary_launches import ROW_KERNELS
 from launchlab.measure.variant import VariantId
 from launchlab.present import figures, tables
-from launchlab.present.prose import comparison, pacer
 
 # (measurement, metric) -> what the column holds; units are µs per invocation
 TIMING_COLUMNS = {
@@ -103,12 +102,16 @@ def launch_figure(run):
 
 
 def timeline_figure(run):
+    """Each SM's span of each kernel in one traced invocation per shape (the summaries' sm_spans)."""
     shapes = list(run.summaries["timelines"])
     fig, axes = figures.figure(len(shapes), 1, height=2.4 * len(shapes))
     for ax, shape in zip(axes[:, 0], shapes):
-        with np.load(run.file(f"traces/{shape}.npz")) as arrays:
-            figures.block_timeline(ax, arrays["start_ns"], arrays["end_ns"], arrays["sm"], ROW_KERNELS,
-                                   f"{shape}: every block of K1–K4 on its SM", legend_where=None)
+        spans = run.summaries["timelines"][shape]["sm_spans"]
+        sm = [np.array([s[0] for s in spans[name]]) for name in ROW_KERNELS]
+        start = [np.array([s[1] for s in spans[name]]) for name in ROW_KERNELS]
+        end = [np.array([s[2] for s in spans[name]]) for name in ROW_KERNELS]
+        figures.block_timeline(ax, start, end, sm, ROW_KERNELS, f"{shape}: each SM's span of K1–K4",
+                               legend_where=None)
     return figures.finish(fig)
 
 
@@ -140,21 +143,15 @@ def page_values(run) -> dict:
 
 
 def pace_values(run) -> dict:
-    """Computed findings for the prose: per shape, who set the pace of the batch and how the single call's host
-    enqueue stands against the batch's per-call enqueue; per launch source, whether completion kept up."""
+    """The summaries' pace findings, formatted for the prose."""
     values = {}
-    for shape, m in _row_variants(run).items():
-        event = m["warm_batch"]["event_us"]["median"]
-        batch_enqueue = m["warm_batch"]["enqueue_us"]["median"]
-        single_enqueue = m["warm_single"]["enqueue_us"]["median"]
-        values[f"pace_{shape}"] = pacer(event, batch_enqueue)
-        values[f"event_over_enqueue_{shape}"] = f"{event / batch_enqueue:.2f}"
-        values[f"single_vs_batch_enqueue_{shape}"] = comparison(single_enqueue, batch_enqueue)
-        values[f"single_over_batch_enqueue_{shape}"] = f"{single_enqueue / batch_enqueue:.2f}"
-    for variant, m in run.summaries["timing"].items():
-        if "enqueue" in m:
-            vid = VariantId.parse(variant)
-            enqueue = m["enqueue"]["enqueue_us_per_launch"]["median"]
-            complete = m["enqueue"]["complete_us"]["median"] / _launches(vid)
-            values[f"launch_{vid.submission}_{vid.target}_pace"] = pacer(complete, enqueue)
+    for variant, pace in run.summaries["pace"].items():
+        shape = VariantId.parse(variant).case
+        values[f"pace_{shape}"] = pace["paced_by"]
+        values[f"event_over_enqueue_{shape}"] = f"{pace['event_over_enqueue']:.2f}"
+        values[f"single_vs_batch_enqueue_{shape}"] = pace["single_vs_batch_enqueue"]
+        values[f"single_over_batch_enqueue_{shape}"] = f"{pace['single_over_batch_enqueue']:.2f}"
+    for variant, pace in run.summaries["launch_pace"].items():
+        vid = VariantId.parse(variant)
+        values[f"launch_{vid.submission}_{vid.target}_pace"] = pace["paced_by"]
     return values
