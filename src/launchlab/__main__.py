@@ -182,6 +182,16 @@ def command_claims(args) -> int:
     return 0
 
 
+def command_plan(args) -> int:
+    """A chapter's expanded variants and an estimate of the GPU seconds they take (-p as for execute)."""
+    from launchlab.plan import print_plan
+
+    declared = chapter(args.stem)
+    typed = declared.parse_parameters(dict(args.parameter or []))
+    print_plan(declared, typed, root=args.root)
+    return 0
+
+
 def command_status(args) -> int:
     """The accepted runs: chapter, date, commit, device, clocks, and whether their kernels are current."""
     from launchlab.store.status import accepted_status
@@ -242,6 +252,10 @@ def main(argv=None) -> int:
                         ).set_defaults(handler=command_claims)
     commands.add_parser("status", help="list the accepted runs and whether their kernels are current"
                         ).set_defaults(handler=command_status)
+    sub = commands.add_parser("plan", help="list a chapter's expanded variants and estimate its GPU seconds")
+    sub.add_argument("stem", choices=STEMS, help="notebook stem")
+    sub.add_argument("-p", "--parameter", nargs=2, action="append", metavar=("NAME", "VALUE"))
+    sub.set_defaults(handler=command_plan)
     from launchlab import compare
 
     compare.add_parser(commands)

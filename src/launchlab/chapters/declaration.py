@@ -278,9 +278,3 @@ def missing_variants(declared: list[Variant], measured: set[str], skipped: dict[
     """Declared variants that were neither measured nor skipped with a reason."""
     return [str(v.id) for v in declared if str(v.id) not in measured and not skipped.get(str(v.id))]
 
-
-def VariantSpec(vid: VariantId, target: str, oracle: str, bytes_read: int, bytes_written: int) -> Variant:
-    """Transitional: a variant of a chapter whose declaration is not yet made of rows (removed once none is)."""
-    row = Row(vid.target, target, make=None, oracle=Oracle(oracle), submissions=(vid.submission,),
-              bytes=lambda case: (bytes_read, bytes_written))
-    return Variant(vid, row)

@@ -25,7 +25,6 @@ import numpy as np
 
 # Okabe–Ito colours: distinguishable with the common colour-vision deficiencies and in greyscale order.
 COLOURS = ("#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9")
-KERNEL_COLOURS = COLOURS          # the name chapter code has used
 MAX_SERIES = 6
 MARKERS = ("o", "s", "^", "D", "v", "P")
 
