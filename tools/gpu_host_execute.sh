@@ -11,7 +11,7 @@ set -uo pipefail
 archive=$1; shift
 cd "$(dirname "$0")/.."
 if ls .whl/*.whl >/dev/null 2>&1; then
-  python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/launchlab-site .whl/*.whl || exit 1
+  python3 -m pip install -q --no-index --no-deps --no-compile --upgrade --target /tmp/launchlab-site .whl/*.whl || exit 1
   export PYTHONPATH=/tmp/launchlab-site:$PWD/src:${PYTHONPATH:-}
 else
   export PYTHONPATH=$PWD/src:${PYTHONPATH:-}
