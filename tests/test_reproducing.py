@@ -150,7 +150,7 @@ def test_a_replicate_moved_beyond_the_interval_is_listed_and_other_chapters_say_
     assert row["Pacing"] == "host" and row["B/A − 1 (%)"].startswith("+")
     spread = rows_by(reproducing.spread_table(changed), "Chapter", "Replicate")
     count = len([key for key in before if key[1] == replicate_id])
-    assert spread[(graphs.name, replicate_id)]["Outside A's 95% interval (of the figures with one)"] == f"{count + 1} of 30"
+    assert spread[(graphs.name, replicate_id)]["Outside A's 95 % interval (of the figures with one)"] == f"{count + 1} of 30"
     others = [entry for entry in changed if entry.stem != "graphs"]
     assert all(not entry.replicates and entry.accepted_id is None for entry in others)
     assert all(spread[(entry.name, reproducing.NONE_YET)] for entry in others)

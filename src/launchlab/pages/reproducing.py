@@ -220,7 +220,7 @@ def claims_broken(replicate: Replicate) -> list[str]:
 
 
 SPREAD_COLUMNS = ("chapter", "replicate", "device-paced |B/A − 1|", "device-paced figures", "host-paced |B/A − 1|",
-                  "host-paced figures", "outside A's 95% interval", "untimed figures changed", "claims broken")
+                  "host-paced figures", "outside A's 95 % interval", "untimed figures changed", "claims broken")
 CLAIMS_COLUMNS = ("chapter", "replicate", "supported", "broken (what compare finds)",
                   "restated in the registry (broken_by)")
 
@@ -232,7 +232,7 @@ def spread_row(entry: ChapterReplicates, replicate: Replicate) -> dict:
             "device-paced figures": spread[compare.DEVICE]["figures"],
             "host-paced |B/A − 1|": percent(spread[compare.HOST]["median_abs_change"]),
             "host-paced figures": spread[compare.HOST]["figures"],
-            "outside A's 95% interval": (f"{len(replicate.moved)} of {replicate.with_interval}"
+            "outside A's 95 % interval": (f"{len(replicate.moved)} of {replicate.with_interval}"
                                          if replicate.with_interval else "none has one"),
             "untimed figures changed": len(replicate.changed_counts),
             "claims broken": ", ".join(claims_broken(replicate)) or "none"}
@@ -252,23 +252,23 @@ def spread_table(chapters) -> tables.Table:
                  "device-paced figures": "Device-paced figures",
                  "host-paced |B/A − 1|": "Host-paced: median |B/A − 1| (%)",
                  "host-paced figures": "Host-paced figures",
-                 "outside A's 95% interval": "Outside A's 95% interval (of the figures with one)"},
+                 "outside A's 95 % interval": "Outside A's 95 % interval (of the figures with one)"},
         note="A is the chapter's accepted run, B the replicate; B/A − 1 is the relative change of one headline "
              "figure. Untimed figures are counts, checks, verdicts and profiler byte ratios: no clock paced them, "
              "so a change in one is a difference, not noise.")
 
 
 def moved_table(chapters) -> tables.Table:
-    """Every headline figure a replicate put outside the accepted run's 95% interval, with both values."""
+    """Every headline figure a replicate put outside the accepted run's 95 % interval, with both values."""
     rows = [{"chapter": entry.name, "replicate": replicate.run.run_id, "figure": row.key, "pacing": row.pacing,
              "accepted run (A)": figure(row.a), "replicate (B)": figure(row.b),
-             "B/A − 1 (%)": signed_percent(row.change), "A's 95% interval": interval(row.ci_low, row.ci_high)}
+             "B/A − 1 (%)": signed_percent(row.change), "A's 95 % interval": interval(row.ci_low, row.ci_high)}
             for entry, replicate in all_replicates(chapters) for row in replicate.moved.itertuples()]
     if not rows:
         rows = [{"chapter": "—", "replicate": "—", "figure": "no figure left the accepted run's interval"}]
     return tables.page_table(rows, index=["chapter", "replicate", "figure"],
                              formats={column: "text" for column in rows[0]},
-                             headers={"B/A − 1 (%)": "B/A − 1 (%)", "A's 95% interval": "A's 95% interval"})
+                             headers={"B/A − 1 (%)": "B/A − 1 (%)", "A's 95 % interval": "A's 95 % interval"})
 
 
 def counts_table(chapters) -> tables.Table:
@@ -355,11 +355,12 @@ def without_text(chapters) -> str:
 
 
 def range_text(values: list) -> str:
+    """"between 0.017 % and 3.4 %" over the replicates' spreads, "at 3.4 %" where they agree."""
     values = sorted(v for v in values if v is not None and not pd.isna(v))
     if not values:
-        return "—"
+        return "unknown: no replicate has such a figure"
     low, high = percent(values[0]), percent(values[-1])
-    return f"{low} %" if low == high else f"{low} % to {high} %"
+    return f"at {low} %" if low == high else f"between {low} % and {high} %"
 
 
 def chapter_finding(entry: ChapterReplicates) -> str:
@@ -368,9 +369,9 @@ def chapter_finding(entry: ChapterReplicates) -> str:
         return f"* **{entry.name}**: {NONE_YET}."
     spreads = [r.result["spread"] for r in entry.replicates]
     moved = [f"{len(r.moved)} of {r.with_interval}" for r in entry.replicates]
-    intervals = (f"outside the accepted run's 95% interval: {joined(moved)} figures with one"
+    intervals = (f"outside the accepted run's 95 % interval: {joined(moved)} figures with one"
                  if any(r.with_interval for r in entry.replicates)
-                 else "none of its headline figures has a 95% interval in the accepted run's summaries (a median "
+                 else "none of its headline figures has a 95 % interval in the accepted run's summaries (a median "
                       "there keeps p10–p90, the spread of the rounds, not an interval of the median), so none can be "
                       "tested against one")
     broken = sorted({claim_id for r in entry.replicates for claim_id in claims_broken(r)})
