@@ -116,3 +116,46 @@ def test_every_ratio_figure_finds_its_interval(stem):
     ratios = [key for key in view.headline if key.split(".")[0] in ("graph", "stream", "speedup_vs_graph3",
                                                                      "speedup_vs_coop", "pdl_saving_us_per_boundary")]
     assert ratios and [key for key in ratios if compare.interval_of(view, key) is None] == []
+
+
+def saved_view(stem: str) -> Run:
+    """The accepted run as saved (no recomputation: these tests read where its figures sit, not what they are)."""
+    path = evidence.accepted_run(stem)
+    return Run(path, RunRecord.read(path), json.loads((path / "summaries.json").read_text()),
+               json.loads((path / "headline.json").read_text()))
+
+
+def median_figures(view: Run) -> list[str]:
+    """The per-variant medians: event_us.<variant> (and enqueue_us_per_launch.<variant> in chapters 1 and 2)."""
+    return [key for key in view.headline if key.split(".")[0] in ("event_us", "enqueue_us_per_launch")]
+
+
+@pytest.mark.parametrize("stem", ["ordinary_launches", "graphs", "example_a_pointwise", "example_b_jobs"])
+def test_every_per_variant_median_finds_its_record_and_no_interval_it_does_not_hold(stem):
+    view = saved_view(stem)
+    medians = median_figures(view)
+    assert medians and [key for key in medians if compare.record_of(view, key) is None] == []
+    # Today these records are plain medians (p10, p90, n): no interval is reported, and p10-p90 is never one.
+    assert all("ci_low" not in compare.record_of(view, key) for key in medians)
+    assert [key for key in medians if compare.interval_of(view, key) is not None] == []
+
+
+@pytest.mark.parametrize("stem", ["ordinary_launches", "graphs", "example_a_pointwise", "example_b_jobs"])
+def test_a_per_variant_median_whose_record_holds_an_interval_reports_it(stem):
+    view = saved_view(stem)
+    key = median_figures(view)[-1]
+    record = compare.record_of(view, key)
+    record |= {"ci_low": record["median"] * 0.99, "ci_high": record["median"] * 1.01}
+    assert compare.interval_of(view, key) == (record["ci_low"], record["ci_high"])
+    table = compare.figures(view, view).set_index("key")
+    assert table.loc[key, "within"] and table.loc[key, "ci_low"] == record["ci_low"]
+
+
+def test_a_record_whose_median_is_not_the_figure_gives_no_interval():
+    view = saved_view("example_b_jobs")
+    key = "event_us.queue_graph.ragged"
+    assert compare.interval_path("example_b_jobs", key) == ("timing", "queue.ragged.graph", "warm_batch", "event_us")
+    assert compare.interval_path("example_a_pointwise", "event_us.three_stream.256") == \
+        ("timing", "three.n256.stream", "warm_batch", "event_us")
+    view.headline[key] += 1.0
+    assert compare.record_of(view, key) is None and compare.interval_of(view, key) is None

@@ -73,6 +73,14 @@ def test_page_table_formats_headers_and_cells():
     assert not any("_" in c for c in table.columns)
 
 
+def test_page_table_shows_each_run_of_equal_index_values_once_at_every_level():
+    rows = [{"chapter": c, "run": r, "figure": f, "value": 1.0}
+            for c, r, f in [("one", "a", "x"), ("one", "a", "y"), ("one", "b", "x"), ("one", "b", "y"),
+                            ("two", "b", "x")]]
+    table = tables.page_table(rows, index=["chapter", "run", "figure"])
+    assert [row[:2] for row in table.rows] == [["one", "a"], ["", ""], ["", "b"], ["", ""], ["two", "b"]]
+
+
 def test_page_table_from_a_dataframe_with_a_multiindex():
     frame = pd.DataFrame(_rows()).set_index(["shape", "variant"])
     table = tables.page_table(frame, note="One row per variant.")

@@ -41,6 +41,9 @@ PACING_RULES = {
     "example_a_pointwise": ((r"event_us\.[a-z]+_graph\..+", DEVICE), (r"event_us\.[a-z]+_stream\..+", HOST)),
     "example_b_jobs": ((r"event_us\.[a-z]+_graph\..+", DEVICE), (r"event_us\.[a-z]+_stream\..+", HOST)),
 }
+# How an appendix example's headline case becomes its variant's case id: Example A names the size N (`n256`),
+# Example B the job mix as it is.
+EXAMPLE_CASE_IDS = {"example_a_pointwise": lambda case: f"n{case}", "example_b_jobs": lambda case: case}
 COLUMNS = ("key", "pacing", "a", "b", "change", "ci_low", "ci_high", "within")
 
 
@@ -56,10 +59,13 @@ def pacing_of(stem: str, key: str) -> str:
 
 
 def interval_path(stem: str, key: str) -> tuple[str, ...] | None:
-    """The summaries record ({median, ci_low, ci_high}) a headline figure is the median of, where there is one."""
+    """Where in the summaries the record ({median, ...}) a headline figure is the median of sits, where the
+    chapter keeps one; whether that record holds a 95% interval is `interval_of`'s question."""
     name, _, rest = key.partition(".")
     if stem in ("ordinary_launches", "graphs") and name in ("event_us", "enqueue_us_per_launch"):
         return ("timing", rest, "enqueue" if name == "enqueue_us_per_launch" else "warm_batch", name)
+    if stem in EXAMPLE_CASE_IDS and name == "event_us":
+        return example_event_path(stem, rest)
     if stem == "graphs" and name in ("stream_over_graph_event", "stream_over_graph_complete"):
         return ("stream_over_graph", rest, name.rsplit("_", 1)[1])
     if stem == "fusion" and name in ("graph", "stream"):
@@ -78,13 +84,33 @@ def interval_path(stem: str, key: str) -> tuple[str, ...] | None:
     return ("speedup_vs_coop", base) if name == "speedup_vs_coop" else None
 
 
-def interval_of(run: Run, key: str) -> tuple[float, float] | None:
-    """(ci_low, ci_high) of the figure in `run`'s summaries, only where that record's median is the figure itself."""
+def example_event_path(stem: str, rest: str) -> tuple[str, ...] | None:
+    """`<target>_<submission>.<case>` of an appendix example's event_us figure -> its timing record: the figure
+    is the median event interval of the variant `<target>.<case id>.<submission>`'s warm batches."""
+    name, _, case = rest.partition(".")
+    target, _, submission = name.rpartition("_")
+    if not (target and case):
+        return None
+    return ("timing", f"{target}.{EXAMPLE_CASE_IDS[stem](case)}.{submission}", "warm_batch", "event_us")
+
+
+def record_of(run: Run, key: str) -> dict | None:
+    """The summaries record of `run` whose median is the headline figure `key` itself, or None."""
     path = interval_path(run.chapter, key)
     record = run.summaries
     for part in path or ():
         record = record.get(part) if isinstance(record, dict) else None
-    if not (path and isinstance(record, dict) and "ci_low" in record and record.get("median") == run.headline[key]):
+    if not (path and isinstance(record, dict) and key in run.headline and record.get("median") == run.headline[key]):
+        return None
+    return record
+
+
+def interval_of(run: Run, key: str) -> tuple[float, float] | None:
+    """(ci_low, ci_high) of the figure in `run`'s summaries, where its record holds a 95% interval of its median.
+    A plain median (`stats.summarize`) holds p10, p90 and n only: the spread of the rounds, not an interval of the
+    median, so such a figure has none."""
+    record = record_of(run, key)
+    if record is None or "ci_low" not in record or "ci_high" not in record:
         return None
     return record["ci_low"], record["ci_high"]
 

@@ -331,10 +331,11 @@ def page_table(data, *, index: Iterable[str] | str | None = None, units: Mapping
         numeric.append(fmt != "text" and not callable(fmt))
         cells.append([_cell(v, fmt) for v in values])
     # An index column's repeated value is shown once per run of equal values (as pandas sparsifies a MultiIndex).
+    # Runs are found on the values as they were: an outer column already blanked would start a run on every row.
+    full = [list(column) for column in cells[:len(index_names)]]
     for i in range(len(index_names) - 1):
-        column = cells[i]
-        cells[i] = [v if r == 0 or v != column[r - 1] or any(cells[j][r] != cells[j][r - 1] for j in range(i))
-                    else "" for r, v in enumerate(column)]
+        cells[i] = [v if r == 0 or v != full[i][r - 1] or any(full[j][r] != full[j][r - 1] for j in range(i))
+                    else "" for r, v in enumerate(full[i])]
     for kind, ns in kinds_seen.items():
         counts = {n for n in ns if n}
         notes.append(bracket_note(kind, rounds or (counts.pop() if len(counts) == 1 else None)))
