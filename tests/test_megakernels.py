@@ -224,7 +224,7 @@ def test_a_new_design_row_reaches_every_output(simulated_gpu, tmp_path, monkeypa
     copy = dataclasses.replace(DESIGN["queue"], name="queue2", label="task queue, again")
     monkeypatch.setitem(DESIGN, copy.name, copy)
     sanitized = []
-    monkeypatch.setattr(sanitizer, "sanitize", lambda *a, **k: (sanitized.append(os.environ[DESIGNS_ENVIRONMENT]),
+    monkeypatch.setattr(sanitizer, "sanitize", lambda *a, **k: (sanitized.append(k["environment"][DESIGNS_ENVIRONMENT]),
                                                                 fake_sanitize(*a, **k))[1])
     parameters = declared.CHAPTER.parse_parameters({"tiled_cases": "ragged", "sweep_workers_per_sm": "1,8",
                                                     "designs": ""})
