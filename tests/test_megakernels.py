@@ -3,7 +3,6 @@ chapter's run.py drives the real Session against NumPy stand-ins for the GPU), t
 arithmetic, page tables, figures and every glued value of the notebook are computed from that run's files."""
 import dataclasses
 import json
-import os
 import re
 import shutil
 from pathlib import Path
