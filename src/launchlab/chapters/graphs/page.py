@@ -322,6 +322,7 @@ def page_values(run) -> dict:
     for g in _paths(run):
         values.update(path_values(run.summaries, g))
     values.update(node_values(run))
+    values["stream_pace_sentence"] = stream_pace_sentence(run.summaries)
     return values
 
 
@@ -351,6 +352,17 @@ def path_values(s: dict, g: VariantId) -> dict:
         for (measurement, metric) in TIMING_COLUMNS:
             values[f"{glue_key(vid, True)}_{measurement}_{metric}"] = _sig(m[measurement][metric]["median"])
     return values
+
+
+def stream_pace_sentence(s: dict) -> str:
+    """Who set the pace of every stream batch of the row and tiled paths, one sentence naming each pacer once."""
+    from launchlab.present.glue import pace_sentence
+
+    def batch(vid: VariantId) -> str:
+        path = "row path" if vid.target == "row4" else "tiled path"
+        return f"the {vid.case.replace('x', '×')} {path}'s stream batch"
+
+    return pace_sentence({batch(VariantId.parse(v)): pace["paced_by"] for v, pace in s["pace"].items()})
 
 
 def node_values(run) -> dict:

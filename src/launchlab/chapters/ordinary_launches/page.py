@@ -159,7 +159,13 @@ def pace_values(run) -> dict:
         values[f"event_over_enqueue_{shape}"] = f"{pace['event_over_enqueue']:.2f}"
         values[f"single_vs_batch_enqueue_{shape}"] = pace["single_vs_batch_enqueue"]
         values[f"single_over_batch_enqueue_{shape}"] = f"{pace['single_over_batch_enqueue']:.2f}"
+    from launchlab.present.glue import pace_sentence
+
+    row_batches = {}
     for variant, pace in run.summaries["launch_pace"].items():
         vid = VariantId.parse(variant)
         values[f"launch_{vid.submission}_{vid.target}_pace"] = pace["paced_by"]
+        if vid.target != "empty":
+            row_batches[f"the {'Python' if vid.submission == 'stream' else 'C++ loop'} batch"] = pace["paced_by"]
+    values["launch_row4_pace_sentence"] = pace_sentence(row_batches)
     return values
