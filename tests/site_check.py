@@ -174,6 +174,8 @@ class _ContentParser(HTMLParser):
         super().__init__(convert_charrefs=True)
         self.stack: list[tuple[str, set[str]]] = []
         self.images: list[tuple[str, int]] = []          # (src, index of the enclosing <figure> or -1)
+        self.image_details: list[dict] = []              # {"src", "alt" (None: no attribute), "link": <a href> or None}
+        self._links: list[str | None] = []                # hrefs of the open <a> elements
         self.figures: list[dict] = []                    # {"caption": bool, "number": bool}
         self.cells: list[str] = []
         self._cell: list[str] | None = None
@@ -187,6 +189,8 @@ class _ContentParser(HTMLParser):
         classes = set(a.get("class", "").split())
         if tag not in self.VOID:
             self.stack.append((tag, classes))
+        if tag == "a":
+            self._links.append(a.get("href"))
         if not self._in_article():
             return
         if tag == "figure":
@@ -198,6 +202,8 @@ class _ContentParser(HTMLParser):
             self.figures[self._figure_stack[-1]]["number"] = True
         elif tag == "img":
             self.images.append((a.get("src", ""), self._figure_stack[-1] if self._figure_stack else -1))
+            self.image_details.append({"src": a.get("src", ""), "alt": dict(attrs).get("alt"),
+                                       "link": self._links[-1] if self._links else None})
         elif tag in ("td", "th") and self._cell is None:
             self._cell = []
 
@@ -205,6 +211,8 @@ class _ContentParser(HTMLParser):
         if tag in ("td", "th") and self._cell is not None:
             self.cells.append(" ".join("".join(self._cell).split()))
             self._cell = None
+        if tag == "a" and self._links:
+            self._links.pop()
         if tag in self.VOID or tag not in (t for t, _ in self.stack):
             return                          # <img ... /> ends nothing; a stray end tag neither
         if tag == "figure" and self._figure_stack and self._in_article():
@@ -251,6 +259,27 @@ def uncaptioned_figures(root: str | Path) -> list[Ref]:
             else:
                 continue
             found.append(Ref(page.relative_to(root).as_posix(), "img src", src[:80], problem))
+    return found
+
+
+FILE_NAME = re.compile(r"\.(?:png|svg|jpe?g|gif|webp)\b", re.I)   # a file name ends so; "GB/s" in a sentence is fine
+MIN_ALT_WORDS = 5
+
+
+def figure_image_problems(root: str | Path) -> list[Ref]:
+    """Images in a page's article whose alt text does not say what they show (missing, too short, or a file name
+    or path, which is what Sphinx writes when a figure has none) or that are not a link to their own file (the
+    link opens a figure at full size when a phone reader taps it). Should be empty."""
+    root = Path(root)
+    found = []
+    for page in pages(root):
+        rel = page.relative_to(root).as_posix()
+        for image in _content(page).image_details:
+            alt = (image["alt"] or "").strip()
+            if not alt or FILE_NAME.search(alt) or len(alt.split()) < MIN_ALT_WORDS:
+                found.append(Ref(rel, "img alt", image["src"][-60:], f"alt text says nothing of the figure: {alt[:60]!r}"))
+            if image["link"] is None or urlsplit(image["link"]).path != urlsplit(image["src"]).path:
+                found.append(Ref(rel, "img src", image["src"][-60:], "not a link to its own image file"))
     return found
 
 
@@ -305,7 +334,8 @@ _LAYOUT_JS = r"""
   const images = [...article.querySelectorAll('img')].filter(im => im.naturalWidth > 0).map(im => ({
     src: im.getAttribute('src').slice(-40), natural: im.naturalWidth, shown: im.getBoundingClientRect().width}));
   return {column, tables, images, viewport: window.innerWidth,
-          page: Math.max(document.documentElement.scrollWidth, document.body.scrollWidth)};
+          page: Math.max(document.documentElement.scrollWidth, document.body.scrollWidth),
+          height: document.body.scrollHeight};
 })()
 """
 

@@ -852,8 +852,10 @@ def test_tables_figures_and_page_values_render(synthetic_run):
 def glued_names() -> set[str]:
     import re
 
-    notebook = json.loads((REPO_ROOT / "book/fusion.ipynb").read_text())
-    prose = "".join("".join(c["source"]) for c in notebook["cells"] if c["cell_type"] == "markdown")
+    prose = ""
+    for page in ("book/fusion.ipynb", "book/data/fusion-data.ipynb"):   # the chapter and its data page
+        notebook = json.loads((REPO_ROOT / page).read_text())
+        prose += "".join("".join(c["source"]) for c in notebook["cells"] if c["cell_type"] == "markdown")
     return set(re.findall(r"\{glue:md\}`([^`]+)`", prose))
 
 
@@ -884,8 +886,8 @@ def test_every_glued_name_in_the_notebook_is_a_page_value(every_library_run):
     assert sorted(glued - set(values)) == []
     assert values["sanitizer_memcheck"] == values["sanitizer_racecheck"] == "not run"
     assert every_library_run.summaries["sanitizer"] == {} and not (every_library_run.path / "sanitizer").exists()
-    notebook = json.loads((REPO_ROOT / "book/fusion.ipynb").read_text())
-    code = "".join("".join(c["source"]) for c in notebook["cells"] if c["cell_type"] == "code")
+    code = "".join("".join(c["source"]) for page in ("book/fusion.ipynb", "book/data/fusion-data.ipynb")
+                   for c in json.loads((REPO_ROOT / page).read_text())["cells"] if c["cell_type"] == "code")
     for called in re.findall(r"chapter\.(\w+)\(run\b", code):
         assert callable(getattr(page, called)), called
 

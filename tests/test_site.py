@@ -31,6 +31,11 @@ VIEWPORTS = {"desktop": (1400, 900), "phone": (390, 844)}
 # Sphinx's warnings read "<where>: WARNING: ..." (or "WARNING: ...", colour codes around it); a kernel's own log
 # lines ("[IPKernelApp] WARNING | ...") are not Sphinx warnings and do not fail the build.
 SPHINX_WARNING = "WARNING: "
+# A chapter page opens with its question, answer and key figure and keeps its argument; full tables and per-shape
+# detail live on the chapter's data page. At a 1400 px window, folded sections closed, a chapter page is at most
+# this tall (document.body.scrollHeight).
+CHAPTER_PAGES = ("ordinary_launches", "graphs", "fusion", "megakernels", "example_a_pointwise", "example_b_jobs")
+MAX_CHAPTER_HEIGHT_PX = 12_000
 
 
 @pytest.fixture(scope="session")
@@ -208,6 +213,16 @@ def test_phone_pages_never_scroll_sideways_and_tables_scroll_in_their_box(visits
 
 
 @pytest.mark.slow
+def test_chapter_pages_are_at_most_12000_px_tall_at_1400_px(visits):
+    heights = {page: r["layout"]["height"] for (page, name), r in visits.items()
+               if name == "desktop" and page.removeprefix("book/").removesuffix(".html") in CHAPTER_PAGES}
+    assert len(heights) == len(CHAPTER_PAGES), f"chapter pages not found: {sorted(heights)}"
+    tall = {page: h for page, h in heights.items() if h > MAX_CHAPTER_HEIGHT_PX}
+    assert not tall, f"chapter pages taller than {MAX_CHAPTER_HEIGHT_PX} px at 1400 px (move detail to the data " \
+                     f"page): {tall}"
+
+
+@pytest.mark.slow
 @pytest.mark.skipif(CHROMIUM is None, reason=NO_CHROMIUM)
 def test_the_browser_check_sees_what_it_should(tmp_path):
     """A duplicated `const`, a console.error and a wide table without its own scroll box are all reported."""
@@ -230,6 +245,7 @@ def test_the_browser_check_sees_what_it_should(tmp_path):
     problems = site_check.layout_problems(desktop["layout"], phone=False)
     assert sum(p.startswith("table") for p in problems) == 2
     assert sum("below 9 px" in p for p in problems) == 1
+    assert desktop["layout"]["height"] > 0
     problems = site_check.layout_problems(phone["layout"], phone=True)
     assert any("viewport" in p for p in problems)                       # the unboxed table widens the page
     assert sum("does not scroll inside a box" in p for p in problems) == 1
@@ -242,6 +258,27 @@ def test_every_figure_is_numbered_and_captioned(html):
     """Figures are glued (`glue(name, fig, display=False)`) and placed with `{glue:figure}` and a `:name:`."""
     found = site_check.uncaptioned_figures(html)
     assert not found, "\n".join(f"{r.file}: {r.problem} ({r.url})" for r in found)
+
+
+@pytest.mark.slow
+def test_every_figure_says_what_it_shows_and_opens_at_full_size(html):
+    """Alt text that describes the figure (never its file path), and the image a link to its own file."""
+    found = site_check.figure_image_problems(html)
+    assert not found, "\n".join(f"{r.file}: {r.problem} ({r.url})" for r in found)
+
+
+def test_figure_check_finds_what_it_should(tmp_path):
+    (tmp_path / "p.html").write_text(
+        '<article class="bd-article">'
+        '<figure><a href="_images/a.png"><img src="_images/a.png" alt="Device time per call over the copy at six '
+        'shapes"></a><figcaption><span class="caption-number">Figure 1 </span>A</figcaption></figure>'
+        '<figure><img src="_images/b.png" alt="_images/b.png"><figcaption>B</figcaption></figure>'
+        '<figure><a href="_images/x.png"><img src="_images/c.png" alt="GB/s of the copy and the kernels"></a>'
+        '</figure></article>')
+    found = {(r.url, r.problem.split(":")[0]) for r in site_check.figure_image_problems(tmp_path)}
+    assert found == {("_images/b.png", "alt text says nothing of the figure"),
+                     ("_images/b.png", "not a link to its own image file"),
+                     ("_images/c.png", "not a link to its own image file")}
 
 
 @pytest.mark.slow

@@ -5,6 +5,8 @@ as rendered; "µs", never "us"; legends outside the data; at most six series per
     fig, axes = figures.figure(1, 1, height=3.2)            # 7.8 in at 100 dpi, constrained layout
     figures.sweep(axes[0, 0], shapes, {"fused": summaries}, ceiling=copy_gbs, ceiling_label="copy")
     figures.finish(fig)                                     # checks <= 6 series, puts the legend below the data
+Every figure says what it shows, for readers who cannot see it: `describe(fig, "...")` sets its alt text (the
+chapter's figure function does, from the run's numbers), and `glue_figure` refuses a figure without one.
 In the notebook a code cell glues it without showing it, and a Markdown cell places it, numbered and captioned:
     figures.glue_figure("fusion-time", chapter.time_figure(run))
     ```{glue:figure} fusion-time
@@ -33,6 +35,11 @@ WIDTH_IN = 7.8                    # 780 px: the content column at a 1400 px wind
 FONT_PT = 10                      # 10 pt at 100 dpi is 13.9 px; the smallest text (9 pt) is 12.5 px
 SMALL_PT = 9
 REFERENCE_GID = "reference"       # lines that are references (ceilings, y = 1), not data series
+ALT_ATTRIBUTE = "launchlab_alt"   # where describe() keeps a figure's alt text until glue_figure emits it
+
+# Peak DRAM bandwidth per device name, in GB/s (10^9 bytes per second): 4.8 TB/s of HBM3e for the H200, from
+# NVIDIA's H200 Tensor Core GPU datasheet ("GPU Memory Bandwidth 4.8TB/s", both the SXM and the NVL form).
+PEAK_DRAM_GBS = {"NVIDIA H200": 4800.0}
 
 STYLE = {
     "figure.dpi": DPI, "savefig.dpi": DPI,
@@ -139,14 +146,103 @@ def finish(fig, legend_where: str | None = "below", shared_legend: bool = True):
     return fig
 
 
-def glue_figure(name: str, fig) -> None:
-    """Glue a figure for a `{glue:figure}` directive and close it, so the cell does not show it a second time."""
-    from myst_nb import glue
+def describe(fig, alt: str):
+    """Set a figure's alt text: what it shows, in a sentence or two (not a file name). Returns the figure."""
+    if not alt or not alt.strip():
+        raise ValueError("a figure's alt text must say what the figure shows")
+    setattr(fig, ALT_ATTRIBUTE, " ".join(alt.split()))
+    return fig
 
-    glue(name, fig, display=False)
+
+def alt_text(fig) -> str | None:
+    """The alt text `describe` set, or None."""
+    return getattr(fig, ALT_ATTRIBUTE, None)
+
+
+def glue_figure(name: str, fig, alt: str | None = None) -> None:
+    """Glue a figure for a `{glue:figure}` directive and close it, so the cell does not show it a second time.
+
+    The PNG carries its alt text (`alt`, else what `describe` set) in the output's metadata, where the book's
+    Sphinx extension (present/sphinx_ext.py) reads it into the <img alt>; a figure without one is refused."""
+    from IPython.core.formatters import format_display_data
+    from IPython.display import display
+    from myst_nb.ext.glue import GLUE_PREFIX
+
+    alt = alt or alt_text(fig)
+    if not alt:
+        plt.close(fig)
+        raise ValueError(f"figure {name!r} has no alt text: call figures.describe(fig, ...) where it is drawn")
+    bundle, metadata = format_display_data(fig)
+    for mime in bundle:
+        if mime.startswith("image/"):
+            metadata.setdefault(mime, {})["alt"] = " ".join(alt.split())
+    metadata["scrapbook"] = {"name": name, "mime_prefix": GLUE_PREFIX}
+    display({GLUE_PREFIX + mime: value for mime, value in bundle.items()}, raw=True, metadata=metadata)
     plt.close(fig)
 
 
+def bandwidth_references(ax, device_name: str | None, copy_gbs=None, x=None) -> None:
+    """Reference lines wherever bandwidth is plotted: the device's peak DRAM bandwidth (PEAK_DRAM_GBS, dotted;
+    left out for a device not in the table) and, when given, the measured copy (a number, or one value per x;
+    dashed). Both are references, not data series."""
+    peak = PEAK_DRAM_GBS.get(device_name or "")
+    if peak is not None:
+        ax.axhline(peak, color="black", linestyle=":", linewidth=1.2, label=f"peak DRAM ({peak / 1000:g} TB/s)",
+                   gid=REFERENCE_GID)
+    if copy_gbs is not None:
+        level = np.asarray(copy_gbs, dtype=float)
+        if level.ndim == 0 or x is None:
+            ax.axhline(float(np.nanmedian(level)), color="black", linestyle="--", linewidth=1.0,
+                       label="measured copy", gid=REFERENCE_GID)
+        else:
+            ax.plot(x, level, color="black", linestyle="--", linewidth=1.0, label="measured copy", gid=REFERENCE_GID)
+
+
+def overlapping_tick_labels(fig) -> list[str]:
+    """Pairs of tick labels of one axis whose drawn text overlaps (should be empty), as readable strings. The
+    figure is drawn first, so the boxes are the saved PNG's; a rotated label is its rotated rectangle, not the
+    upright box around it (rotated labels whose upright boxes overlap may well be legible)."""
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    found = []
+    for index, ax in enumerate(fig.axes):
+        for name, axis in (("x", ax.xaxis), ("y", ax.yaxis)):
+            labels = [t for t in axis.get_ticklabels(minor=False) + axis.get_ticklabels(minor=True)
+                      if t.get_visible() and t.get_text().strip()]
+            boxes = [(t.get_text(), _text_corners(t, renderer)) for t in labels]
+            for i, (text_a, a) in enumerate(boxes):
+                for text_b, b in boxes[i + 1:]:
+                    if _convex_overlap(a, b):
+                        title = ax.get_title() or f"axes {index}"
+                        found.append(f"{title}: {name} tick labels {text_a!r} and {text_b!r} overlap")
+    return found
+
+
+def _text_corners(text, renderer) -> np.ndarray:
+    """The four corners (pixels) of a text's rotated rectangle: its upright size, turned by its rotation about the
+    centre of the box it is drawn in (which is the rectangle's centre in both of matplotlib's rotation modes)."""
+    box = text.get_window_extent(renderer)
+    angle = text.get_rotation()
+    text.set_rotation(0)
+    upright = text.get_window_extent(renderer)
+    text.set_rotation(angle)
+    half = np.array([[-1, -1], [1, -1], [1, 1], [-1, 1]]) * [upright.width / 2, upright.height / 2]
+    turn = np.deg2rad(angle)
+    rotation = np.array([[np.cos(turn), -np.sin(turn)], [np.sin(turn), np.cos(turn)]])
+    return half @ rotation.T + [(box.x0 + box.x1) / 2, (box.y0 + box.y1) / 2]
+
+
+def _convex_overlap(a: np.ndarray, b: np.ndarray, margin: float = 0.5) -> bool:
+    """Whether two convex polygons overlap by more than `margin` pixels (separating axis test): labels that only
+    touch are legible."""
+    for polygon in (a, b):
+        for i in range(len(polygon)):
+            edge = polygon[(i + 1) % len(polygon)] - polygon[i]
+            axis = np.array([-edge[1], edge[0]]) / (np.hypot(*edge) or 1.0)
+            pa, pb = a @ axis, b @ axis
+            if min(pa.max(), pb.max()) - max(pa.min(), pb.min()) <= margin:
+                return False
+    return True
 def _positions(x: Sequence):
     """Numeric x positions and, for categories (shape names), their tick labels."""
     if len(x) and isinstance(x[0], str):

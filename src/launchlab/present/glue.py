@@ -63,6 +63,21 @@ def environment_table(run):
                              index="what", formats={"value": "text"}, headers={"what": "", "value": ""})
 
 
+def pace_sentence(paced: dict[str, str]) -> str:
+    """Who set the pace of each named batch, as one sentence that names each pacer once: {"Python's batch": "the
+    host", "the C++ loop's batch": "the host"} -> "The host set the pace of Python's batch and the C++ loop's
+    batch." (a pacer is "the host" or "the GPU", from a run's summaries)."""
+    by_pacer: dict[str, list[str]] = {}
+    for batch, pacer in paced.items():
+        by_pacer.setdefault(pacer, []).append(batch)
+    def joined(items):
+        return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} and {items[-1]}"
+
+    parts = [f"{pacer} set the pace of {joined(batches)}" for pacer, batches in by_pacer.items()]
+    text = "; ".join(parts)
+    return text[0].upper() + text[1:] + "." if text else ""
+
+
 SUPERSCRIPT = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
 
 
@@ -96,3 +111,69 @@ def validation_summary(run):
                              headers={"largest |error| against the oracle": "Largest |error| against the oracle"},
                              note="Each check compares one output with the float64 (or bit-exact) oracle; "
                                   "outputs are poisoned before every checked invocation.")
+
+
+class DataPage:
+    """A chapter's data page: its full tables, shown one by one and written together as one CSV download.
+
+        data = DataPage("fusion")                # _static/tables/fusion-data.csv
+        data.link()                              # a cell showing the download link (the file is written by save)
+        data.show("Device time per call", chapter.device_table(run))   # a cell's last expression: the table
+        data.save()                              # the last cell: writes the CSV, every table shown in it
+    The CSV has one row per table row: a "table" column naming the table, then the table's own headers (units in
+    them), summaries as `median [low–high]` as on the page."""
+
+    def __init__(self, stem: str):
+        self.stem = stem
+        self.name = f"{stem}-data"
+        self.shown: list[tuple[str, object]] = []
+
+    def href(self) -> str:
+        from launchlab.present import tables
+
+        return f"{tables.static_dir()[1]}/tables/{self.name}.csv"
+
+    def link(self):
+        from IPython.display import HTML
+
+        return HTML(f'<p class="ll-download"><a href="{self.href()}" download>All tables of this page as one CSV '
+                    f"file</a> ({self.name}.csv)</p>")
+
+    def show(self, title: str, table):
+        self.shown.append((title, table))
+        return table
+
+    def frame(self):
+        """The tables shown so far as one DataFrame (a `table` column, then the union of their headers)."""
+        import pandas as pd
+
+        return pd.concat([_readable_frame(table).assign(table=title) for title, table in self.shown],
+                         ignore_index=True).pipe(lambda f: f[["table", *[c for c in f.columns if c != "table"]]])
+
+    def save(self):
+        from launchlab.present import tables
+
+        folder, _ = tables.static_dir()
+        target = folder / "tables" / f"{self.name}.csv"
+        target.parent.mkdir(parents=True, exist_ok=True)
+        self.frame().to_csv(target, index=False)
+        return self.link()
+
+
+def _readable_frame(table):
+    """A shown table as a DataFrame with its page headers: a page_table's raw frame (summaries formatted as on the
+    page), or a DataFrame as it is."""
+    from collections.abc import Mapping
+
+    import pandas as pd
+
+    from launchlab.present import tables
+
+    if isinstance(table, pd.DataFrame):
+        return table.reset_index() if not isinstance(table.index, pd.RangeIndex) else table.copy()
+    frame = table.raw.copy()
+    for column in frame.columns:
+        frame[column] = frame[column].map(lambda v: tables.median_with_band(v, tables.CI if "ci_low" in v else tables.BAND)
+                                          if isinstance(v, Mapping) and "median" in v else v)
+    frame.columns = list(table.columns)
+    return frame

@@ -18,6 +18,12 @@ filtered. A pyzmq without CurveZMQ support, or a kernelspec that does not declar
 The evidence is verified once, when the builder starts (what `python -m launchlab verify` checks: every run's
 manifest and hashes, that its JSON and gzip files decode, and accepted.json). A broken file stops the build with
 one error naming it; left to the notebooks, it surfaced as one cell failure among every page's warnings.
+
+Figures say what they show and open at full size. A glued figure's PNG carries its alt text in the output's
+metadata (present/figures.glue_figure); `{glue:figure}` is given the variant below, which reads it into the image's
+alt when the directive names none (myst-nb's own keeps only width and height from that metadata, and Sphinx then
+writes the file path as the alt). And every image inside a figure is wrapped in a link to its own file, so that on
+a phone tapping a figure opens it at its drawn size (the same link Sphinx gives a scaled image).
 """
 from __future__ import annotations
 
@@ -72,8 +78,52 @@ def _check_evidence(app) -> None:
     check_evidence(evidence.EVIDENCE_ROOT)
 
 
+def _figure_directive():
+    """myst-nb's `{glue:figure}`, with the alt text from the glued image's metadata when `:alt:` is not given."""
+    from myst_nb.ext.glue.directives import PasteFigureDirective
+    from myst_nb.ext.glue.utils import RetrievalError, retrieve_glue_data
+
+    class AltTextFigure(PasteFigureDirective):
+        def run(self):
+            if "alt" not in self.options:
+                try:
+                    data = retrieve_glue_data(self.document, self.arguments[0])
+                except RetrievalError:
+                    return super().run()      # the parent reports the missing key
+                alt = next((meta.get("alt") for mime, meta in data.metadata.items()
+                            if mime.startswith("image/") and isinstance(meta, dict) and meta.get("alt")), None)
+                if alt:
+                    self.options["alt"] = alt
+            return super().run()
+
+    return AltTextFigure
+
+
+def link_figure_images(app, doctree, docname) -> None:
+    """Wrap each image of a figure in a link to the image file as the built site will hold it (_images/)."""
+    from docutils import nodes
+    from sphinx.util.osutil import relative_uri
+
+    images = app.builder.env.images
+    target = relative_uri(app.builder.get_target_uri(docname), "_images")
+    for figure in doctree.findall(nodes.figure):
+        for image in list(figure.findall(nodes.image)):
+            if isinstance(image.parent, nodes.reference):
+                continue
+            uri = next((u for u in (image["uri"], *image.get("candidates", {}).values()) if u in images), None)
+            if uri is None:
+                continue
+            link = nodes.reference("", "", internal=True, refuri=f"{target}/{images[uri][1]}",
+                                   classes=["ll-figure-link"])
+            image.replace_self(link)
+            link.append(image)
+
+
 def setup(app):
+    app.setup_extension("myst_nb")
+    app.add_directive_to_domain("glue", "figure", _figure_directive(), override=True)
     app.connect("builder-inited", _check_evidence)
     app.connect("env-updated", _unify_inline_scripts)
+    app.connect("doctree-resolved", link_figure_images)
     encrypt_kernel_transport()
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -214,7 +214,10 @@ def latency_figure(run):
             figures.sweep(ax, sizes(run), series, logx=True, logy=True, ylabel="µs" if column == 0 else None,
                           xlabel="elements N" if row == len(panels) - 1 else None)
             ax.set_title(f"{title}, {submission}")
-    return figures.finish(fig)
+    return figures.describe(figures.finish(fig), (
+        f"Log-log line charts of {' and '.join(t for _, t in panels)} in µs against the number of elements N, "
+        f"one panel per submission ({', '.join(submissions)}), one line per way of running the pointwise chain, "
+        "each a median with a p10–p90 band."))
 
 
 def bytes_figure(run):
@@ -248,7 +251,10 @@ def bytes_figure(run):
     ax.set_ylabel("MB per invocation")
     ax.set_title(f"N = {dram['size']:,} elements")
     ax.grid(axis="y", alpha=0.3)
-    return figures.finish(fig)
+    return figures.describe(figures.finish(fig), (
+        f"Bar chart at N = {dram['size']:,} elements: for each way of running the chain "
+        f"({', '.join(declared[p].label for p in names)}), the logical bytes read and written beside the DRAM "
+        "bytes read and written that Nsight Compute counted, in MB per invocation."))
 
 
 # --------------------------------------------------------------------------- glued values

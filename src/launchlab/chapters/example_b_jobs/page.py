@@ -170,7 +170,9 @@ def latency_figure(run):
         ax.set_title(f"{case} case")
         ax.set_ylim(bottom=0)
         ax.set_ylabel("µs per invocation")
-    return figures.finish(fig)
+    return figures.describe(figures.finish(fig), (
+        f"Dot plots, one panel per case ({', '.join(cases(run))}): for every variant the event interval per call "
+        "and the host completion of one call in µs from zero, medians with p10–p90 bars."))
 
 
 def timeline_figure(run):
@@ -193,7 +195,10 @@ def timeline_figure(run):
         ax.set_title(f"{label(vid)}, {vid.case} case: early B starts {early}")
         ax.set_ylabel("SM (%smid)")
     axes[-1, 0].set_xlabel("time since the first stage A started (µs)")
-    return figures.finish(fig)
+    return figures.describe(figures.finish(fig), (
+        f"Timelines of {len(drawn)} traced graph replays, one panel each: every job's stage A and stage B as a "
+        "coloured bar on the row of the SM that ran it, against µs since the first stage A started; each panel's "
+        "title counts the B stages that started early."))
 
 
 # --------------------------------------------------------------------------- glued values

@@ -129,7 +129,8 @@ def _target_sentences(s: dict) -> dict:
 
 
 def _dram_values(s: dict) -> dict:
-    values = {}
+    profiled = [shape_label(shape) for shape, entry in s["dram"].items() if entry["contenders"]]
+    values = {"profiled_shapes": listing(profiled) if profiled else "no shape (the counters were not read)"}
     for shape, entry in s["dram"].items():
         values[f"dram_{shape}_status"] = ("read by Nsight Compute" if entry["contenders"] else f"not read: {entry['error']}")
         for name, v in entry["contenders"].items():
@@ -176,20 +177,55 @@ def near_copy_values(s: dict, name: str) -> dict:
     return {f"near_copy_{name}": listing(near), f"far_from_copy_{name}": listing(far)}
 
 
+def _below_copy(ratios) -> list[str]:
+    """"<contender> at <shape> <l2> (<median>, <interval>)" for each (name, shape, l2, ratio) whose whole 95 %
+    interval lies below 1."""
+    return [f"{label(name)} at {shape_label(shape)} {l2} ({ratio_number(r['median'])}, {interval_text(r)})"
+            for name, shape, l2, r in ratios if r is not None and r.get("ci_high") is not None and r["ci_high"] < 1.0]
+
+
 def below_copy_value(s: dict) -> str:
-    """Contenders whose device time was below the copy's, with the whole 95 % interval below 1."""
-    found = []
-    for name in s["contenders"]:
-        for shape in s["shapes"]:
-            for l2 in L2_STATES:
-                ratio = graph_ratio(s, f"{name}_over_copy", shape, l2)
-                if ratio is not None and ratio["ci_high"] < 1.0:
-                    found.append(f"{label(name)} at {shape_label(shape)} {l2} ({ratio_number(ratio['median'])}, "
-                                 f"{interval_text(ratio)})")
-    return listing(found) if found else "no contender at any shape"
+    """A sentence: which contenders' device time was below the copy's with the whole 95 % interval below 1, at
+    the fixed shapes and at the sweep's points (which the sweep figures show), or that none was."""
+    fixed = _below_copy((name, shape, l2, graph_ratio(s, f"{name}_over_copy", shape, l2))
+                        for name in s["contenders"] for shape in s["shapes"] for l2 in L2_STATES)
+    swept = _below_copy((name[:-len("_over_copy")], f"{p['rows']}x{p['cols']}" if "rows" in p else
+                         f"{series}x{p['cols']}", l2, ratio)
+                        for series in ("4096", "128") for p in s.get("sweep", {}).get(series, [])
+                        for name, by_l2 in p.get("ratios", {}).items() if name.endswith("_over_copy")
+                        for l2, ratio in by_l2.items())
+    swept = [text for text in swept if text not in fixed]
+    if not fixed and not swept:
+        return "No contender's device time was below the copy's with the whole 95 % interval below 1, at the fixed " \
+               "shapes or at any point of the sweep."
+    parts = []
+    parts.append(f"At the fixed shapes it was beaten, with the whole 95 % interval below 1, by {listing(fixed)}"
+                 if fixed else "At the fixed shapes no contender beat it with the whole 95 % interval below 1")
+    if swept:
+        parts.append(f"in the sweep, by {listing(swept)}")
+    return "; ".join(parts) + "."
 
 
-def library_faster_value(s: dict, library: str) -> str:
+def libraries_faster_sentence(s: dict) -> str:
+    """One sentence: at which shapes each library's device time was below the fused plain kernel's (median ratio
+    below 1), the libraries faster nowhere named together."""
+    faster, nowhere = [], []
+    for library in LIBRARIES:
+        if library not in s["contenders"]:
+            continue
+        found = library_faster_value(s, library)
+        (nowhere.append(label(library)) if found is None else faster.append(f"{label(library)} at {found}"))
+    parts = []
+    if faster:
+        parts.append(f"A library finished sooner than the fused plain kernel (device time, median ratio below 1): "
+                     f"{'; '.join(faster)}")
+    if nowhere:
+        verb = "was" if len(nowhere) == 1 else "were"
+        parts.append(f"{listing(nowhere)} {verb} slower than the fused plain kernel at every shape, warm and cold")
+    return (". ".join(parts) + ".") if parts else "No library was timed in this run."
+
+
+def library_faster_value(s: dict, library: str) -> str | None:
     """Shapes where a library's device time was below the fused plain kernel's (median ratio below 1)."""
     found = []
     for shape in s["shapes"]:
@@ -197,7 +233,7 @@ def library_faster_value(s: dict, library: str) -> str:
                   if (r := graph_ratio(s, f"{library}_over_fused_plain", shape, l2)) is not None and r["median"] < 1.0]
         if faster:
             found.append(f"{shape_label(shape)} ({', '.join(faster)})")
-    return listing(found) if found else "at no shape"
+    return listing(found) if found else None
 
 
 def sooner_libraries_value(s: dict, shape: str) -> str:
@@ -221,8 +257,7 @@ def finding_values(s: dict) -> dict:
               "below_copy_summary": below_copy_value(s)}
     for name in ("fused_plain", "fused_rms"):
         values.update(near_copy_values(s, name))
-    for library in LIBRARIES:
-        values[f"{library}_faster_summary"] = library_faster_value(s, library)
+    values["libraries_faster_sentence"] = libraries_faster_sentence(s)
     values["sooner_libraries_4096x128"] = sooner_libraries_value(s, "4096x128")
     return values
 

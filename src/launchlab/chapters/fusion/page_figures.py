@@ -21,8 +21,11 @@ def _groups(run) -> list[tuple[str, list[str]]]:
     return groups
 
 
-def _panel_sweeps(run, value_of, ylabel: str, ceiling_of, logy: bool):
-    """A figure with one row per contender group and one column per L2 state; a legend right of each row."""
+def _panel_sweeps(run, value_of, ylabel: str, ceiling_of, logy: bool, bandwidth: bool = False):
+    """A figure with one row per contender group and one column per L2 state; a legend right of each row.
+    bandwidth: `ceiling_of(l2)` is the copy's GB/s per shape, drawn with the device's peak DRAM bandwidth."""
+    import numpy as np
+
     from launchlab.present import figures
 
     s = summaries_of(run)
@@ -33,8 +36,11 @@ def _panel_sweeps(run, value_of, ylabel: str, ceiling_of, logy: bool):
         for column, l2 in enumerate(L2_STATES):
             ax = axes[row, column]
             series = {label(n): [value_of(n, shape, l2) for shape in s["shapes"]] for n in names}
-            figures.sweep(ax, shapes, series, ceiling=ceiling_of(l2), ceiling_label="copy", logy=logy,
-                          ylabel=ylabel if column == 0 else None)
+            figures.sweep(ax, shapes, series, ceiling=None if bandwidth else ceiling_of(l2), ceiling_label="copy",
+                          logy=logy, ylabel=ylabel if column == 0 else None)
+            if bandwidth:
+                figures.bandwidth_references(ax, run.record.device_name, ceiling_of(l2), np.arange(len(shapes)))
+                ax.set_ylim(bottom=0)
             ax.set_title(f"{title}, {l2} L2", fontsize=figures.FONT_PT)
             ax.tick_params(axis="x", labelrotation=35)
             if logy:
@@ -50,7 +56,14 @@ def ratio_figure(run):
     def ratio(name, shape, l2):
         return s["ratios"]["graph"].get(f"{name}_over_copy", {}).get(shape, {}).get(l2)
 
-    return _panel_sweeps(run, ratio, "device time / copy's", lambda l2: 1.0, logy=True)
+    from launchlab.present import figures
+
+    fig = _panel_sweeps(run, ratio, "device time / copy's", lambda l2: 1.0, logy=True)
+    return figures.describe(fig, (
+        f"Line charts, warm L2 left and cold L2 right, of each contender's device time per call over the copy's at "
+        f"the shapes {', '.join(shape_label(x) for x in s['shapes'])}, on a log scale with a dashed line at 1 for the "
+        "copy: the top row shows this book's kernels, the bottom row the libraries beside the fused plain kernel. "
+        "Medians with p10–p90 bands."))
 
 
 def plain_log_ticks(ax) -> None:
@@ -72,7 +85,14 @@ def bandwidth_figure(run):
     def ceiling(l2):
         return [copy.get(shape, {}).get(f"{l2}_gbs", float("nan")) for shape in s["shapes"]]
 
-    return _panel_sweeps(run, gbs, "logical GB/s", ceiling, logy=False)
+    from launchlab.present import figures
+
+    fig = _panel_sweeps(run, gbs, "logical GB/s", ceiling, logy=False, bandwidth=True)
+    return figures.describe(fig, (
+        f"Line charts, warm L2 left and cold L2 right, of each contender's logical bandwidth in GB/s at the shapes "
+        f"{', '.join(shape_label(x) for x in s['shapes'])}, with the measured copy dashed and the GPU's peak DRAM "
+        "bandwidth dotted: the top row shows this book's kernels, the bottom row the libraries beside the fused plain "
+        "kernel."))
 
 
 def bytes_figure(run):
@@ -82,24 +102,30 @@ def bytes_figure(run):
     from launchlab.present import figures
 
     s = summaries_of(run)
-    fig, axes = figures.figure(1, 1, height=3.0, layout="constrained")
-    ax = axes[0, 0]
     entries = [(shape, name, v) for shape, e in s["dram"].items() for name, v in e["contenders"].items()]
+    # One horizontal pair of bars per contender and shape: the labels sit on one line each, left of the bars.
+    fig, axes = figures.figure(1, 1, height=max(2.4, 0.42 * len(entries) + 1.0), layout="constrained")
+    ax = axes[0, 0]
     if not entries:
         errors = "; ".join(f"{shape}: {e['error']}" for shape, e in s["dram"].items()) or "no profile was taken"
         ax.text(0.5, 0.5, f"DRAM counters not read:\n{errors[:300]}", ha="center", va="center", wrap=True)
         ax.set_axis_off()
-        return fig
-    xs = np.arange(len(entries))
+        return figures.describe(fig, f"No bars: the DRAM counters were not read ({errors[:200]}).")
+    ys = np.arange(len(entries))
     read = np.array([v["read_bytes"] / 1e6 for _, _, v in entries])
-    ax.bar(xs - 0.2, [v["logical_bytes"] / 1e6 for _, _, v in entries], 0.4, label="logical",
-           color=figures.COLOURS[0])
-    ax.bar(xs + 0.2, read, 0.4, label="DRAM read", color=figures.COLOURS[1])
-    ax.bar(xs + 0.2, [v["write_bytes"] / 1e6 for _, _, v in entries], 0.4, bottom=read, label="DRAM written",
-           color=figures.COLOURS[2])
-    ax.set_xticks(xs, [f"{label(name)}\n{shape_label(shape)}" for shape, name, _ in entries])
-    ax.set_ylabel("MB per call")
-    ax.grid(axis="y", alpha=0.3)
-    return figures.finish(fig, legend_where="right")
+    ax.barh(ys - 0.2, [v["logical_bytes"] / 1e6 for _, _, v in entries], 0.4, label="logical",
+            color=figures.COLOURS[0])
+    ax.barh(ys + 0.2, read, 0.4, label="DRAM read", color=figures.COLOURS[1])
+    ax.barh(ys + 0.2, [v["write_bytes"] / 1e6 for _, _, v in entries], 0.4, left=read, label="DRAM written",
+            color=figures.COLOURS[2])
+    ax.set_yticks(ys, [f"{label(name)}, {shape_label(shape)}" for shape, name, _ in entries])
+    ax.invert_yaxis()
+    ax.set_xlabel("MB per call")
+    ax.grid(axis="x", alpha=0.3)
+    shapes = list(dict.fromkeys(shape_label(shape) for shape, _, _ in entries))
+    return figures.describe(figures.finish(fig, legend_where="right"), (
+        f"Horizontal bar chart of the bytes of one call at {' and '.join(shapes)} for each profiled kernel: the "
+        "logical bytes the algorithm asks for beside the DRAM bytes read and written that Nsight Compute counted, "
+        "in MB."))
 
 

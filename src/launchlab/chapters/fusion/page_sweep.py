@@ -27,9 +27,11 @@ def sweep_figure(run, series: str):
     for column, l2 in enumerate(L2_STATES):
         copy = [p["device_us"].get("copy", {}).get(l2) for p in points]
         gbs = {label(n): [p["gbs"].get(n, {}).get(l2) for p in points] for n in names}
-        figures.sweep(axes[0, column], xs, gbs, ceiling=[p["gbs"].get("copy", {}).get(l2, np.nan) for p in points],
-                      ceiling_label="copy", ylabel="logical GB/s" if column == 0 else None, band=False,
+        figures.sweep(axes[0, column], xs, gbs, ylabel="logical GB/s" if column == 0 else None, band=False,
                       logx=series == "128")
+        figures.bandwidth_references(axes[0, column], run.record.device_name,
+                                     [p["gbs"].get("copy", {}).get(l2, np.nan) for p in points], xs)
+        axes[0, column].set_ylim(bottom=0)
         ratio = {label(n): [None if c is None or n not in p["device_us"] or l2 not in p["device_us"][n] else
                             p["device_us"][n][l2] / c for p, c in zip(points, copy)] for n in names}
         figures.sweep(axes[1, column], xs, ratio, ceiling=1.0, ceiling_label="copy", logy=True, band=False,
@@ -39,7 +41,10 @@ def sweep_figure(run, series: str):
         if series == "4096":
             axes[1, column].set_xticks([0, 4096, 8192, 12288], ["0", "4096", "8192", "12288"])
         axes[0, column].set_title(f"{SWEEP_SERIES[series]} × N, {l2} L2", fontsize=figures.FONT_PT)
-    return figures.finish(fig, legend_where="right")
+    return figures.describe(figures.finish(fig, legend_where="right"), (
+        f"Line charts over the row length N from {xs[0]:,} to {xs[-1]:,} floats for {SWEEP_SERIES[series]}, warm L2 "
+        "left and cold L2 right: on top each contender's logical bandwidth in GB/s with the measured copy dashed and "
+        "the GPU's peak DRAM bandwidth dotted; below, its device time over the copy's on a log scale, 1 dashed."))
 
 
 def rho_figure(run):
@@ -56,7 +61,9 @@ def rho_figure(run):
                       logx=series == "128", xlabel="row length N (floats)",
                       ylabel="fused RMS / fused plain" if column == 0 else None)
         axes[0, column].set_title(f"{SWEEP_SERIES[series]} × N", fontsize=figures.FONT_PT)
-    return figures.finish(fig, legend_where="right")
+    return figures.describe(figures.finish(fig, legend_where="right"), (
+        "Line charts of the fused RMS kernel's time over the fused plain kernel's, paired per round, against the row "
+        "length N, for 4096 rows (left) and 128 rows (right), warm and cold L2, with a dashed line at 1 (no cost)."))
 
 
 def sweep_targets_table(run):

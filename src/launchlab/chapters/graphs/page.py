@@ -111,7 +111,10 @@ def graph_figure(run):
         title = f"{label(VariantId.parse(graph['graph']))}:\n{graph['nodes']} nodes, {graph['edges']} edges"
         figures.draw_chain(ax, graph["labels"], title)
         ax.title.set_fontsize(figures.FONT_PT)
-    return figures.finish(fig, legend_where=None)
+    described = "; ".join(f"{label(VariantId.parse(g['graph']))}: {g['nodes']} nodes in a chain, "
+                          f"{' then '.join(g['labels'])}" for g in drawn)
+    return figures.describe(figures.finish(fig, legend_where=None),
+                            f"Two captured CUDA graphs drawn as chains of boxes joined by arrows. {described}.")
 
 
 # ---------------------------------------------------------------- set-up
@@ -265,7 +268,11 @@ def per_node_figure(run):
         ax.grid(alpha=0.3, which="both")
         figures.legend(ax, "below", ncols=1)
     axes[0, 0].set_ylabel("µs per launch or per node")
-    return fig
+    return figures.describe(fig, (
+        "Two line charts of the time per launch (stream, C++ loop) or per kernel node (graph) against the number "
+        "of launches per invocation, 1 to 1024 on a logarithmic axis: left, empty kernels on a logarithmic time "
+        "axis; right, back-to-back copies of the 128×8192 row path on a linear one. Each line is a median with a "
+        "p10–p90 band."))
 
 
 def per_node_table(run):
@@ -315,6 +322,7 @@ def page_values(run) -> dict:
     for g in _paths(run):
         values.update(path_values(run.summaries, g))
     values.update(node_values(run))
+    values["stream_pace_sentence"] = stream_pace_sentence(run.summaries)
     return values
 
 
@@ -344,6 +352,17 @@ def path_values(s: dict, g: VariantId) -> dict:
         for (measurement, metric) in TIMING_COLUMNS:
             values[f"{glue_key(vid, True)}_{measurement}_{metric}"] = _sig(m[measurement][metric]["median"])
     return values
+
+
+def stream_pace_sentence(s: dict) -> str:
+    """Who set the pace of every stream batch of the row and tiled paths, one sentence naming each pacer once."""
+    from launchlab.present.glue import pace_sentence
+
+    def batch(vid: VariantId) -> str:
+        path = "row path" if vid.target == "row4" else "tiled path"
+        return f"the {vid.case.replace('x', '×')} {path}'s stream batch"
+
+    return pace_sentence({batch(VariantId.parse(v)): pace["paced_by"] for v, pace in s["pace"].items()})
 
 
 def node_values(run) -> dict:

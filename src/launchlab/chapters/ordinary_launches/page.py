@@ -83,7 +83,10 @@ def timing_figure(run):
     axes[0, 0].set_ylim(bottom=0)
     axes[0, 0].set_ylabel("µs per invocation")
     axes[0, 0].set_xlabel("shape (rows×columns)")
-    return figures.finish(fig)
+    return figures.describe(figures.finish(fig), (
+        f"Dot plot, one cluster per shape ({', '.join(groups)}): the five readings of one row-path invocation in µs "
+        "from zero (host enqueue and host completion of one synchronised call; host enqueue, host completion and "
+        "event interval per call of a batch), each a median with a p10–p90 bar."))
 
 
 def launch_figure(run):
@@ -98,7 +101,9 @@ def launch_figure(run):
                                                "completion": "host completion per launch"}, log=False, legend_where=None)
     axes[0, 0].set_ylabel("µs per launch")
     axes[0, 0].set_ylim(bottom=0)
-    return figures.finish(fig)
+    return figures.describe(figures.finish(fig), (
+        "Dot plot of the host time per launch (enqueue and completion, medians with p10–p90 bars) for "
+        + ", ".join(g.replace(chr(10), " from ") for g in groups) + "."))
 
 
 def timeline_figure(run):
@@ -112,7 +117,10 @@ def timeline_figure(run):
         end = [np.array([s[2] for s in spans[name]]) for name in ROW_KERNELS]
         figures.block_timeline(ax, start, end, sm, ROW_KERNELS, f"{shape}: each SM's span of K1–K4",
                                legend_where=None)
-    return figures.finish(fig)
+    return figures.describe(figures.finish(fig), (
+        f"Timelines of one traced invocation at each of {', '.join(shapes)}: for every SM a row of coloured bars, "
+        "one colour per kernel K1 to K4, from its first block's start to its last block's end; white space is "
+        "time when no block of the path ran."))
 
 
 def page_values(run) -> dict:
@@ -151,7 +159,13 @@ def pace_values(run) -> dict:
         values[f"event_over_enqueue_{shape}"] = f"{pace['event_over_enqueue']:.2f}"
         values[f"single_vs_batch_enqueue_{shape}"] = pace["single_vs_batch_enqueue"]
         values[f"single_over_batch_enqueue_{shape}"] = f"{pace['single_over_batch_enqueue']:.2f}"
+    from launchlab.present.glue import pace_sentence
+
+    row_batches = {}
     for variant, pace in run.summaries["launch_pace"].items():
         vid = VariantId.parse(variant)
         values[f"launch_{vid.submission}_{vid.target}_pace"] = pace["paced_by"]
+        if vid.target != "empty":
+            row_batches[f"the {'Python' if vid.submission == 'stream' else 'C++ loop'} batch"] = pace["paced_by"]
+    values["launch_row4_pace_sentence"] = pace_sentence(row_batches)
     return values
