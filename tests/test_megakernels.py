@@ -22,6 +22,8 @@ from launchlab.store.record import RecordError, RunRecord
 from megakernel_simulation import (COLD_EXTRA_NS, COSTS, IDENTITY, SM_COUNT, FakeState, execute_simulated,  # noqa: F401
                                    fake_sanitize, fake_trace, simulated_gpu)
 
+ARCH = "sm_90"  # the H200 of the book's runs
+
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -389,7 +391,7 @@ def test_notebook_is_thin_and_its_parameters_are_the_declared_defaults():
 def test_megakernel_builds_have_no_spills_or_local_memory(traced):
     from launchlab.gpu import build
 
-    report = build.nvcc_report("megakernel", {"LAUNCHLAB_TRACE": None} if traced else None)
+    report = build.nvcc_report("megakernel", {"LAUNCHLAB_TRACE": None} if traced else None, arch=ARCH)
     assert set(report["resources"]) == {"coop_phases", "queue_persistent"}
     for kernel, resources in report["resources"].items():
         assert resources["spill_stores"] == resources["spill_loads"] == resources["local_bytes"] == 0, (kernel, resources)
