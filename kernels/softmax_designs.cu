@@ -28,6 +28,7 @@
 #include <cooperative_groups.h>
 
 #include "row_helpers.cuh"
+#include "arch.cuh"
 
 namespace cg = cooperative_groups;
 
@@ -227,6 +228,7 @@ __device__ __forceinline__ void slice_from_registers(const Row& r, int begin, in
 }
 
 // ---------------------------------------------------------------- cluster: a cluster of blocks per row
+#if SM90_FEATURES
 // docs:begin cluster-row
 template <bool RMS>
 __device__ __forceinline__ void cluster_row(const float* __restrict__ x, float* __restrict__ y, int cols) {
@@ -285,7 +287,12 @@ extern "C" __global__ void __cluster_dims__(CLUSTER, 1, 1) __launch_bounds__(BLO
 cluster_softmax(const float* __restrict__ x, float* __restrict__ y, int cols) {
     cluster_row<false>(x, y, cols);
 }
-#endif
+#endif  // EMITS(2)
+#elif EMITS(2)
+// Below compute capability 9.0 there are no clusters: the kernels exist (arch.cuh says why) and trap.
+extern "C" __global__ void __launch_bounds__(BLOCK) cluster_rms_softmax(const float* x, float* y, int cols) { __trap(); }
+extern "C" __global__ void __launch_bounds__(BLOCK) cluster_softmax(const float* x, float* y, int cols) { __trap(); }
+#endif  // SM90_FEATURES
 
 // ---------------------------------------------------------------- split: pieces of a row over the grid
 // Streamed piece: a running max and sum per thread, rescaled when the max grows, combined over the block.

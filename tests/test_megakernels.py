@@ -89,6 +89,10 @@ def test_design_facts_and_names():
     assert declared.label("queue_wps2.ragged.graph") == "task queue, graph, 2 blocks/SM"
     assert DESIGN["cluster"].requires.missing({"compute_capability": "8.0"}).startswith("needs compute capability 9.0")
     assert DESIGN["tiled3"].requires.missing({"compute_capability": "8.0"}) is None
+    # below 9.0 only the clusters and the PDL launches are missing (kernels/arch.cuh compiles griddepcontrol out)
+    for capability, missing in (("8.0", {"pdl3", "tiled2_pdl", "cluster"}), ("8.9", {"pdl3", "tiled2_pdl", "cluster"}),
+                                ("9.0", set()), ("10.0", set())):
+        assert {name for name, d in DESIGN.items() if d.requires.missing({"compute_capability": capability})} == missing
     with pytest.raises(ValueError, match="traced design needs a schedule"):
         dataclasses.replace(DESIGN["fused_row"], outputs=declared.MAIN_OUTPUTS)
 
@@ -257,12 +261,15 @@ def test_a_new_design_row_reaches_every_output(simulated_gpu, tmp_path, monkeypa
 def test_a_design_the_gpu_cannot_run_is_skipped_with_its_reason(simulated_gpu, tmp_path, monkeypatch):
     monkeypatch.setattr(FakeState, "identity", staticmethod(lambda: {**IDENTITY, "compute_capability": "8.0"}))
     parameters = declared.CHAPTER.parse_parameters({"tiled_cases": "ragged", "sweep_workers_per_sm": "",
-                                                    "designs": "cluster,fused_row"})
+                                                    "designs": "cluster,fused_row,pdl3,tiled2,depend"})
     run = analysis.open_run(execute_simulated(tmp_path, simulated_gpu, parameters))
     skipped = run.record.details["skipped_variants"]
-    assert set(skipped) == {"cluster.ragged.stream", "cluster.ragged.graph"}
+    assert set(skipped) == {f"{name}.ragged.{submission}" for name in ("cluster", "pdl3", "tiled2_pdl")
+                            for submission in ("stream", "graph")}
     assert "thread-block clusters" in skipped["cluster.ragged.graph"]
+    assert "programmatic dependent launch" in skipped["pdl3.ragged.graph"]
     assert "cluster.ragged.graph" not in run.summaries["timing"] and "fused_row.ragged.graph" in run.summaries["timing"]
+    assert {"pdl3_off.ragged.graph", "tiled2.ragged.graph", "depend.ragged.graph"} <= set(run.summaries["timing"])
     assert analysis.analyze(run.path) == []
 
 
