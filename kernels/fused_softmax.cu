@@ -5,19 +5,15 @@
 // four-kernel row path (kernels/row_softmax.cu). Only a row too long for registers and for
 // the dynamic shared memory it was given reads x a second time (normally from L2).
 //
-// The row is walked in 16-byte chunks aligned in memory, so every load and store of a chunk
-// that lies wholly inside the row is one 16-byte access whatever cols % 4 is. Chunk c covers
-// row elements 4c - lead .. 4c - lead + 3, where lead (0-3) counts the elements of the first
-// chunk that belong to the row before; the at most two chunks that straddle a row's ends are
-// read and written lane by lane, with -inf standing for a missing element (exp(-inf) = 0).
-// x and y must have the same address modulo 16 (the launcher checks it).
+// The row is walked in 16-byte chunks aligned in memory (row_helpers.cuh): a chunk that lies wholly
+// inside the row is one 16-byte access whatever cols % 4 is. x and y must have the same address modulo 16.
 //
 // Where a row lives while it is reduced is decided per block from the kernel's own parameters:
 //   registers  chunks <= REG_CHUNKS * BLOCK: each thread holds its chunks in a float4[REG_CHUNKS];
 //   shared     else if 16 * chunks <= the dynamic shared memory of the launch: the row is kept in
 //              shared memory (each thread reads back only the chunks it stored: no extra barrier);
 //   streamed   else: one pass keeps an online max and sum, a second pass reads x again.
-#include "common.cuh"
+#include "row_helpers.cuh"
 
 #ifndef REG_CHUNKS
 #define REG_CHUNKS 4  // 16-byte chunks per thread held in registers
@@ -29,86 +25,9 @@
 #define MIN_BLOCKS 1  // resident blocks per SM the register allocation must allow
 #endif
 
-#define LOG2E 1.4426950408889634f
-
-// exp(v - m) as 2^((v - m) log2 e) on the special-function unit: one multiply and one MUFU.EX2
-// (relative error about 2^-22, far inside the oracle's 1e-4); exp(-inf) = +0.
-__device__ __forceinline__ float exp_shifted(float v, float m) {
-    float r;
-    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"((v - m) * LOG2E));
-    return r;
-}
-
-__device__ __forceinline__ unsigned int dynamic_shared_bytes() {
-    unsigned int bytes;
-    asm("mov.u32 %0, %%dynamic_smem_size;" : "=r"(bytes));
-    return bytes;
-}
-
-struct Row {
-    const float* x;  // x of this row, moved back to a 16-byte boundary: chunk c is x[4c .. 4c + 3]
-    float* y;        // the same for y
-    int lead;        // elements before the row in chunk 0 (0-3)
-    int cols;
-    int chunks;      // chunks holding at least one element of the row
-};
-
 __device__ __forceinline__ Row row_of(const float* x, float* y, int cols) {
-    const size_t start = (size_t)blockIdx.x * (size_t)cols;
-    Row r;
-    r.lead = (int)((reinterpret_cast<unsigned long long>(x + start) >> 2) & 3ull);
-    r.x = x + start - r.lead;
-    r.y = y + start - r.lead;
-    r.cols = cols;
-    r.chunks = (r.lead + cols + 3) >> 2;
-    return r;
+    return row_from(x, y, (size_t)blockIdx.x * (size_t)cols, cols);
 }
-
-__device__ __forceinline__ float4 neg_inf4() { return make_float4(NEG_INF, NEG_INF, NEG_INF, NEG_INF); }
-
-// One lane of a straddling chunk: the element if it belongs to the row, else -inf.
-__device__ __forceinline__ float load_lane(const Row& r, int c, int k) {
-    const int j = 4 * c - r.lead + k;
-    return (j >= 0 && j < r.cols) ? __ldg(r.x + 4 * c + k) : NEG_INF;
-}
-
-__device__ __forceinline__ void store_lane(const Row& r, int c, int k, float v) {
-    const int j = 4 * c - r.lead + k;
-    if (j >= 0 && j < r.cols) r.y[4 * c + k] = v;
-}
-
-__device__ __forceinline__ bool whole_chunk(const Row& r, int c) {
-    const int first = 4 * c - r.lead;  // row index of the chunk's first lane
-    return first >= 0 && first + 4 <= r.cols;
-}
-
-__device__ __forceinline__ float4 load_chunk(const Row& r, int c) {
-    if (whole_chunk(r, c)) return __ldg(reinterpret_cast<const float4*>(r.x) + c);
-    return make_float4(load_lane(r, c, 0), load_lane(r, c, 1), load_lane(r, c, 2), load_lane(r, c, 3));
-}
-
-__device__ __forceinline__ void store_chunk(const Row& r, int c, float4 v) {
-    if (whole_chunk(r, c)) {
-        reinterpret_cast<float4*>(r.y)[c] = v;
-        return;
-    }
-    store_lane(r, c, 0, v.x);
-    store_lane(r, c, 1, v.y);
-    store_lane(r, c, 2, v.z);
-    store_lane(r, c, 3, v.w);
-}
-
-__device__ __forceinline__ float max4(float4 v) { return fmaxf(fmaxf(v.x, v.y), fmaxf(v.z, v.w)); }
-__device__ __forceinline__ float sum4(float4 v) { return (v.x + v.y) + (v.z + v.w); }
-// Sum of squares of the lanes that belong to the row (a missing lane holds -inf; x is finite).
-__device__ __forceinline__ float squares4(float4 v) {
-    return (v.x > NEG_INF ? v.x * v.x : 0.0f) + (v.y > NEG_INF ? v.y * v.y : 0.0f) +
-           (v.z > NEG_INF ? v.z * v.z : 0.0f) + (v.w > NEG_INF ? v.w * v.w : 0.0f);
-}
-__device__ __forceinline__ float4 exp4(float4 v, float m) {
-    return make_float4(exp_shifted(v.x, m), exp_shifted(v.y, m), exp_shifted(v.z, m), exp_shifted(v.w, m));
-}
-__device__ __forceinline__ float4 scale4(float4 v, float s) { return make_float4(v.x * s, v.y * s, v.z * s, v.w * s); }
 
 // Reductions over the block (common.cuh); a block of one warp needs neither shared memory nor
 // a barrier, which matters for short rows, where these latencies are most of a block's life.
@@ -267,22 +186,12 @@ fused_softmax(const float* __restrict__ x, float* __restrict__ y, int cols) {
 // on a Row built from them (the same tier conditions, the same dynamic shared memory rule).
 // Compiled only with -DFUSED_PACKED (chapter 4's build), so chapter 3's builds stay as they were.
 #ifdef FUSED_PACKED
-__device__ __forceinline__ Row packed_row_of(const float* x, float* y, int start, int cols) {
-    Row r;
-    r.lead = (int)((reinterpret_cast<unsigned long long>(x + start) >> 2) & 3ull);
-    r.x = x + start - r.lead;
-    r.y = y + start - r.lead;
-    r.cols = cols;
-    r.chunks = (r.lead + cols + 3) >> 2;
-    return r;
-}
-
 extern "C" __global__ void __launch_bounds__(BLOCK, MIN_BLOCKS)
 fused_rms_softmax_packed(const float* __restrict__ x, float* __restrict__ y, const int* __restrict__ row_offsets) {
     __shared__ float scratch[32];
     extern __shared__ float4 row_cache[];
     const int start = row_offsets[blockIdx.x];
-    const Row r = packed_row_of(x, y, start, row_offsets[blockIdx.x + 1] - start);
+    const Row r = row_from(x, y, start, row_offsets[blockIdx.x + 1] - start);
     if (r.chunks <= REG_CHUNKS * BLOCK) {
         row_in_registers<true>(r, scratch);
     } else if (16u * (unsigned int)r.chunks <= dynamic_shared_bytes()) {

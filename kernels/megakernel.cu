@@ -31,10 +31,11 @@
 //   per task fetch would add an L2 round trip to every task.)
 #include <cooperative_groups.h>
 #include "tiled.cuh"
+#include "arch.cuh"
 
 // Both builds (timed and traced) must fit the same number of resident blocks per SM, so that
 // a trace shows the timed kernel's worker count: ask ptxas for a full SM of BLOCK-thread blocks.
-#define RESIDENT_BLOCKS (2048 / BLOCK)
+#define RESIDENT_BLOCKS (SM_THREADS / BLOCK)
 
 // The device clock, in every build (common.cuh's global_timer_ns exists only when tracing).
 __device__ __forceinline__ unsigned long long deadline_clock_ns() {

@@ -19,19 +19,22 @@
 //    shared memory; x stays in shared memory between the statistics and the output pass.
 //
 // Without PDL (plain launches) griddepcontrol.wait returns at once and launch_dependents does
-// nothing, so designs 1 and 2 also run as ordinary launches.
+// nothing, so designs 1 and 2 also run as ordinary launches. Below compute capability 9.0 the
+// instructions are compiled out and cluster_rows only traps (arch.cuh): designs 1 to 3 run there
+// as ordinary launches, design 4 does not run.
 //
 // Task numbers (the host models in launchlab/model/design_schedules.py use the same):
 //   A tile t -> t,   B row r -> tiles + r,   C tile t -> tiles + rows + t
 // (cluster_rows: tiles are its chunks, one per block).
 #include <cooperative_groups.h>
 #include "tiled.cuh"
+#include "arch.cuh"
 
 namespace cg = cooperative_groups;
 
 // Both builds (timed and traced) must fit the same resident blocks per SM: ask ptxas for a full
 // SM of BLOCK-thread blocks (the persistent grid is sized from the occupancy API).
-#define RESIDENT_BLOCKS (2048 / BLOCK)
+#define RESIDENT_BLOCKS (SM_THREADS / BLOCK)
 #define VALUES_PER_THREAD (TILE / BLOCK)  // one tile held in registers
 static_assert(TILE % BLOCK == 0, "a tile must split evenly over the block's threads");
 #define ERROR_WORDS 4                     // {code, task, seen, needed}
@@ -44,9 +47,14 @@ __device__ __forceinline__ unsigned long long now_ns() {
     return t;
 }
 
-// Programmatic dependent launch (PTX ISA 7.8, sm_90).
+// Programmatic dependent launch (compute capability 9.0; nothing below it, arch.cuh says why).
+#if SM90_FEATURES
 __device__ __forceinline__ void wait_for_producer_grid() { asm volatile("griddepcontrol.wait;" ::: "memory"); }
 __device__ __forceinline__ void allow_dependent_launch() { asm volatile("griddepcontrol.launch_dependents;" ::: "memory"); }
+#else
+__device__ __forceinline__ void wait_for_producer_grid() {}
+__device__ __forceinline__ void allow_dependent_launch() {}
+#endif
 
 // Task timeline probe: with -DLAUNCHLAB_TRACE, thread 0 writes TASK_WORDS words at
 // trace_records[TASK_WORDS * task]: taken (block or worker reached the task), start (its inputs
@@ -362,10 +370,12 @@ extern "C" __global__ void __launch_bounds__(BLOCK, RESIDENT_BLOCKS)
 // docs:end dependency-persistent
 
 // ------------------------------------------------------------------ 4: one thread-block cluster per row
+#if SM90_FEATURES
 __device__ __forceinline__ void cluster_arrive_release() {
     asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory");
 }
 __device__ __forceinline__ void cluster_wait_acquire() { asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory"); }
+#endif  // SM90_FEATURES
 
 // Launch with cluster dimension K (1..16): cluster c = blocks [c K, c K + K) handles row
 // class_rows[c]; block `rank` covers [rank * chunk, (rank + 1) * chunk) of the row, chunk =
@@ -375,10 +385,11 @@ __device__ __forceinline__ void cluster_wait_acquire() { asm volatile("barrier.c
 // this kernel, chained with PDL on the host: each lets the next launch at once and waits for its
 // predecessor only at its very end, so that its completion implies theirs.
 // Traced: A = block statistics, B = the combine of rank 0, C = the output pass; chunk numbers
-// row_first_chunk[r] + rank, tasks as above with `chunks` tiles.
+// row_first_chunk[r] + rank, tasks as above with `chunks` tiles. Below 9.0 the kernel only traps.
 extern "C" __global__ void __launch_bounds__(BLOCK) cluster_rows(TILED_PROBLEM_PARAMS, const int* __restrict__ class_rows,
                                                                  const int* __restrict__ row_first_chunk, int rows,
                                                                  int chunks, int cache_elements) {
+#if SM90_FEATURES
     extern __shared__ float cached[];
     __shared__ float scratch[32];
     __shared__ float partial[3];  // this block's (q, m, z), read by the whole cluster
@@ -441,4 +452,7 @@ extern "C" __global__ void __launch_bounds__(BLOCK) cluster_rows(TILED_PROBLEM_P
 #endif
     cluster_wait_acquire();   // no block leaves while another may still read its partial
     wait_for_producer_grid(); // PDL-chained class launches: complete only after the previous one
+#else
+    __trap();  // no clusters below compute capability 9.0 (arch.cuh)
+#endif
 }

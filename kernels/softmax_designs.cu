@@ -23,13 +23,12 @@
 //            releases the others, which wait on a per-row generation counter; then every block writes
 //            its piece of y (from shared memory, or by reading x again).
 //
-// Rows are walked in 16-byte chunks aligned in memory (as kernels/fused_softmax.cu): chunk c covers row
-// elements 4c - lead .. 4c - lead + 3, where lead (0-3) counts the elements of chunk 0 that belong to
-// the row before; the at most two chunks straddling a row's ends are read and written lane by lane,
-// with -inf standing for a missing element. x and y must have the same address modulo 16.
+// Rows are walked in 16-byte chunks aligned in memory (row_helpers.cuh): chunk c covers row elements
+// 4c - lead .. 4c - lead + 3, -inf standing for a missing element. x and y must have the same address modulo 16.
 #include <cooperative_groups.h>
 
-#include "common.cuh"
+#include "row_helpers.cuh"
+#include "arch.cuh"
 
 namespace cg = cooperative_groups;
 
@@ -59,87 +58,11 @@ static_assert(LANES >= 1 && LANES <= 32 && (LANES & (LANES - 1)) == 0, "LANES is
 static_assert(CLUSTER >= 1 && CLUSTER <= 16, "a cluster holds at most 16 blocks");
 static_assert(BLOCK % 32 == 0, "whole warps");
 
-#define LOG2E 1.4426950408889634f
 #define FULL_MASK 0xffffffffu
 
-// exp(v - m) as 2^((v - m) log2 e) on the special-function unit (relative error about 2^-22);
-// exp(-inf - m) = +0 for finite m. Never called with m = -inf (callers guard empty pieces).
-__device__ __forceinline__ float exp_shifted(float v, float m) {
-    float r;
-    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"((v - m) * LOG2E));
-    return r;
-}
-
-__device__ __forceinline__ unsigned int dynamic_shared_bytes() {
-    unsigned int bytes;
-    asm("mov.u32 %0, %%dynamic_smem_size;" : "=r"(bytes));
-    return bytes;
-}
-
-// ---------------------------------------------------------------- rows as aligned 16-byte chunks
-struct Row {
-    const float* x;  // x of this row moved back to a 16-byte boundary: chunk c is x[4c .. 4c + 3]
-    float* y;
-    int lead;        // elements before the row in chunk 0 (0-3)
-    int cols;
-    int chunks;      // chunks holding at least one element of the row
-};
-
 __device__ __forceinline__ Row row_at(const float* x, float* y, long long row, int cols) {
-    const size_t start = (size_t)row * (size_t)cols;
-    Row r;
-    r.lead = (int)((reinterpret_cast<unsigned long long>(x + start) >> 2) & 3ull);
-    r.x = x + start - r.lead;
-    r.y = y + start - r.lead;
-    r.cols = cols;
-    r.chunks = (r.lead + cols + 3) >> 2;
-    return r;
+    return row_from(x, y, (size_t)row * (size_t)cols, cols);
 }
-
-__device__ __forceinline__ float4 neg_inf4() { return make_float4(NEG_INF, NEG_INF, NEG_INF, NEG_INF); }
-
-__device__ __forceinline__ bool whole_chunk(const Row& r, int c) {
-    const int first = 4 * c - r.lead;
-    return first >= 0 && first + 4 <= r.cols;
-}
-
-__device__ __forceinline__ float load_lane(const Row& r, int c, int k) {
-    const int j = 4 * c - r.lead + k;
-    return (j >= 0 && j < r.cols) ? __ldg(r.x + 4 * c + k) : NEG_INF;
-}
-
-__device__ __forceinline__ void store_lane(const Row& r, int c, int k, float v) {
-    const int j = 4 * c - r.lead + k;
-    if (j >= 0 && j < r.cols) r.y[4 * c + k] = v;
-}
-
-__device__ __forceinline__ float4 load_chunk(const Row& r, int c) {
-    if (whole_chunk(r, c)) return __ldg(reinterpret_cast<const float4*>(r.x) + c);
-    return make_float4(load_lane(r, c, 0), load_lane(r, c, 1), load_lane(r, c, 2), load_lane(r, c, 3));
-}
-
-__device__ __forceinline__ void store_chunk(const Row& r, int c, float4 v) {
-    if (whole_chunk(r, c)) {
-        reinterpret_cast<float4*>(r.y)[c] = v;
-        return;
-    }
-    store_lane(r, c, 0, v.x);
-    store_lane(r, c, 1, v.y);
-    store_lane(r, c, 2, v.z);
-    store_lane(r, c, 3, v.w);
-}
-
-__device__ __forceinline__ float max4(float4 v) { return fmaxf(fmaxf(v.x, v.y), fmaxf(v.z, v.w)); }
-__device__ __forceinline__ float sum4(float4 v) { return (v.x + v.y) + (v.z + v.w); }
-// Sum of squares of the lanes that belong to the row (a missing lane holds -inf; x is finite).
-__device__ __forceinline__ float squares4(float4 v) {
-    return (v.x > NEG_INF ? v.x * v.x : 0.0f) + (v.y > NEG_INF ? v.y * v.y : 0.0f) +
-           (v.z > NEG_INF ? v.z * v.z : 0.0f) + (v.w > NEG_INF ? v.w * v.w : 0.0f);
-}
-__device__ __forceinline__ float4 exp4(float4 v, float m) {
-    return make_float4(exp_shifted(v.x, m), exp_shifted(v.y, m), exp_shifted(v.z, m), exp_shifted(v.w, m));
-}
-__device__ __forceinline__ float4 scale4(float4 v, float s) { return make_float4(v.x * s, v.y * s, v.z * s, v.w * s); }
 
 // A sum of exp(x - from) re-expressed against the larger maximum `to`; an empty part (from = -inf,
 // sum 0) contributes 0 rather than 0 * exp(NaN).
@@ -305,6 +228,7 @@ __device__ __forceinline__ void slice_from_registers(const Row& r, int begin, in
 }
 
 // ---------------------------------------------------------------- cluster: a cluster of blocks per row
+#if SM90_FEATURES
 // docs:begin cluster-row
 template <bool RMS>
 __device__ __forceinline__ void cluster_row(const float* __restrict__ x, float* __restrict__ y, int cols) {
@@ -363,7 +287,12 @@ extern "C" __global__ void __cluster_dims__(CLUSTER, 1, 1) __launch_bounds__(BLO
 cluster_softmax(const float* __restrict__ x, float* __restrict__ y, int cols) {
     cluster_row<false>(x, y, cols);
 }
-#endif
+#endif  // EMITS(2)
+#elif EMITS(2)
+// Below compute capability 9.0 there are no clusters: the kernels exist (arch.cuh says why) and trap.
+extern "C" __global__ void __launch_bounds__(BLOCK) cluster_rms_softmax(const float* x, float* y, int cols) { __trap(); }
+extern "C" __global__ void __launch_bounds__(BLOCK) cluster_softmax(const float* x, float* y, int cols) { __trap(); }
+#endif  // SM90_FEATURES
 
 // ---------------------------------------------------------------- split: pieces of a row over the grid
 // Streamed piece: a running max and sum per thread, rescaled when the max grows, combined over the block.

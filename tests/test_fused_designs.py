@@ -16,12 +16,15 @@ from launchlab.gpu import build
 from launchlab.model import fused_policy as designs
 from launchlab.model import workloads
 
+ARCH = "sm_90"  # the H200 of the book's runs
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
 import sweep_fused_designs  # noqa: E402
 
 from test_gpu_fused_designs import POLICY_SHAPES, forced_configurations  # noqa: E402
 
-H200 = {"sm_count": 132, "shared_bytes_per_block_optin": 232448, "shared_bytes_per_sm": 233472}
+H200 = {"sm_count": 132, "compute_capability": "9.0", "shared_bytes_per_block_optin": 232448,
+        "shared_bytes_per_sm": 233472}
 SMS = H200["sm_count"]
 NVCC = shutil.which("nvcc")
 KERNELS_OF_DESIGN = {number: sorted(designs.KERNELS[design].values()) for design, number in designs.DESIGN_DEFINE.items()}
@@ -34,7 +37,7 @@ SHAPES = sorted(set(workloads.FUSION_SHAPES) | set(fusion.all_shapes(fusion.Para
 
 def policy_defines(rows, cols, sm_count=SMS):
     """(design, defines) the policy picks for a shape; defines None for the row kernel (kernels/fused_softmax.cu)."""
-    design = designs.design_for(rows, cols, sm_count)
+    design = designs.design_for(rows, cols, sm_count, H200["compute_capability"])
     return design, (None if design == "row" else designs.design_defines(design, rows, cols, sm_count))
 
 
@@ -57,7 +60,7 @@ def ptxas(defines: dict, directory: Path) -> dict:
     """nvcc -cubin -Xptxas -v of the expanded source with the house options: ptxas's resources."""
     source = directory / f"{designs.FAMILY}_{abs(hash(tuple(sorted(defines.items()))))}.cu"
     source.write_text(build.expand_source(build.KERNEL_DIR / f"{designs.FAMILY}.cu"))
-    result = subprocess.run([NVCC, *build.compile_options(defines), "-cubin", "-Xptxas", "-v",
+    result = subprocess.run([NVCC, *build.compile_options(defines, arch=ARCH), "-cubin", "-Xptxas", "-v",
                              "-o", str(source.with_suffix(".cubin")), str(source)], capture_output=True, text=True)
     assert result.returncode == 0, f"nvcc failed for {defines}:\n{result.stderr}"
     return build.parse_ptxas(result.stderr)
@@ -98,15 +101,15 @@ def test_cluster_kernels_carry_their_cluster_dims(tmp_path, width):
     source = tmp_path / "designs.cu"
     source.write_text(build.expand_source(build.KERNEL_DIR / f"{designs.FAMILY}.cu"))
     ptx = tmp_path / "designs.ptx"
-    subprocess.run([NVCC, *build.compile_options({"CLUSTER": width, "DESIGN": 2}), "-ptx", "-o", str(ptx), str(source)],
+    subprocess.run([NVCC, *build.compile_options({"CLUSTER": width, "DESIGN": 2}, arch=ARCH), "-ptx", "-o", str(ptx), str(source)],
                    check=True, capture_output=True)
     text = ptx.read_text()
     assert text.count(f".reqnctapercluster {width}, 1, 1") == 2  # the two cluster kernels, no others
 
 
 # ---------------------------------------------------------------- the launch policy
-def design_of(rows, cols, sm_count=SMS):
-    return designs.design_for(rows, cols, sm_count)
+def design_of(rows, cols, sm_count=SMS, capability=(9, 0)):
+    return designs.design_for(rows, cols, sm_count, capability)
 
 
 def test_policy_on_the_fusion_shapes():
@@ -230,7 +233,7 @@ def test_split_configuration_does_not_depend_on_the_shape():
 def test_policy_rejects_empty_shapes():
     for shape in [(0, 4), (4, 0), (-1, 4)]:
         with pytest.raises(ValueError, match="empty"):
-            designs.design_for(*shape, SMS)
+            designs.design_for(*shape, SMS, (9, 0))
 
 
 def test_split_pieces_keep_every_piece_of_a_step_resident():
@@ -282,3 +285,41 @@ def test_sanitizer_cases_cover_every_design_and_place():
     assert places == {("narrow", None), ("row", "registers"), ("row", "registers, few rows"), ("row", "shared"),
                       ("row", "streamed"),
                       ("cluster", "registers"), ("cluster", "shared"), ("split", None)}
+
+
+# ---------------------------------------------------------------- the policy below compute capability 9.0
+A100 = {"sm_count": 108, "compute_capability": "8.0", "shared_bytes_per_block_optin": 166912}
+L40S = {"sm_count": 142, "compute_capability": "8.9", "shared_bytes_per_block_optin": 101376}
+B200 = {"sm_count": 148, "compute_capability": "10.0", "shared_bytes_per_block_optin": 232448}
+
+
+@pytest.mark.parametrize("gpu", [A100, L40S], ids=["sm_80", "sm_89"])
+def test_without_clusters_the_cluster_shapes_go_to_the_split_design(gpu):
+    """Below 9.0 every shape the preferred policy gives a cluster runs the split design, with the reason in its
+    plan; every other shape keeps its design (and no fallback note)."""
+    sms = gpu["sm_count"]
+    clustered = [(rows, cols) for rows, cols in SHAPES if designs.preferred_design(rows, cols, sms) == "cluster"]
+    assert clustered  # the sweep's 128-row series reaches the cluster shapes on these SM counts too
+    for rows, cols in SHAPES:
+        preferred = designs.preferred_design(rows, cols, sms)
+        plan = fusion.fused_plan(rows, cols, gpu)
+        if preferred == "cluster":
+            assert plan["design"] == "split" and plan["defines"] == designs.split_config(rows, cols, sms)
+            assert plan["fallback"] == (f"cluster needs thread-block clusters (compute capability 9.0); this GPU "
+                                        f"has {gpu['compute_capability']}: split instead")
+        else:
+            assert plan["design"] == preferred and "fallback" not in plan, (rows, cols, plan)
+
+
+@pytest.mark.parametrize("gpu", [H200, B200], ids=["sm_90", "sm_100"])
+def test_with_clusters_the_preferred_design_runs(gpu):
+    for rows, cols in SHAPES:
+        plan = fusion.fused_plan(rows, cols, gpu)
+        assert plan["design"] == designs.preferred_design(rows, cols, gpu["sm_count"]) and "fallback" not in plan
+
+
+def test_capability_reads_text_and_pairs():
+    assert designs.capability("9.0") == designs.capability((9, 0)) == (9, 0)
+    assert designs.capability("10.0") > designs.capability("9.0") > designs.capability("8.9")
+    assert design_of(1, designs.CLUSTER_MIN_COLS, capability="8.6") == "split"
+    assert design_of(1, designs.CLUSTER_MIN_COLS, capability="12.0") == "cluster"

@@ -18,7 +18,7 @@ from launchlab.model import fused_policy, oracles, workloads
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 TOOL = REPO_ROOT / "tools/sweep_fused_designs.py"
-H200 = {"sm_count": 132, "shared_bytes_per_block_optin": 232448}
+H200 = {"sm_count": 132, "compute_capability": "9.0", "shared_bytes_per_block_optin": 232448}
 MIB = 2**20
 
 
@@ -105,7 +105,7 @@ def test_fused_plans_cover_all_shapes_in_order_by_the_declared_policy():
     for shape, plan in plans.items():
         rows, cols = workloads.parse_shapes(shape)[0]
         assert plan == fusion.fused_plan(rows, cols, H200)
-        assert plan["design"] == fused_policy.design_for(rows, cols, H200["sm_count"]), shape
+        assert plan["design"] == fused_policy.design_for(rows, cols, H200["sm_count"], H200["compute_capability"]), shape
     assert {plan["design"] for plan in plans.values()} == {"narrow", "row", "cluster", "split"}
 
 
@@ -289,7 +289,7 @@ POLICY_PICKS = [(4096, 128, "narrow", "narrow-b128-l32-r1"), (4096, 4096, "row",
 
 @pytest.mark.parametrize("rows, cols, design, label", POLICY_PICKS)
 def test_candidates_put_the_policy_pick_first(tool, rows, cols, design, label):
-    assert fused_policy.design_for(rows, cols, H200["sm_count"]) == design   # what the policy says for the shape
+    assert fused_policy.design_for(rows, cols, H200["sm_count"], H200["compute_capability"]) == design   # what the policy says for the shape
     found = tool.candidates(rows, cols, H200)
     assert found[0] == (fusion.fused_plan(rows, cols, H200), {})
     assert tool.tag(*found[0]) == label

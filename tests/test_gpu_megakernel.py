@@ -191,10 +191,13 @@ def test_every_chapter_design_matches_the_oracle_and_its_graph_edges(backend, ro
     from launchlab.chapters.megakernels import megakernel_designs as designs
     from launchlab.chapters.megakernels import persistent
 
+    from launchlab.gpu.device import identity
+
     lengths = LENGTH_SETS[rows]
+    runnable = [d for d in DESIGN.values() if d.requires.missing(identity()) is None]  # as the run skips the others
     made = targets.case_variants(all_design_modules(), "rows", 0, [], backend.stream, lengths=lengths,
-                                 designs=list(DESIGN.values()))
-    assert {v.target for v in made} == set(DESIGN)
+                                 designs=runnable)
+    assert {v.target for v in made} == {d.name for d in runnable}
     for index in range(2):
         values = workloads.packed_fixture(FRESH_SEED, 10 + index, lengths)
         for vid, variant in made.items():

@@ -15,6 +15,8 @@ from launchlab.chapters.megakernels.schedules import Deadlock, TaskGraph, Trace
 from launchlab.gpu import build
 from launchlab.model import workloads
 
+ARCH = "sm_90"  # the H200 of the book's runs
+
 FAMILY = "megakernel_designs"
 KERNELS = ("pdl_tile_producer", "pdl_row_combiner", "pdl_tile_consumer", "combining_tile_consumer",
            "dependency_persistent", "cluster_rows")
@@ -34,7 +36,7 @@ def durations_for(graph: TaskGraph, lengths, seed: int = 0) -> np.ndarray:
 @pytest.mark.skipif(not shutil.which("nvcc"), reason="nvcc is not on PATH")
 @pytest.mark.parametrize("defines", [None, {"LAUNCHLAB_TRACE": None}], ids=["timed", "traced"])
 def test_designs_compile_without_spills_or_local_memory(defines):
-    report = build.nvcc_report(FAMILY, defines)
+    report = build.nvcc_report(FAMILY, defines, arch=ARCH)
     assert set(KERNELS) <= set(report["resources"]), report["resources"]
     for kernel, resources in report["resources"].items():
         assert resources["spill_stores"] == resources["spill_loads"] == 0, (kernel, resources)
@@ -225,8 +227,8 @@ def test_packed_shared_memory_keeps_the_longest_row_on_chip_where_it_can():
 def test_packed_fused_entry_compiles_without_spills_in_its_build_only():
     from launchlab.chapters.megakernels.targets import fused_defines
 
-    report = build.nvcc_report("fused_softmax", fused_defines(227 * 1024))
+    report = build.nvcc_report("fused_softmax", fused_defines(227 * 1024), arch=ARCH)
     packed = report["resources"]["fused_rms_softmax_packed"]
     assert packed["spill_stores"] == packed["spill_loads"] == packed["local_bytes"] == packed["stack_bytes"] == 0
-    chapter3 = build.nvcc_report("fused_softmax", {"BLOCK": 512, "REG_CHUNKS": 4, "UNROLL": 8, "MIN_BLOCKS": 2})
+    chapter3 = build.nvcc_report("fused_softmax", {"BLOCK": 512, "REG_CHUNKS": 4, "UNROLL": 8, "MIN_BLOCKS": 2}, arch=ARCH)
     assert "fused_rms_softmax_packed" not in chapter3["resources"]

@@ -21,6 +21,8 @@ from launchlab.store.record import RecordError, RunRecord
 from megakernel_simulation import (COLD_EXTRA_NS, COSTS, IDENTITY, SM_COUNT, FakeState, execute_simulated,  # noqa: F401
                                    fake_sanitize, fake_trace, simulated_gpu)
 
+ARCH = "sm_90"  # the H200 of the book's runs
+
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -86,6 +88,10 @@ def test_design_facts_and_names():
     assert declared.label("queue_wps2.ragged.graph") == "task queue, graph, 2 blocks/SM"
     assert DESIGN["cluster"].requires.missing({"compute_capability": "8.0"}).startswith("needs compute capability 9.0")
     assert DESIGN["tiled3"].requires.missing({"compute_capability": "8.0"}) is None
+    # below 9.0 only the clusters and the PDL launches are missing (kernels/arch.cuh compiles griddepcontrol out)
+    for capability, missing in (("8.0", {"pdl3", "tiled2_pdl", "cluster"}), ("8.9", {"pdl3", "tiled2_pdl", "cluster"}),
+                                ("9.0", set()), ("10.0", set())):
+        assert {name for name, d in DESIGN.items() if d.requires.missing({"compute_capability": capability})} == missing
     with pytest.raises(ValueError, match="traced design needs a schedule"):
         dataclasses.replace(DESIGN["fused_row"], outputs=declared.MAIN_OUTPUTS)
 
@@ -254,12 +260,15 @@ def test_a_new_design_row_reaches_every_output(simulated_gpu, tmp_path, monkeypa
 def test_a_design_the_gpu_cannot_run_is_skipped_with_its_reason(simulated_gpu, tmp_path, monkeypatch):
     monkeypatch.setattr(FakeState, "identity", staticmethod(lambda: {**IDENTITY, "compute_capability": "8.0"}))
     parameters = declared.CHAPTER.parse_parameters({"tiled_cases": "ragged", "sweep_workers_per_sm": "",
-                                                    "designs": "cluster,fused_row"})
+                                                    "designs": "cluster,fused_row,pdl3,tiled2,depend"})
     run = analysis.open_run(execute_simulated(tmp_path, simulated_gpu, parameters))
     skipped = run.record.details["skipped_variants"]
-    assert set(skipped) == {"cluster.ragged.stream", "cluster.ragged.graph"}
+    assert set(skipped) == {f"{name}.ragged.{submission}" for name in ("cluster", "pdl3", "tiled2_pdl")
+                            for submission in ("stream", "graph")}
     assert "thread-block clusters" in skipped["cluster.ragged.graph"]
+    assert "programmatic dependent launch" in skipped["pdl3.ragged.graph"]
     assert "cluster.ragged.graph" not in run.summaries["timing"] and "fused_row.ragged.graph" in run.summaries["timing"]
+    assert {"pdl3_off.ragged.graph", "tiled2.ragged.graph", "depend.ragged.graph"} <= set(run.summaries["timing"])
     assert analysis.analyze(run.path) == []
 
 
@@ -392,7 +401,7 @@ def test_notebook_is_thin_and_its_parameters_are_the_declared_defaults():
 def test_megakernel_builds_have_no_spills_or_local_memory(traced):
     from launchlab.gpu import build
 
-    report = build.nvcc_report("megakernel", {"LAUNCHLAB_TRACE": None} if traced else None)
+    report = build.nvcc_report("megakernel", {"LAUNCHLAB_TRACE": None} if traced else None, arch=ARCH)
     assert set(report["resources"]) == {"coop_phases", "queue_persistent"}
     for kernel, resources in report["resources"].items():
         assert resources["spill_stores"] == resources["spill_loads"] == resources["local_bytes"] == 0, (kernel, resources)

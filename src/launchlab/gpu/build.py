@@ -4,6 +4,9 @@ The source is expanded (local #include "...") before compiling, so the recorded
 SHA-256 covers every line the compiler saw and CuPy's cache cannot serve a stale
 header. Where nvcc exists, the same source and options also go through nvcc for
 ptxas's resource report, the PTX and (with cuobjdump) the SASS.
+
+Kernels are built for the GPU at hand (`-arch=sm_<major><minor>` from its compute capability);
+`arch="sm_80"` and the like build for a named architecture without a GPU (the CPU tests do).
 """
 from __future__ import annotations
 
@@ -16,31 +19,59 @@ import tempfile
 from pathlib import Path
 
 KERNEL_DIR = Path(__file__).resolve().parents[3] / "kernels"
-ARCH = "sm_90"
-BASE_OPTIONS = ("-std=c++17", f"-arch={ARCH}")
+STANDARD = "-std=c++17"
+ARCHES = ("sm_80", "sm_89", "sm_90", "sm_100")  # the GPUs the book's kernels are written for (README)
 _INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"\s*$', re.MULTILINE)
+_ARCH_OPTION = re.compile(r"^-arch=(sm_\d+[a-z]?)$")
 
 
-def expand_source(path: Path, seen: frozenset = frozenset()) -> str:
-    """The file's text with local includes pasted in (each header once per chain)."""
-    path = Path(path)
-    if path in seen:
+def arch_of(compute_capability: tuple[int, int]) -> str:
+    """The nvcc/NVRTC architecture of a compute capability: (9, 0) -> sm_90, (10, 0) -> sm_100."""
+    major, minor = (int(v) for v in compute_capability)
+    return f"sm_{major}{minor}"
+
+
+def device_arch() -> str:
+    """The architecture of the current GPU (needs one)."""
+    from launchlab.gpu import device
+
+    return arch_of(device.compute_capability())
+
+
+def expand_source(path: Path) -> str:
+    """The file's text with local includes pasted in, each header once (as #pragma once would have it)."""
+    return _expand(Path(path).resolve(), (), set())
+
+
+def _expand(path: Path, chain: tuple, pasted: set) -> str:
+    if path in chain:
         raise ValueError(f"include cycle through {path.name}")
     text = path.read_text()
 
     def paste(match: re.Match) -> str:
-        header = path.parent / match.group(1)
+        name = match.group(1)
+        header = (path.parent / name).resolve()
         if not header.exists():
-            raise FileNotFoundError(f"{path.name} includes {match.group(1)!r}, which is not in {path.parent}")
-        return f"// ---- {match.group(1)} ----\n{expand_source(header, seen | {path})}\n// ---- end {match.group(1)} ----"
+            raise FileNotFoundError(f"{path.name} includes {name!r}, which is not in {path.parent}")
+        if header in pasted:
+            return f"// ---- {name} (pasted above) ----"
+        expanded = _expand(header, chain + (path,), pasted)
+        pasted.add(header)
+        return f"// ---- {name} ----\n{expanded}\n// ---- end {name} ----"
 
     return _INCLUDE.sub(paste, text)
 
 
-def compile_options(defines: dict | None = None, extra: tuple[str, ...] = ()) -> tuple[str, ...]:
-    """The house options, `extra` ones (e.g. --fmad=false) and -D defines, in a stable order."""
-    return (BASE_OPTIONS + tuple(extra)
+def compile_options(defines: dict | None = None, extra: tuple[str, ...] = (), arch: str | None = None) -> tuple[str, ...]:
+    """The house options for `arch` (default: the current GPU's), `extra` ones (e.g. --fmad=false) and -D
+    defines, in a stable order."""
+    return ((STANDARD, f"-arch={arch or device_arch()}") + tuple(extra)
             + tuple(f"-D{k}" if v is None else f"-D{k}={v}" for k, v in sorted((defines or {}).items())))
+
+
+def arch_in(options) -> str | None:
+    """The architecture named by a build's options."""
+    return next((m.group(1) for m in map(_ARCH_OPTION.match, options) if m), None)
 
 
 @dataclasses.dataclass
@@ -49,6 +80,10 @@ class BuiltModule:
     options: tuple[str, ...]
     source: str
     module: object  # cupy.RawModule
+
+    @property
+    def arch(self) -> str | None:
+        return arch_in(self.options)
 
     @property
     def source_sha256(self) -> str:
@@ -73,12 +108,12 @@ class BuiltModule:
 
 
 def load_module(family: str, defines: dict | None = None, extra_options: tuple[str, ...] = (),
-                **module_options) -> BuiltModule:
-    """Compile kernels/<family>.cu with NVRTC through CuPy."""
+                arch: str | None = None, **module_options) -> BuiltModule:
+    """Compile kernels/<family>.cu with NVRTC through CuPy, for `arch` (default: the current GPU's)."""
     import cupy
 
     source = expand_source(KERNEL_DIR / f"{family}.cu")
-    options = compile_options(defines, extra_options)
+    options = compile_options(defines, extra_options, arch)
     module = cupy.RawModule(code=source, options=options, **module_options)
     module.compile()
     return BuiltModule(family, options, source, module)
@@ -105,14 +140,15 @@ def parse_ptxas(report: str) -> dict:
     return kernels
 
 
-def nvcc_report(family: str, defines: dict | None = None, options: tuple[str, ...] | None = None) -> dict | None:
+def nvcc_report(family: str, defines: dict | None = None, options: tuple[str, ...] | None = None,
+                arch: str | None = None) -> dict | None:
     """ptxas resources, PTX and SASS from nvcc for the same source and options (the loaded module's
-    `options` where given, else the house options with `defines`); None without nvcc."""
+    `options` where given, else the house options with `defines` for `arch`); None without nvcc."""
     nvcc = shutil.which("nvcc")
     if not nvcc:
         return None
     source = expand_source(KERNEL_DIR / f"{family}.cu")
-    options = tuple(options) if options is not None else compile_options(defines)
+    options = tuple(options) if options is not None else compile_options(defines, arch=arch)
     with tempfile.TemporaryDirectory() as scratch:
         scratch = Path(scratch)
         (scratch / f"{family}.cu").write_text(source)
@@ -143,6 +179,7 @@ def save_build(writer, label: str, built: BuiltModule, kernel_names) -> dict:
     record = {
         "family": built.family,
         "options": list(built.options),
+        "arch": built.arch,
         "compiler": "NVRTC via cupy.RawModule",
         "source_sha256": built.source_sha256,
         "resources_loaded": built.resources(kernel_names),

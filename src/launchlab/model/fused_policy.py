@@ -30,6 +30,7 @@ CLUSTER_MAX_SLICE_REGS = 16
 CLUSTER_SLICE_BYTES = 112 * 1024
 PORTABLE_CLUSTER = 8    # the portable limit
 MAX_CLUSTER = 16        # Hopper's non-portable limit (cudaFuncAttributeNonPortableClusterSizeAllowed)
+CLUSTER_CAPABILITY = (9, 0)  # thread-block clusters: below it the cluster design's shapes go to the split design
 
 # Split: rows too long for a 16-block cluster's shared memory (and few of them): pieces of the row over a
 # cooperative grid, 512 threads x 4 chunks in flight, two resident blocks per SM, slices of up to 112 KiB
@@ -39,7 +40,7 @@ SPLIT_UNROLL = 4
 SPLIT_BLOCKS_PER_SM = 2
 SPLIT_SLICE_BYTES = 112 * 1024
 
-SHARED_RESERVED_PER_BLOCK = 1024  # bytes the hardware reserves per resident block on sm_90
+SHARED_RESERVED_PER_BLOCK = 1024  # bytes the hardware reserves per resident block (sm_80 to sm_100)
 
 def worst_chunks(rows: int, cols: int) -> int:
     """16-byte chunks of the worst-aligned row (rows start at r*cols floats from an aligned base)."""
@@ -88,8 +89,14 @@ def cluster_holds(rows: int, cols: int) -> bool:
     return 16 * -(-worst_chunks(rows, cols) // MAX_CLUSTER) <= CLUSTER_SLICE_BYTES
 
 
-def design_for(rows: int, cols: int, sm_count: int) -> str:
-    """The declared launch policy: which design serves a shape.
+def capability(value) -> tuple[int, int]:
+    """A compute capability as (major, minor), from (9, 0) or the text "9.0" a run's device identity holds."""
+    major, minor = (int(v) for v in (value.split(".") if isinstance(value, str) else value))
+    return major, minor
+
+
+def preferred_design(rows: int, cols: int, sm_count: int) -> str:
+    """The declared launch policy where every design can run (compute capability 9.0 and later).
 
     narrow   rows of at most NARROW_MAX_CHUNKS chunks (512 floats): several rows per block, each in registers;
     cluster  fewer rows than SMs, each of at least CLUSTER_MIN_COLS floats, that a 16-block cluster holds;
@@ -103,6 +110,26 @@ def design_for(rows: int, cols: int, sm_count: int) -> str:
     if rows < sm_count and cols >= CLUSTER_MIN_COLS:
         return "cluster" if cluster_holds(rows, cols) else "split"
     return "row"
+
+
+def design_for(rows: int, cols: int, sm_count: int, compute_capability) -> str:
+    """The design that serves a shape on a GPU of `sm_count` SMs and this compute capability: the preferred
+    one, except that without thread-block clusters (below CLUSTER_CAPABILITY) the cluster design's few long
+    rows go to the split design, which spreads each row over many blocks as a cluster would."""
+    design = preferred_design(rows, cols, sm_count)
+    if design == "cluster" and capability(compute_capability) < CLUSTER_CAPABILITY:
+        return "split"
+    return design
+
+
+def fallback_reason(rows: int, cols: int, sm_count: int, compute_capability) -> str | None:
+    """Why a shape runs another design than the preferred one on this GPU (None where it does not)."""
+    preferred, design = preferred_design(rows, cols, sm_count), design_for(rows, cols, sm_count, compute_capability)
+    if preferred == design:
+        return None
+    major, minor = capability(compute_capability)
+    return (f"{preferred} needs thread-block clusters (compute capability {CLUSTER_CAPABILITY[0]}."
+            f"{CLUSTER_CAPABILITY[1]}); this GPU has {major}.{minor}: {design} instead")
 
 
 def design_defines(design: str, rows: int, cols: int, sm_count: int, **choices) -> dict:

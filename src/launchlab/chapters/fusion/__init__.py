@@ -369,13 +369,19 @@ def row_kernel_module(defines: dict) -> str:
 
 
 def fused_plan(rows: int, cols: int, device: dict) -> dict:
-    """The fused kernel for a shape under the declared launch policy (model/fused_policy.design_for):
-    {"design", "family", "defines", "module", "shared_bytes"} (plus the row kernel's "block" and "tier")."""
-    design = fused_policy.design_for(rows, cols, int(device["sm_count"]))
+    """The fused kernel for a shape under the declared launch policy (model/fused_policy.design_for) on the
+    device (its identity: SM count, compute capability, opt-in shared memory): {"design", "family", "defines",
+    "module", "shared_bytes"} (plus the row kernel's "block" and "tier"), and "fallback" (why) where the GPU
+    cannot run the preferred design."""
+    sm_count, capability = int(device["sm_count"]), device["compute_capability"]
+    design = fused_policy.design_for(rows, cols, sm_count, capability)
     if design == "row":
-        return {"design": "row", "family": "fused_softmax",
-                **fused_config(rows, cols, int(device["shared_bytes_per_block_optin"]), int(device["sm_count"]))}
-    return design_plan(design, fused_policy.design_defines(design, rows, cols, int(device["sm_count"])))
+        plan = {"design": "row", "family": "fused_softmax",
+                **fused_config(rows, cols, int(device["shared_bytes_per_block_optin"]), sm_count)}
+    else:
+        plan = design_plan(design, fused_policy.design_defines(design, rows, cols, sm_count))
+    fallback = fused_policy.fallback_reason(rows, cols, sm_count, capability)
+    return plan | ({"fallback": fallback} if fallback else {})
 
 
 def plan_kernels(plan: dict) -> tuple[str, str]:

@@ -1,0 +1,92 @@
+// Rows of a float matrix walked in 16-byte chunks aligned in memory, shared by the fused row kernel
+// (fused_softmax.cu) and the fused designs (softmax_designs.cu).
+//
+// Chunk c of a row covers row elements 4c - lead .. 4c - lead + 3, where lead (0-3) counts the
+// elements of chunk 0 that belong to the row before, so every load and store of a chunk that lies
+// wholly inside the row is one 16-byte access whatever cols % 4 is. The at most two chunks that
+// straddle a row's ends are read and written lane by lane, with -inf standing for a missing element
+// (exp(-inf) = 0). x and y must have the same address modulo 16 (the launchers check it).
+#pragma once
+#include "common.cuh"
+
+#define LOG2E 1.4426950408889634f
+
+// exp(v - m) as 2^((v - m) log2 e) on the special-function unit: one multiply and one MUFU.EX2
+// (relative error about 2^-22, far inside the oracles' 1e-4); exp(-inf - m) = +0 for finite m.
+__device__ __forceinline__ float exp_shifted(float v, float m) {
+    float r;
+    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"((v - m) * LOG2E));
+    return r;
+}
+
+__device__ __forceinline__ unsigned int dynamic_shared_bytes() {
+    unsigned int bytes;
+    asm("mov.u32 %0, %%dynamic_smem_size;" : "=r"(bytes));
+    return bytes;
+}
+
+struct Row {
+    const float* x;  // x of this row, moved back to a 16-byte boundary: chunk c is x[4c .. 4c + 3]
+    float* y;        // the same for y
+    int lead;        // elements before the row in chunk 0 (0-3)
+    int cols;
+    int chunks;      // chunks holding at least one element of the row
+};
+
+// The row of `cols` elements that starts `start` elements into x and y (an int or a size_t offset).
+template <typename Offset>
+__device__ __forceinline__ Row row_from(const float* x, float* y, Offset start, int cols) {
+    Row r;
+    r.lead = (int)((reinterpret_cast<unsigned long long>(x + start) >> 2) & 3ull);
+    r.x = x + start - r.lead;
+    r.y = y + start - r.lead;
+    r.cols = cols;
+    r.chunks = (r.lead + cols + 3) >> 2;
+    return r;
+}
+
+__device__ __forceinline__ float4 neg_inf4() { return make_float4(NEG_INF, NEG_INF, NEG_INF, NEG_INF); }
+
+// One lane of a straddling chunk: the element if it belongs to the row, else -inf.
+__device__ __forceinline__ float load_lane(const Row& r, int c, int k) {
+    const int j = 4 * c - r.lead + k;
+    return (j >= 0 && j < r.cols) ? __ldg(r.x + 4 * c + k) : NEG_INF;
+}
+
+__device__ __forceinline__ void store_lane(const Row& r, int c, int k, float v) {
+    const int j = 4 * c - r.lead + k;
+    if (j >= 0 && j < r.cols) r.y[4 * c + k] = v;
+}
+
+__device__ __forceinline__ bool whole_chunk(const Row& r, int c) {
+    const int first = 4 * c - r.lead;  // row index of the chunk's first lane
+    return first >= 0 && first + 4 <= r.cols;
+}
+
+__device__ __forceinline__ float4 load_chunk(const Row& r, int c) {
+    if (whole_chunk(r, c)) return __ldg(reinterpret_cast<const float4*>(r.x) + c);
+    return make_float4(load_lane(r, c, 0), load_lane(r, c, 1), load_lane(r, c, 2), load_lane(r, c, 3));
+}
+
+__device__ __forceinline__ void store_chunk(const Row& r, int c, float4 v) {
+    if (whole_chunk(r, c)) {
+        reinterpret_cast<float4*>(r.y)[c] = v;
+        return;
+    }
+    store_lane(r, c, 0, v.x);
+    store_lane(r, c, 1, v.y);
+    store_lane(r, c, 2, v.z);
+    store_lane(r, c, 3, v.w);
+}
+
+__device__ __forceinline__ float max4(float4 v) { return fmaxf(fmaxf(v.x, v.y), fmaxf(v.z, v.w)); }
+__device__ __forceinline__ float sum4(float4 v) { return (v.x + v.y) + (v.z + v.w); }
+// Sum of squares of the lanes that belong to the row (a missing lane holds -inf; x is finite).
+__device__ __forceinline__ float squares4(float4 v) {
+    return (v.x > NEG_INF ? v.x * v.x : 0.0f) + (v.y > NEG_INF ? v.y * v.y : 0.0f) +
+           (v.z > NEG_INF ? v.z * v.z : 0.0f) + (v.w > NEG_INF ? v.w * v.w : 0.0f);
+}
+__device__ __forceinline__ float4 exp4(float4 v, float m) {
+    return make_float4(exp_shifted(v.x, m), exp_shifted(v.y, m), exp_shifted(v.z, m), exp_shifted(v.w, m));
+}
+__device__ __forceinline__ float4 scale4(float4 v, float s) { return make_float4(v.x * s, v.y * s, v.z * s, v.w * s); }
