@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from launchlab.chapters import megakernels as declared
-from launchlab.chapters.megakernels import Parameters, schedules
+from launchlab.chapters.megakernels import Parameters, persistent, schedules
 from launchlab.chapters.megakernels import design_schedules as ds
 from launchlab.chapters.megakernels.schedules import TaskGraph, Trace
 from launchlab.measure.protocol import MeasurementProtocol
@@ -171,6 +171,8 @@ class FakePersistent(FakeTarget):
         self.resident_per_sm = RESIDENT
         self.workers_per_sm = workers_per_sm or RESIDENT
         self.capacity, self.workers = RESIDENT * SM_COUNT, self.workers_per_sm * SM_COUNT
+        if self.workers > self.capacity:
+            raise persistent.NotCoResident(f"{self.workers} worker blocks exceed the {self.capacity} that can be co-resident")
 
     @property
     def submissions(self):

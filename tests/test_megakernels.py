@@ -257,6 +257,17 @@ def test_a_new_design_row_reaches_every_output(simulated_gpu, tmp_path, monkeypa
 
 
 @pytest.mark.slow
+def test_a_sweep_point_beyond_co_residency_is_skipped_with_its_reason(simulated_gpu, tmp_path):
+    parameters = declared.CHAPTER.parse_parameters({"tiled_cases": "ragged", "sweep_workers_per_sm": "1,99",
+                                                    "designs": ""})
+    run = analysis.open_run(execute_simulated(tmp_path, simulated_gpu, parameters))
+    skipped = run.record.details["skipped_variants"]
+    assert set(skipped) == {"coop_wps99.ragged.graph", "queue_wps99.ragged.graph"}
+    assert all("co-resident" in reason for reason in skipped.values())
+    assert {"coop_wps1.ragged.graph", "queue_wps1.ragged.graph"} <= set(run.summaries["timing"])
+
+
+@pytest.mark.slow
 def test_a_design_the_gpu_cannot_run_is_skipped_with_its_reason(simulated_gpu, tmp_path, monkeypatch):
     monkeypatch.setattr(FakeState, "identity", staticmethod(lambda: {**IDENTITY, "compute_capability": "8.0"}))
     parameters = declared.CHAPTER.parse_parameters({"tiled_cases": "ragged", "sweep_workers_per_sm": "",

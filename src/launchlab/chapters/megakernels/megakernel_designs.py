@@ -23,6 +23,7 @@ import cupy
 import numpy as np
 
 from launchlab.chapters.megakernels import design_schedules, pdl, schedules
+from launchlab.chapters.megakernels.persistent import NotCoResident
 from launchlab.gpu import build, device
 from launchlab.gpu.targets import BLOCK, Target, allow_dynamic_shared
 from launchlab.model import workloads
@@ -169,7 +170,8 @@ class DependencyPersistent(_OnTiles):
         self.shared_bytes = lists.slots_needed * workloads.TILE * 4
         self.capacity = self._capacity(lists.slots_needed)
         if self.workers > self.capacity:
-            raise ValueError(f"{self.workers} workers exceed the {self.capacity} blocks that can be co-resident")
+            raise NotCoResident(f"{self.workers} workers of the dependency kernel exceed the {self.capacity} blocks "
+                                f"that can be co-resident")
         self.list_check = design_schedules.check_lists(self.graph, lists)  # tests pass broken lists on purpose
         self.wait_limit_ns = int(wait_limit_ns)
         self.arrivals = cupy.zeros(self.rows, dtype=cupy.uint32)

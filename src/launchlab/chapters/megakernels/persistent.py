@@ -31,6 +31,10 @@ def resident_blocks_per_sm(kernel, block: int = BLOCK, shared_bytes: int = 0) ->
     return int(cupy.cuda.driver.occupancyMaxActiveBlocksPerMultiprocessor(kernel.kernel.ptr, block, shared_bytes))
 
 
+class NotCoResident(ValueError):
+    """More persistent workers than the GPU can hold at once: the design would wait on a worker that never starts."""
+
+
 class PersistentTarget(Target):
     """Worker blocks that loop over the tasks of a TiledPath's case, on that path's buffers.
 
@@ -48,6 +52,9 @@ class PersistentTarget(Target):
         self.workers_per_sm = int(workers_per_sm) or self.resident_per_sm
         self.capacity = self.resident_per_sm * device.sm_count()
         self.workers = self.workers_per_sm * device.sm_count()
+        if self.workers > self.capacity:  # a worker waiting for one that cannot start would wait for ever
+            raise NotCoResident(f"{self.workers} worker blocks of {self.kernel_name} exceed the {self.capacity} that "
+                                f"can be co-resident ({self.resident_per_sm} per SM x {device.sm_count()} SMs)")
         self.function = kernel.kernel  # cupy.cuda.function.Function: takes enable_cooperative_groups
         self.args = path.problem_args() + (np.int32(path.rows), np.int32(path.tiles))
 
@@ -77,12 +84,6 @@ class CooperativePhases(PersistentTarget):
     name = "coop"
     kernel_name = "coop_phases"
     schedule = "cooperative"
-
-    def __init__(self, built, path, workers_per_sm: int = 0):
-        super().__init__(built, path, workers_per_sm)
-        if self.workers > self.capacity:
-            raise ValueError(f"a cooperative grid of {self.workers} blocks exceeds the {self.capacity} that can be "
-                             f"co-resident ({self.resident_per_sm} per SM x {device.sm_count()} SMs)")
 
     @property
     def submissions(self) -> int:

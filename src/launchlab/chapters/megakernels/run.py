@@ -33,7 +33,8 @@ def run(session) -> None:
                   identity["sm_count"], session.protocol.cold_wait_ns)
     session.note("cold_l2", cold.describe())
     fixtures = Fixtures(parameters.fixture_seed)
-    timed = make_variants(context, declared, stream)
+    timed = make_variants(context, declared, stream, skip=session.skip)
+    declared = [v for v in declared if v.id in timed]
     note_grids(session, context.modules, timed)
     note_designs(session, timed)
     session.note("wait_limit_ns", persistent.WAIT_LIMIT_NS)

@@ -130,23 +130,31 @@ def make_fused_row(context: Context, case: str):
 
 
 # --------------------------------------------------------------------------- variants
-def make_variants(context: Context, variants, stream) -> dict:
+def make_variants(context: Context, variants, stream, skip=None) -> dict:
     """{VariantId: Target or GraphReplay}, each made by its row: a design's stream and graph variants of a case
     share one target (the graph replays what the stream launches), a sweep point has its own, made with its
-    worker blocks per SM."""
+    worker blocks per SM. A persistent design with more workers than the GPU holds at once is refused by its
+    target; with `skip(vid, reason)` it is skipped instead."""
     from launchlab.chapters.megakernels import design_of
+    from launchlab.chapters.megakernels.persistent import NotCoResident
     from launchlab.gpu.capture import GraphReplay
 
     made, shared = {}, {}
     for variant in variants:
         vid = variant.id
         workers_per_sm = design_of(vid)[1]
-        if workers_per_sm is None:
-            if (vid.target, vid.case) not in shared:
-                shared[vid.target, vid.case] = variant.row.make(context, vid.case)
-            target = shared[vid.target, vid.case]
-        else:
-            target = variant.row.make(context.with_workers_per_sm(workers_per_sm), vid.case)
+        try:
+            if workers_per_sm is None:
+                if (vid.target, vid.case) not in shared:
+                    shared[vid.target, vid.case] = variant.row.make(context, vid.case)
+                target = shared[vid.target, vid.case]
+            else:
+                target = variant.row.make(context.with_workers_per_sm(workers_per_sm), vid.case)
+        except NotCoResident as refused:
+            if skip is None:
+                raise
+            skip(vid, f"{variant.row.label}: {refused}")
+            continue
         made[vid] = target if vid.submission == "stream" else GraphReplay(target, stream)
     return made
 
