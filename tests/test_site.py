@@ -235,6 +235,22 @@ def test_the_browser_check_sees_what_it_should(tmp_path):
     assert sum("does not scroll inside a box" in p for p in problems) == 1
 
 
+@pytest.mark.slow
+@pytest.mark.skipif(CHROMIUM is None, reason=NO_CHROMIUM)
+def test_the_phone_check_measures_against_the_phone_s_own_width(tmp_path):
+    """Content 24 px wider than a 390 px phone widens the emulated layout viewport with it (window.innerWidth
+    reads 414): the check still reports it, against the phone's 390 px."""
+    pytest.importorskip("websocket", reason="websocket-client is not installed (requirements.txt)")
+    page = tmp_path / "wide.html"
+    page.write_text('<!doctype html><html><head><meta name="viewport" content="width=device-width"></head><body '
+                    'style="margin:0"><article class="bd-article"><div style="width:414px">text</div></article>'
+                    "</body></html>")
+    with site_check.Browser(CHROMIUM) as browser:
+        phone = browser.visit(page, 390, 844)
+    assert phone["layout"]["viewport"] == 390 and phone["layout"]["page"] == 414
+    assert site_check.layout_problems(phone["layout"], phone=True) == ["page is 414 px wide in a 390 px viewport"]
+
+
 # --- what every page shows --------------------------------------------------------------------------------------
 
 @pytest.mark.slow
