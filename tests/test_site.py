@@ -152,12 +152,18 @@ def test_browser_renders_page(html, which, tmp_path):
 
 @pytest.mark.slow
 def test_every_claim_has_an_anchor_in_the_built_chapter(html):
-    """claim-audit.html#c42 must land on C42: one element with that id per registry entry."""
+    """A claim's address (its family's page, #c42) lands on its row, and the chapter's page carries every claim's
+    anchor too, so that an address written before the families had pages of their own still finds it."""
     from launchlab.claims import registry as claims
+    from launchlab.claims import site
 
-    page = (html / "book" / "claim-audit.html").read_text(encoding="utf-8")
-    missing = [c["id"] for c in claims.load_claims() if f'id="{claims.claim_anchor(c["id"])}"' not in page]
-    assert not missing, f"claims without an anchor in the built page: {missing}"
+    chapter = (html / site.CHAPTER_PAGE).read_text(encoding="utf-8")
+    pages = {family: (html / path).read_text(encoding="utf-8") for family, path in site.FAMILY_PAGES.items()}
+    registry = claims.load_claims()
+    missing = [c["id"] for c in registry if f'id="{claims.claim_anchor(c["id"])}"' not in chapter]
+    assert not missing, f"claims without an anchor in the built chapter page: {missing}"
+    rowless = [c["id"] for c in registry if f'<tr id="{claims.claim_anchor(c["id"])}"' not in pages[c["id"][0]]]
+    assert not rowless, f"claims without a row on their family's page: {rowless}"
 
 
 @pytest.mark.slow
