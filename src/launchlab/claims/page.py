@@ -31,7 +31,8 @@ TABLE_STYLE = ("<style>table.claim-audit { table-layout: fixed !important; width
                " table.claim-audit details summary, details.claim-section > summary { cursor: pointer; }"
                " details.claim-section { margin: 0.2em 0 0.6em; }"
                " details.claim-section > summary { font-weight: 600; padding: 0.3em 0; }"
-               " .bd-article code.literal { overflow-wrap: anywhere; }"
+               " .bd-article code.literal, .bd-article code.literal span.pre { white-space: pre-wrap;"
+               " overflow-wrap: anywhere; }"
                " .claim-index a { margin-right: 0.35em; white-space: nowrap; }</style>")
 # A folded section holding the claim a link names opens when the page is opened at that claim (browsers that do
 # not open a closed <details> for a fragment themselves).
@@ -43,7 +44,7 @@ REVEAL_SCRIPT = ("<script>(function () { function reveal() { var id = decodeURIC
                  " { document.addEventListener('DOMContentLoaded', reveal); } else { reveal(); } })();</script>")
 COLUMNS = (("Claim", 7), ("Statement", 25), ("Verdict", 10), ("Finding, and our value", 38),
            ("Sources and evidence", 20))
-BOOK_COLUMNS = (("Claim", 7), ("Statement, finding and evidence", 43), ("Verdict", 11),
+BOOK_COLUMNS = (("Claim", 8), ("Statement, finding and evidence", 42), ("Verdict", 11),
                 ("Our value, and replicates that broke it", 39))
 VALUE_COLUMNS = (("Claim", 9), ("Article (H100 unless noted)", 27), ("Ours (H200)", 40), ("Basis", 12), ("Run", 12))
 # The article's own figure for a claim whose statement holds it and whose record has no article_value: each

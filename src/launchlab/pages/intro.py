@@ -84,8 +84,8 @@ def answer_markdown(rows: dict, device: str) -> str:
     return (f"**CUDA Graph, fused kernel, or megakernel?** On the {device} measured here, it depends on which "
             f"boundary costs most ({{numref}}`fig-decision`). {graph} {fusion} {tiles} A speed-up is the usual "
             "path's time over the technique's, the median of paired rounds with its 95 % interval in brackets; "
-            "below 1× the technique was slower. The {doc}`conclusion` gives every ratio and what each technique "
-            "costs to build.")
+            "below 1× the technique was slower. {doc}`The conclusion <conclusion>` gives every ratio and what each "
+            "technique costs to build.")
 
 
 def decision_figure(rows: dict):
