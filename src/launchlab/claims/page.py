@@ -42,8 +42,8 @@ REVEAL_SCRIPT = ("<script>(function () { function reveal() { var id = decodeURIC
                  " !p.open) { p.open = true; opened = true; } } if (opened) target.scrollIntoView(); }"
                  " window.addEventListener('hashchange', reveal); if (document.readyState === 'loading')"
                  " { document.addEventListener('DOMContentLoaded', reveal); } else { reveal(); } })();</script>")
-COLUMNS = (("Claim", 7), ("Statement", 25), ("Verdict", 10), ("Finding, and our value", 38),
-           ("Sources and evidence", 20))
+COLUMNS = (("Claim", 8), ("Statement", 25), ("Verdict", 10), ("Finding, and our value", 38),
+           ("Sources and evidence", 19))
 BOOK_COLUMNS = (("Claim", 8), ("Statement, finding and evidence", 42), ("Verdict", 11),
                 ("Our value, and replicates that broke it", 39))
 VALUE_COLUMNS = (("Claim", 9), ("Article (H100 unless noted)", 27), ("Ours (H200)", 40), ("Basis", 12), ("Run", 12))
