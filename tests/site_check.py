@@ -448,6 +448,10 @@ class Browser:
             layout = self._send("Runtime.evaluate", {"expression": _LAYOUT_JS, "awaitPromise": True,
                                                      "returnByValue": True}, session=session, events=events)
             value = layout.get("result", {}).get("value")
+            if value is not None:
+                # A phone's emulated layout viewport grows to fit content wider than the device (window.innerWidth
+                # then reads 414 on a 390 px phone), so the page is measured against the device's own width.
+                value["layout_viewport"], value["viewport"] = value["viewport"], width
         finally:
             self._send("Target.closeTarget", {"targetId": target}, events=events)
         return {"errors": _console_errors(e for e in events if e.get("sessionId") == session), "layout": value}

@@ -2,6 +2,7 @@
 the conclusion, on synthetic runs (fusion and megakernels) and on the accepted runs that exist (CPU only)."""
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from pathlib import Path
@@ -226,3 +227,44 @@ def test_execute_starts_its_kernel_on_an_encrypted_transport(monkeypatch, tmp_pa
     with pytest.raises(cli.ExecutionFailed, match="stop before executing"):
         cli.command_execute(args)
     assert seen["policy"] == "auto"
+
+
+# --- the intro: the answer at a glance ------------------------------------------------------------------------------
+
+def test_the_intro_states_the_numbers_of_the_conclusion():
+    """Every speed-up the intro's answer and figure quote is a ratio of the conclusion's decision table, written
+    the same way; each regime links to the section that measured it."""
+    from launchlab.pages import intro
+
+    runs = {stem: accepted_or_skip(stem) for stem in conclusion.CHAPTERS}
+    rows = conclusion.decision_rows(runs)
+    answer = intro.page_values(runs)["answer"]
+    table = conclusion.decision_markdown(list(rows.values()))
+    bars = intro.bars(rows)
+    for bar in bars:
+        assert f"**{bar.ratio.text}**" in table
+        median, _, band = bar.ratio.text.partition(" ")
+        assert f"**{median}×** {band}" in answer
+    for regime in {bar.regime for bar in bars}:
+        page, anchor = conclusion.SECTIONS[regime]
+        assert f'href="{page}.html#{anchor}"' in answer
+    assert answer.startswith("**CUDA Graph, fused kernel, or megakernel?**") and "\n" not in answer
+    figure = intro.decision_figure(rows)
+    assert len(figure.axes[0].patches) == len(bars)
+
+
+def test_the_intro_gives_advice_only_where_the_run_found_it():
+    """A technique whose interval holds 1 gets no advice, and the megakernel clause follows its two ratios."""
+    from launchlab.pages import intro
+
+    runs = {stem: accepted_or_skip(stem) for stem in conclusion.CHAPTERS}
+    rows = conclusion.decision_rows(runs)
+    short = rows["short_kernels"]
+    tied = conclusion.Ratio("stream", "graph", "x", ratio(1.01, 0.99, 1.03))
+    rows["short_kernels"] = dataclasses.replace(short, ratios=(tied, short.ratios[1]))
+    answer = intro.answer_markdown(rows, "GPU")
+    assert "replay them as a **CUDA graph**" not in answer and "**1.01×** [0.99–1.03]" in answer
+    tiles = rows["dependent_tiles"]
+    faster = conclusion.Ratio("3-kernel graph", "cooperative", "x", ratio(1.2, 1.1, 1.3))
+    rows["dependent_tiles"] = dataclasses.replace(tiles, ratios=(faster,) + tiles.ratios[1:])
+    assert "megakernels** gave mixed results" in intro.answer_markdown(rows, "GPU")

@@ -381,7 +381,8 @@ def test_claim_reviews_are_valid_json_ld_with_absolute_addresses(claims, sources
         assert review["@context"] == "https://schema.org" and review["@type"] == "ClaimReview"
         for field in ("url", "claimReviewed", "itemReviewed", "reviewRating", "author", "datePublished"):
             assert review[field], (review["identifier"], field)
-        assert review["url"] == f"{base}book/claim-audit.html#{review['identifier'].lower()}"
+        page_of = {"B": "claim-audit", "C": "claim-audit-article", "R": "claim-audit-rechecks"}[review["identifier"][0]]
+        assert review["url"] == f"{base}book/{page_of}.html#{review['identifier'].lower()}"
         assert all(address.startswith("https://") for address in addresses(review)), review["identifier"]
     csv_text = (downloads / "claims.csv").read_text(encoding="utf-8")
     assert "evidence/runs/" in csv_text and f'{base}_static/claims/evidence/' in csv_text
@@ -513,8 +514,57 @@ def test_tables_fit_their_column_by_a_fixed_layout(claims, sources):
     """Every table of the chapter has the fixed layout whose columns share the content column's width."""
     for html_text in [page.values_table_html(claims)] + [page.claims_table_html(claims, sources, f) for f in "CRB"]:
         assert '<table class="table claim-audit">' in html_text and "table-layout: fixed" in html_text
-        widths = [int(w) for w in re.findall(r'<col style="width:(\d+)%">', html_text)]
-        assert sum(widths) == 100
+        for table in html_text.split("<table")[1:]:
+            widths = [int(w) for w in re.findall(r'<col style="width:(\d+)%">', table)]
+            assert sum(widths) == 100
+
+
+def test_article_and_recheck_sections_are_folded_and_name_their_verdicts(claims, sources):
+    html_text = page.claims_table_html(claims, sources, "C")
+    sections = list(dict.fromkeys(claim["section"] for claim in claims if claim["id"].startswith("C")))
+    assert html_text.count('<details class="claim-section">') == len(sections)
+    assert "<summary>CUDA Graph: 12 claims; " in html_text
+    assert page.REVEAL_SCRIPT in html_text  # a link to a row inside a closed section opens it
+
+
+def test_a_restated_book_claim_is_marked_with_each_replicate_that_broke_it(claims, sources):
+    html_text = page.claims_table_html(claims, sources, "B")
+    restated = [claim for claim in claims if claim["broken_by"]]
+    assert restated and all(claim["verdict"] == registry.RESTATED for claim in restated)
+    assert html_text.count('class="restated"') == len(restated)
+    for claim in restated:
+        row = html_text[html_text.index(f'<tr id="{claim["id"].lower()}"'):]
+        row = row[:row.index("</tr>")]
+        assert "<strong>restated</strong>" in row
+        for item in claim["broken_by"]:
+            assert f"Replicate run {item['run_id']}:</strong>" in row and page.quoted(item["reason"]) in row
+
+
+def test_the_chapter_page_keeps_an_anchor_for_every_article_and_recheck_claim(claims):
+    index = page.claim_index_html(claims)
+    for claim in claims:
+        if claim["id"][0] in "CR":
+            assert f'<a id="{claim["id"].lower()}" href="{site.claim_link(claim["id"])}">' in index
+    assert site.claim_link("C42") == "claim-audit-article.html#c42"
+    assert site.claim_link("R17") == "claim-audit-rechecks.html#r17" and site.claim_link("B06") == "claim-audit.html#b06"
+
+
+def test_article_figures_are_quoted_from_their_statements(claims):
+    assert page.figures_not_in_statement(claims) == {}
+    frame = page.values_frame(claims)
+    assert frame.loc["C12", "article (H100)"] == page.ARTICLE_FIGURES["C12"]
+    assert frame.loc["R03", "article (H100)"] == next(c for c in claims if c["id"] == "R03")["article_value"]
+    invented = [dict(claim, excerpt="no figure here") if claim["id"] == "C13" else claim for claim in claims]
+    assert page.figures_not_in_statement(invented) == {"C13": ["38"]}
+
+
+def test_verdict_table_counts_every_claim_once(claims):
+    table = page.verdict_table(claims)
+    total = table.rows[-1]
+    assert total[0] == "all" and [int(n) for n in total[-3:]] == [sum(c["id"].startswith(f) for c in claims)
+                                                                for f in "CRB"]
+    restated = next(row for row in table.rows if row[0] == "restated")
+    assert int(restated[-1]) == sum(bool(c["broken_by"]) for c in claims)
 
 
 @pytest.mark.parametrize("value, text", [(611328.0, "611,328"), (596.0, "596"), (0.50051, "0.5005"),

@@ -223,3 +223,34 @@ def test_page_checks_find_uncaptioned_figures_and_bad_cells(tmp_path):
     cells = {(r.url, r.problem) for r in site_check.bad_table_cells(tmp_path)}
     assert cells == {("2.026102e+07", "scientific notation"), ("1e5", "scientific notation"),
                      ("kernel_1 ... kernel_5", "truncation mark"), ("a…", "truncation mark")}
+
+
+def test_a_group_label_shows_on_the_first_row_of_its_group_only():
+    """An inner label repeats within its outer group: shown once there too, and again where the outer group starts."""
+    rows = [{"shape": "4096x4096", "l2": "warm", "variant": v, "time_us": 1.0} for v in ("fused", "copy")]
+    rows += [{"shape": "4096x4096", "l2": "cold", "variant": "fused", "time_us": 1.0},
+             {"shape": "4096x128", "l2": "cold", "variant": "fused", "time_us": 1.0}]
+    table = tables.page_table(rows, index=["shape", "l2", "variant"])
+    assert [row[:2] for row in table.rows] == [["4096x4096", "warm"], ["", ""], ["", "cold"], ["4096x128", "cold"]]
+
+
+def test_a_column_empty_in_every_row_is_left_out():
+    rows = [{"variant": "fused", "note": None, "blank": "", "time_us": 1.0},
+            {"variant": "copy", "note": float("nan"), "blank": " ", "time_us": 2.0}]
+    table = tables.page_table(rows, index="variant")
+    assert table.columns == ["Variant", "Time (µs)"]
+    assert tables.page_table(rows[:1] + [{**rows[1], "note": "x"}], index="variant").columns[1] == "Note"
+
+
+def test_csv_holds_numbers_with_units_in_the_headers(tmp_path, monkeypatch):
+    """A summary column becomes its median and bounds, each a numeric column; no cell mixes text and numbers."""
+    (tmp_path / "_config.yml").write_text("title: t\n")
+    (tmp_path / "book" / "_static").mkdir(parents=True)
+    monkeypatch.chdir(tmp_path / "book")
+    tables.page_table(_rows(), index=["shape", "variant"], csv="demo")
+    frame = pd.read_csv(tmp_path / "book" / "_static" / "tables" / "demo.csv")
+    assert list(frame.columns[:8]) == ["Shape", "Variant", "Event (µs), median", "Event (µs), p10", "Event (µs), p90",
+                                       "Ratio, median", "Ratio, 95 % interval, low", "Ratio, 95 % interval, high"]
+    for column in frame.columns[2:8]:
+        assert frame[column].dtype == float, column
+    assert frame["Event (µs), median"][0] == TIME["median"] and frame["Ratio, 95 % interval, high"][1] == RATIO["ci_high"]

@@ -157,12 +157,18 @@ def test_browser_renders_page(html, which, tmp_path):
 
 @pytest.mark.slow
 def test_every_claim_has_an_anchor_in_the_built_chapter(html):
-    """claim-audit.html#c42 must land on C42: one element with that id per registry entry."""
+    """A claim's address (its family's page, #c42) lands on its row, and the chapter's page carries every claim's
+    anchor too, so that an address written before the families had pages of their own still finds it."""
     from launchlab.claims import registry as claims
+    from launchlab.claims import site
 
-    page = (html / "book" / "claim-audit.html").read_text(encoding="utf-8")
-    missing = [c["id"] for c in claims.load_claims() if f'id="{claims.claim_anchor(c["id"])}"' not in page]
-    assert not missing, f"claims without an anchor in the built page: {missing}"
+    chapter = (html / site.CHAPTER_PAGE).read_text(encoding="utf-8")
+    pages = {family: (html / path).read_text(encoding="utf-8") for family, path in site.FAMILY_PAGES.items()}
+    registry = claims.load_claims()
+    missing = [c["id"] for c in registry if f'id="{claims.claim_anchor(c["id"])}"' not in chapter]
+    assert not missing, f"claims without an anchor in the built chapter page: {missing}"
+    rowless = [c["id"] for c in registry if f'<tr id="{claims.claim_anchor(c["id"])}"' not in pages[c["id"][0]]]
+    assert not rowless, f"claims without a row on their family's page: {rowless}"
 
 
 @pytest.mark.slow
@@ -249,6 +255,22 @@ def test_the_browser_check_sees_what_it_should(tmp_path):
     problems = site_check.layout_problems(phone["layout"], phone=True)
     assert any("viewport" in p for p in problems)                       # the unboxed table widens the page
     assert sum("does not scroll inside a box" in p for p in problems) == 1
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(CHROMIUM is None, reason=NO_CHROMIUM)
+def test_the_phone_check_measures_against_the_phone_s_own_width(tmp_path):
+    """Content 24 px wider than a 390 px phone widens the emulated layout viewport with it (window.innerWidth
+    reads 414): the check still reports it, against the phone's 390 px."""
+    pytest.importorskip("websocket", reason="websocket-client is not installed (requirements.txt)")
+    page = tmp_path / "wide.html"
+    page.write_text('<!doctype html><html><head><meta name="viewport" content="width=device-width"></head><body '
+                    'style="margin:0"><article class="bd-article"><div style="width:414px">text</div></article>'
+                    "</body></html>")
+    with site_check.Browser(CHROMIUM) as browser:
+        phone = browser.visit(page, 390, 844)
+    assert phone["layout"]["viewport"] == 390 and phone["layout"]["page"] == 414
+    assert site_check.layout_problems(phone["layout"], phone=True) == ["page is 414 px wide in a 390 px viewport"]
 
 
 # --- what every page shows --------------------------------------------------------------------------------------

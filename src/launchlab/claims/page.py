@@ -1,29 +1,74 @@
-"""What the claim-audit chapter shows: one HTML table per family of claims, our values beside the claims,
-the figures its prose quotes, and the downloads it offers (written afresh whenever the chapter executes)."""
+"""What the claim-audit pages show: the verdict counts, the book's own claims (with what replicates broke), the
+article's and the rechecks' claims on pages of their own, our values beside the claims, the sources, and the
+downloads (written afresh whenever the chapter executes)."""
 from __future__ import annotations
 
 import html
+import re
 from pathlib import Path
 
 import pandas as pd
 
 from launchlab.claims import exports, registry, site
+from launchlab.present import tables
 from launchlab.present.tables import fmt_sig
 from launchlab.store.evidence import REPO_ROOT
 
 # The theme styles tables for their content's width; the audit's tables need their own fixed layout to fit the
 # content column and keep the finding column readable, hence !important. Run ids and hashes have no break
-# opportunity of their own, so every cell may break anywhere, and a hash anywhere between its digits.
+# opportunity of their own, so every cell may break anywhere, and a hash anywhere between its digits; so may
+# inline code in the prose (a module path is wider than a phone). A restated claim's row is marked.
 TABLE_STYLE = ("<style>table.claim-audit { table-layout: fixed !important; width: 100% !important; "
                "max-width: 100% !important; display: table !important; font-size: 0.9em; }"
                " table.claim-audit td, table.claim-audit th { vertical-align: top; overflow-wrap: anywhere; }"
                " table.claim-audit tbody th { text-align: left; padding-top: 1.2em; }"
                " table.claim-audit .ours { margin-top: 0.4em; font-size: 0.95em; }"
                " table.claim-audit .sha256 { display: block; font-size: 0.8em; word-break: break-all;"
-               " margin-bottom: 0.4em; }</style>")
-COLUMNS = (("Claim", 7), ("Statement", 25), ("Verdict", 10), ("Finding, and our value", 38),
-           ("Sources and evidence", 20))
-VALUE_COLUMNS = (("Claim", 9), ("Article (H100)", 27), ("Ours (H200)", 40), ("Basis", 12), ("Run", 12))
+               " margin-bottom: 0.4em; }"
+               " table.claim-audit tr.restated td { background: rgba(213, 94, 0, 0.08); }"
+               " table.claim-audit tr.restated td:first-child { border-left: 4px solid #D55E00; }"
+               " table.claim-audit .replicate { margin-top: 0.4em; font-size: 0.95em; }"
+               " table.claim-audit details summary, details.claim-section > summary { cursor: pointer; }"
+               " details.claim-section { margin: 0.2em 0 0.6em; }"
+               " details.claim-section > summary { font-weight: 600; padding: 0.3em 0; }"
+               " .bd-article code.literal, .bd-article code.literal span.pre { white-space: pre-wrap;"
+               " overflow-wrap: anywhere; }"
+               " .claim-index a { margin-right: 0.35em; white-space: nowrap; }</style>")
+# A folded section holding the claim a link names opens when the page is opened at that claim (browsers that do
+# not open a closed <details> for a fragment themselves).
+REVEAL_SCRIPT = ("<script>(function () { function reveal() { var id = decodeURIComponent(location.hash.slice(1));"
+                 " var target = id && document.getElementById(id); if (!target) return; var opened = false;"
+                 " for (var p = target.parentElement; p; p = p.parentElement) { if (p.tagName === 'DETAILS' &&"
+                 " !p.open) { p.open = true; opened = true; } } if (opened) target.scrollIntoView(); }"
+                 " window.addEventListener('hashchange', reveal); if (document.readyState === 'loading')"
+                 " { document.addEventListener('DOMContentLoaded', reveal); } else { reveal(); } })();</script>")
+COLUMNS = (("Claim", 8), ("Statement", 25), ("Verdict", 10), ("Finding, and our value", 38),
+           ("Sources and evidence", 19))
+BOOK_COLUMNS = (("Claim", 8), ("Statement, finding and evidence", 42), ("Verdict", 11),
+                ("Our value, and replicates that broke it", 39))
+VALUE_COLUMNS = (("Claim", 9), ("Article (H100 unless noted)", 27), ("Ours (H200)", 40), ("Basis", 12), ("Run", 12))
+# The article's own figure for a claim whose statement holds it and whose record has no article_value: each
+# figure as the statement quotes it (a test checks that every number here stands in the claim's statement).
+ARTICLE_FIGURES = {
+    "C12": "about 2.1 µs on a regular stream, about 1.3 µs with CUDA Graph replay",
+    "C13": "38% decrease",
+    "C24": "1.3–2.1 µs of scheduling overhead",
+    "C26": "68 of 148 SMs active, 80 idle, in the final wave of 512 blocks (B200)",
+    "C30": "about 130 µs of launch overhead per forward pass",
+    "C35": "about 100 boundaries removed (16-layer Llama-1B)",
+}
+# What each verdict says, in the order the counts table lists them.
+VERDICT_MEANINGS = {
+    "retain": "It holds as written, within the scope it states.",
+    "qualify": "It points the right way but says more than its sources support; the finding narrows it.",
+    "correct": "It generalises in a way that is false or misleading; the finding replaces it.",
+    "judgment": "It is advice or presentation, not an empirical statement; the finding separates the two.",
+    "restated": "A book claim that a replicate run does not support as stated: kept as stated, with the "
+                "replicate's value beside it.",
+    "pending": "A book claim whose chapter has no accepted run of the current run record yet: a status, not a "
+               "verdict on wording.",
+}
+FAMILY_HEADERS = {"C": "Article (C)", "R": "Rechecks (R)", "B": "This book (B)"}
 SOURCE_COLUMNS = (("Key", 17), ("Title (link)", 47), ("Document", 18), ("Date", 18))
 # The audit record shortens some quotations with "..."; shown inside a quotation, that omission is the
 # editor's, so the page writes it as an editor's ellipsis in brackets (the registry keeps the record's text).
@@ -73,21 +118,101 @@ def _table_head(columns) -> list[str]:
 
 
 def claims_table_html(claims: list[dict], sources: dict, family: str) -> str:
-    """The claims of one family (C, R or B) as one table with a row group per section, in order of appearance.
+    """The claims of one family as HTML, one row group per section in order of appearance; every row has an
+    id="c42"-style anchor, so that the family's page (`site.FAMILY_PAGES`) opened at #c42 lands on claim C42.
 
-    Each row has an id="c42"-style anchor, so that `claim-audit.html#c42` lands on claim C42.
-    """
+    The book's claims (B) are one table whose finding and evidence fold into each row. The article's (C) and the
+    rechecks' (R) claims are one table per section, each folded under a line that names the section and counts
+    its verdicts."""
+    members = [claim for claim in claims if claim["id"].startswith(family)]
+    if family == "B":
+        return book_claims_html(members)
     by_section: dict[str, list[dict]] = {}
-    for claim in claims:
-        if claim["id"].startswith(family):
-            by_section.setdefault(claim["section"], []).append(claim)
-    lines = _table_head(COLUMNS)
-    for section, members in by_section.items():
-        lines.append(f'<tbody><tr><th colspan="{len(COLUMNS)}" scope="rowgroup">{html.escape(section)}</th></tr>')
-        lines.extend(_claim_row(claim, sources) for claim in members)
+    for claim in members:
+        by_section.setdefault(claim["section"], []).append(claim)
+    lines = [REVEAL_SCRIPT]
+    for section, rows in by_section.items():
+        lines.append(f'<details class="claim-section"><summary>{html.escape(section)}: '
+                     f"{_count_words(rows)}</summary>")
+        lines += _table_head(COLUMNS) + ["<tbody>"]
+        lines.extend(_claim_row(claim, sources) for claim in rows)
+        lines += ["</tbody>", "</table>", "</details>"]
+    return "\n".join(lines)
+
+
+def _count_words(rows: list[dict]) -> str:
+    """'6 claims: 4 retain, 2 qualify' (verdicts in order of first appearance)."""
+    counts: dict[str, int] = {}
+    for claim in rows:
+        counts[claim["verdict"]] = counts.get(claim["verdict"], 0) + 1
+    noun = "claim" if len(rows) == 1 else "claims"
+    return f"{len(rows)} {noun}; " + ", ".join(f"{verdict} {n}" for verdict, n in counts.items())
+
+
+def book_claims_html(members: list[dict]) -> str:
+    """The book's claims as one table, a row group per chapter: the statement with its finding and evidence
+    folded under it, the verdict, and our value with every replicate that broke the claim as stated (a restated
+    claim's row is marked)."""
+    lines = _table_head(BOOK_COLUMNS)
+    sections: dict[str, list[dict]] = {}
+    for claim in members:
+        sections.setdefault(claim["section"], []).append(claim)
+    for section, rows in sections.items():
+        lines.append(f'<tbody><tr><th colspan="{len(BOOK_COLUMNS)}" scope="rowgroup">{html.escape(section)}</th></tr>')
+        lines.extend(_book_row(claim) for claim in rows)
         lines.append("</tbody>")
     lines.append("</table>")
     return "\n".join(lines)
+
+
+RESTATED_MARK = " Restated: "  # where a restated claim's finding starts to repeat what its replicates found
+
+
+def _book_row(claim: dict) -> str:
+    anchor = site.claim_anchor(claim["id"])
+    finding = claim["finding"].split(RESTATED_MARK, 1)[0] if claim["broken_by"] else claim["finding"]
+    files = len(claim["evidence"])
+    evidence = _support_html(claim, {})
+    folded = (f"<details><summary>Finding and evidence ({files} {'file' if files == 1 else 'files'}, SHA-256)"
+              f"</summary><div class=\"ours\">{html.escape(finding)}</div>"
+              + (f'<div class="ours">{evidence}</div>' if evidence else "") + "</details>")
+    statement = f"<q>{quoted(claim['excerpt'])}</q>{folded}"
+    verdict = f"<strong>{claim['verdict']}</strong>" if claim["broken_by"] else claim["verdict"]
+    values = _values_html(claim) + "".join(
+        f'<div class="replicate"><strong>Replicate run {html.escape(item["run_id"])}:</strong> '
+        f"{html.escape(item['reason'])}.</div>" for item in claim["broken_by"] or ())
+    cells = [f'<a href="#{anchor}">{claim["id"]}</a>', statement, verdict, values or tables.MISSING]
+    mark = ' class="restated"' if claim["broken_by"] else ""
+    return f'<tr id="{anchor}"{mark}>' + "".join(f"<td>{cell}</td>" for cell in cells) + "</tr>"
+
+
+def claim_index_html(claims: list[dict], families: str = "CR") -> str:
+    """Every claim of `families` by identifier, each a link to its row on its family's page and carrying its
+    anchor here too, so that an address of this page written before the families had pages of their own
+    (claim-audit.html#c42) still leads to the claim."""
+    lines = []
+    for family in families:
+        links = " ".join(f'<a id="{site.claim_anchor(c["id"])}" href="{site.claim_link(c["id"])}">{c["id"]}</a>'
+                         for c in claims if c["id"].startswith(family))
+        lines.append(f'<p class="claim-index"><strong>{html.escape(registry.FAMILIES[family].capitalize())}:'
+                     f"</strong> {links}</p>")
+    return TABLE_STYLE + "".join(lines)
+
+
+def verdict_table(claims: list[dict]):
+    """How many claims of each family carry each verdict, with what the verdict says about the wording."""
+    rows = []
+    for verdict, meaning in VERDICT_MEANINGS.items():
+        row = {"verdict": verdict, "what it says": meaning}
+        for family, column in FAMILY_HEADERS.items():
+            row[column] = sum(1 for c in claims if c["id"].startswith(family) and c["verdict"] == verdict)
+        rows.append(row)
+    total = {"verdict": "all", "what it says": ""}
+    total.update({column: sum(1 for c in claims if c["id"].startswith(family))
+                  for family, column in FAMILY_HEADERS.items()})
+    return tables.page_table(rows + [total], index="verdict", formats={"what it says": "text"},
+                             headers={"what it says": "What it says about the wording"},
+                             caption="Claims by verdict and family (counts).")
 
 
 def _claim_row(claim: dict, sources: dict) -> str:
@@ -145,10 +270,32 @@ def values_frame(claims: list[dict], families: str = "CR") -> pd.DataFrame:
         if claim["id"][0] not in families or not (claim["our_value"] or claim["awaits"]):
             continue
         ours = claim["our_value"]
-        rows.append({"claim": claim["id"], "article (H100)": claim["article_value"] or "",
+        rows.append({"claim": claim["id"], "article (H100)": article_figure(claim),
                      "ours (H200)": format_value(ours) if ours else f"Pending. {pending_text(claim['awaits'])}",
                      "basis": ours["basis"] if ours else "", "run": ours["run_id"] if ours else ""})
     return pd.DataFrame(rows, columns=["claim", "article (H100)", "ours (H200)", "basis", "run"]).set_index("claim")
+
+
+def article_figure(claim: dict) -> str:
+    """The article's own figure for a claim: the record's article_value, or the figure its statement quotes
+    (ARTICLE_FIGURES); empty where the statement gives no number."""
+    return claim["article_value"] or ARTICLE_FIGURES.get(claim["id"], "")
+
+
+NUMBER = re.compile(r"\d+(?:\.\d+)?")
+
+
+def figures_not_in_statement(claims: list[dict]) -> dict[str, list[str]]:
+    """{claim id: numbers of its declared ARTICLE_FIGURES entry that its statement does not hold} (empty: every
+    declared figure is quoted from its statement)."""
+    by_id = {claim["id"]: claim for claim in claims}
+    missing = {}
+    for claim_id, figure in ARTICLE_FIGURES.items():
+        statement = NUMBER.findall(by_id[claim_id]["excerpt"]) if claim_id in by_id else []
+        absent = [number for number in NUMBER.findall(figure) if number not in statement]
+        if absent or claim_id not in by_id:
+            missing[claim_id] = absent or ["no such claim"]
+    return missing
 
 
 def values_table_html(claims: list[dict]) -> str:
@@ -157,8 +304,8 @@ def values_table_html(claims: list[dict]) -> str:
     frame = values_frame(claims)
     lines = _table_head(VALUE_COLUMNS) + ["<tbody>"]
     for claim_id, row in frame.iterrows():
-        anchor = site.claim_anchor(claim_id)
-        cells = [f'<a href="#{anchor}">{claim_id}</a>', *(html.escape(str(text)) for text in row)]
+        cells = [f'<a href="{site.claim_link(claim_id)}">{claim_id}</a>',
+                 *(html.escape(str(text)) if str(text) else tables.MISSING for text in row)]
         lines.append("<tr>" + "".join(f"<td>{cell}</td>" for cell in cells) + "</tr>")
     lines += ["</tbody>", "</table>"]
     return "\n".join(lines)
@@ -199,10 +346,22 @@ def page_values(claims: list[dict], sources: dict, repo_root: Path = REPO_ROOT) 
                             or "none",
         "base_url": f"`{site.base_url(repo_root)}`",  # code, not a bare address: IPython would fetch it
     })
+    restated = [claim for claim in claims if claim["broken_by"]]
+    links = _listing([f'<a href="#{site.claim_anchor(claim["id"])}">{claim["id"]}</a>' for claim in restated])
+    values["restated_sentence"] = {0: "No claim is restated at this build.",
+                                   1: f"One claim is restated at this build: {links}."}.get(
+        len(restated), f"{len(restated)} claims are restated at this build: {links}.")
+    values["count_article_figures"] = sum(bool(article_figure(claim)) for claim in claims
+                                          if claim["id"][0] in "CR" and (claim["our_value"] or claim["awaits"]))
     citation = site.book_citation(repo_root)
     values["book_citation"] = (f"{citation['authors']}. *{citation['title']}*. Version {citation['version']}, "
                                f"released {citation['date']}. {citation['url']}")
     return {name: str(value) for name, value in values.items()}
+
+
+def _listing(items: list[str]) -> str:
+    """'a', 'a and b', 'a, b and c'."""
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1] if items else ""
 
 
 def _listing_of_keys(keys: list[str]) -> str:
@@ -210,13 +369,20 @@ def _listing_of_keys(keys: list[str]) -> str:
     return ", ".join(f"`{key}`" for key in keys) or "none"
 
 
-def prepare(repo_root: Path = REPO_ROOT) -> tuple[list[dict], dict]:
-    """The registry and its sources, after checking every evidence link and publishing the downloads."""
+def load(repo_root: Path = REPO_ROOT) -> tuple[list[dict], dict]:
+    """The registry and its sources, after checking every evidence link (the pages of one family of claims: the
+    chapter's page publishes the downloads and the evidence copies)."""
     sources = registry.load_sources(repo_root)
     claims = registry.load_claims(repo_root)
     problems = registry.check_evidence_links(repo_root, claims)
     if problems:
         raise ValueError("broken evidence links:\n" + "\n".join(problems))
+    return claims, sources
+
+
+def prepare(repo_root: Path = REPO_ROOT) -> tuple[list[dict], dict]:
+    """The registry and its sources, after checking every evidence link and publishing the downloads."""
+    claims, sources = load(repo_root)
     publish(claims, sources, repo_root)
     return claims, sources
 

@@ -19,6 +19,10 @@ from launchlab.store.evidence import MANIFEST, REPO_ROOT
 CONFIG_FILE = Path("_config.yml")
 CITATION_FILE = Path("CITATION.cff")
 CHAPTER_PAGE = "book/claim-audit.html"  # the chapter's address relative to the root of the built site
+# The page that holds each family's table, beside the chapter's page: the book's own claims on the chapter's page,
+# the article's and the rechecks' on pages of their own. The chapter's page also lists every claim by identifier,
+# with its anchor, so that an address written before the split (claim-audit.html#c42) still finds the claim.
+FAMILY_PAGES = {"B": CHAPTER_PAGE, "C": "book/claim-audit-article.html", "R": "book/claim-audit-rechecks.html"}
 DOWNLOAD_DIRECTORY = Path("book") / "_static" / "claims"  # the chapter's CSV and JSON, and the evidence copies
 SITE_DIRECTORY = "_static/claims"  # where Sphinx puts DOWNLOAD_DIRECTORY in the built site
 PUBLISHED_EVIDENCE = "evidence"  # evidence copies, inside DOWNLOAD_DIRECTORY
@@ -34,8 +38,18 @@ def base_url(repo_root: Path = REPO_ROOT) -> str:
     return url
 
 
+def claim_page(claim_id: str) -> str:
+    """The page that holds a claim's row, relative to the root of the built site."""
+    return FAMILY_PAGES[claim_id[0]]
+
+
 def claim_url(base: str, claim_id: str) -> str:
-    return f"{base}{CHAPTER_PAGE}#{claim_anchor(claim_id)}"
+    return f"{base}{claim_page(claim_id)}#{claim_anchor(claim_id)}"
+
+
+def claim_link(claim_id: str) -> str:
+    """The link from any page of the book (they sit side by side in book/) to a claim's row."""
+    return f"{claim_page(claim_id).rsplit('/', 1)[-1]}#{claim_anchor(claim_id)}"
 
 
 def published_path(evidence_path: str) -> str:

@@ -85,11 +85,24 @@ def link(page: str, anchor: str, text: str) -> str:
     return f'<a href="{page}.html#{anchor}">{text}</a>'
 
 
-def claim(claim_id: str) -> str:
-    """A link to a claim's row in the claim audit (claims.registry.claim_anchor's form: B06 -> #b06)."""
-    from launchlab.claims.registry import claim_anchor
+# The chapter section that measured each regime: (page, anchor), for the decision table and the intro.
+SECTIONS = {"short_kernels": ("graphs", "stream-against-graph-round-by-round"),
+            "memory_bound": ("fusion", "what-fusion-removes-the-four-kernel-path"),
+            "library": ("fusion", "library-softmax"),
+            "dependent_tiles": ("megakernels", "time-per-invocation"),
+            "pointwise": ("example_a_pointwise", "latency-across-sizes"),
+            "jobs": ("example_b_jobs", "time-per-call")}
 
-    return f'<a href="claim-audit.html#{claim_anchor(claim_id)}">{claim_id}</a>'
+
+def section_link(regime: str, text: str) -> str:
+    return link(*SECTIONS[regime], text)
+
+
+def claim(claim_id: str) -> str:
+    """A link to a claim's row in the claim audit (its family's page, anchor B06 -> #b06)."""
+    from launchlab.claims.site import claim_link
+
+    return f'<a href="{claim_link(claim_id)}">{claim_id}</a>'
 
 
 @dataclasses.dataclass(frozen=True)
@@ -142,7 +155,7 @@ def short_kernels_row(runs) -> Row:
                f"capture once: {setup} µs, repaid after {replays} replays",
                f"Capture once: {setup} µs of set-up at 128×8192, repaid after {replays} replays. Kernels, buffers "
                "and arguments stay as they are; new inputs are written into the captured buffers.",
-               (link("graphs", "stream-against-graph-round-by-round", "Ch. 2"),
+               (section_link("short_kernels", "Ch. 2"),
                 link("graphs", "what-setting-a-graph-up-costs", "set-up"), claim("B06"), claim("B07")))
 
 
@@ -166,7 +179,7 @@ def memory_bound_row(runs) -> Row:
                "A new kernel that keeps each row in registers or shared memory, with one configuration per range of "
                "row lengths. For scale: what graph replay alone gains at this shape, and the fused kernel against a "
                "device copy of the same bytes (copy).",
-               (link("fusion", "what-fusion-removes-the-four-kernel-path", "Ch. 3"),
+               (section_link("memory_bound", "Ch. 3"),
                 link("fusion", "device-time-and-bandwidth-against-the-copy", "the copy"), claim("B08"),
                 claim("B10")),
                references)
@@ -180,7 +193,7 @@ def library_row(runs) -> Row:
                "cuDNN's softmax (cuDNN) against the fused kernel in its plain-softmax mode (fused) on the same matrix.",
                ratios, "none to write; a library dependency",
                "No kernel to write: a library call, and the library as a dependency of the program.",
-               (link("fusion", "library-softmax", "Ch. 3"), claim("B11")))
+               (section_link("library", "Ch. 3"), claim("B11")))
 
 
 def megakernel_ratio(megakernels, variant: str, where: str) -> Ratio:
@@ -214,7 +227,7 @@ def dependent_tiles_row(runs) -> Row:
                "A persistent kernel: every block resident at once for grid barriers (cooperative launch), or a task "
                "queue with dependency counters reset before each invocation; traces and compute-sanitizer to trust "
                "its ordering.",
-               (link("megakernels", "time-per-invocation", "Ch. 4"),
+               (section_link("dependent_tiles", "Ch. 4"),
                 link("megakernels", "designs-that-try-to-win", "designs"), claim("B12"), claim("B14")),
                verdict=dependent_tiles_verdict(ratios))
 
@@ -244,7 +257,7 @@ def pointwise_row(runs) -> Row:
                "replayed as graphs.",
                ratios, "one kernel of a few lines",
                "One kernel that applies the three steps to each element: a few lines.",
-               (link("example_a_pointwise", "latency-across-sizes", "App. A"),))
+               (section_link("pointwise", "App. A"),))
 
 
 def jobs_row(runs) -> Row:
@@ -261,14 +274,16 @@ def jobs_row(runs) -> Row:
                ratios, "one block per job, or a queue reset per call",
                "A fused kernel runs both stages of a job in one block, a barrier between them; a queue adds a "
                "counter reset (a memset) to every invocation.",
-               (link("example_b_jobs", "time-per-call", "App. B"),))
+               (section_link("jobs", "App. B"),))
 
 
-ROWS = (short_kernels_row, memory_bound_row, library_row, dependent_tiles_row, pointwise_row, jobs_row)
+ROWS = {"short_kernels": short_kernels_row, "memory_bound": memory_bound_row, "library": library_row,
+        "dependent_tiles": dependent_tiles_row, "pointwise": pointwise_row, "jobs": jobs_row}
 
 
-def decision_rows(runs) -> list[Row]:
-    return [build(runs) for build in ROWS]
+def decision_rows(runs) -> dict[str, Row]:
+    """{regime: its row of the decision table}, in the table's order (the intro reads the same rows)."""
+    return {regime: build(runs) for regime, build in ROWS.items()}
 
 
 def _ratio_short(ratio: Ratio) -> str:
@@ -346,7 +361,7 @@ def page_values(runs) -> dict:
     """The decision table and the figures of the prose, all from the accepted runs."""
     first, graphs = runs["ordinary_launches"], runs["graphs"]
     devices = sorted({run.record.device_name for run in runs.values()})
-    rows = decision_rows(runs)
+    rows = list(decision_rows(runs).values())
     values = {"decision_table": decision_markdown(rows), "decision_details": details_markdown(rows),
               "devices": " and ".join(devices),
               "run_count": str(len(runs))}

@@ -14,7 +14,10 @@ How a chapter uses it (the notebook cell's last expression is the returned `Tabl
   `units={"column": "unit"}` adds one; `headers={"column": "Exact header"}` overrides.
 - Integers (counts, seeds, ids) print as integers; times keep 3 significant figures; ratios 2 decimals.
 - Nothing is elided: a table longer than `max_rows` sits, whole, in a collapsible block; `csv="name"` also writes
-  the full table as `_static/tables/name.csv` and links it under the table.
+  the full table as numbers to `_static/tables/name.csv` (a summary column as its median and bounds, each a
+  column with the unit in its header) and links it under the table.
+- A column empty in every row is left out; a group label (an index column before the last) shows on the first
+  row of its group only.
 - The HTML is wrapped in `<div class="table-wrapper">` (book/_static/launchlab.css), which scrolls on a phone.
 """
 from __future__ import annotations
@@ -53,6 +56,11 @@ def _is_missing(value) -> bool:
         return bool(isinstance(value, numbers.Real) and math.isnan(value))
     except TypeError:
         return False
+
+
+def _is_empty(value) -> bool:
+    """No value at all: missing, or an empty string (a cell left blank)."""
+    return _is_missing(value) or (isinstance(value, str) and not value.strip())
 
 
 def decimals_for(value: float, digits: int = 3) -> int:
@@ -301,7 +309,8 @@ def page_table(data, *, index: Iterable[str] | str | None = None, units: Mapping
     figures). units: {column: unit} appended as "(unit)"; headers: {column: header} replaces the readable name.
     caption: above the table; note: under it, with the bracket notes of its summary columns (`rounds` names the
     number of rounds, else taken from the summaries' "n"). max_rows: longer tables are folded, whole, into a
-    collapsible block. csv: also write the full unformatted table to _static/tables/<csv>.csv and link it.
+    collapsible block. csv: also write the full table as numbers (`csv_frame`) to _static/tables/<csv>.csv and
+    link it. A column with no value in any row is left out.
     """
     import pandas as pd
 
@@ -317,11 +326,15 @@ def page_table(data, *, index: Iterable[str] | str | None = None, units: Mapping
     frame = frame[index_names + [c for c in frame.columns if c not in index_names]]
     units, formats, headers = dict(units or {}), dict(formats or {}), dict(headers or {})
 
+    # A column empty in every row says nothing: it is left out (an index column stays, it names the rows).
+    frame = frame[[c for c in frame.columns if c in index_names or not all(_is_empty(v) for v in frame[c])]]
+
     columns, numeric, cells, notes = [], [], [], []
-    kinds_seen = {}
+    kinds_seen, formats_used = {}, {}
     for column in frame.columns:
         values = list(frame[column])
         fmt = formats.get(column) or _infer(values)
+        formats_used[column] = fmt
         if fmt in (BAND, CI):
             kinds_seen.setdefault(fmt, [v.get("n") for v in values if isinstance(v, Mapping)])
         title = headers.get(column) or readable(column)
@@ -330,12 +343,13 @@ def page_table(data, *, index: Iterable[str] | str | None = None, units: Mapping
         columns.append(title)
         numeric.append(fmt != "text" and not callable(fmt))
         cells.append([_cell(v, fmt) for v in values])
-    # An index column's repeated value is shown once per run of equal values (as pandas sparsifies a MultiIndex).
-    # Runs are found on the values as they were: an outer column already blanked would start a run on every row.
-    full = [list(column) for column in cells[:len(index_names)]]
+    # A group label (an index column before the last) is shown on the first row of its group only, as pandas
+    # sparsifies a MultiIndex: a row starts a group where this label or any label before it changes.
+    shown = [list(column) for column in cells]
     for i in range(len(index_names) - 1):
-        cells[i] = [v if r == 0 or v != full[i][r - 1] or any(full[j][r] != full[j][r - 1] for j in range(i))
-                    else "" for r, v in enumerate(full[i])]
+        shown[i] = [v if r == 0 or any(cells[j][r] != cells[j][r - 1] for j in range(i + 1)) else ""
+                    for r, v in enumerate(cells[i])]
+    cells = shown
     for kind, ns in kinds_seen.items():
         counts = {n for n in ns if n}
         notes.append(bracket_note(kind, rounds or (counts.pop() if len(counts) == 1 else None)))
@@ -348,16 +362,35 @@ def page_table(data, *, index: Iterable[str] | str | None = None, units: Mapping
         folder, url = static_dir()
         target = folder / "tables" / f"{csv}.csv"
         target.parent.mkdir(parents=True, exist_ok=True)
-        raw = frame.copy()
-        for column in raw.columns:
-            if raw[column].map(lambda v: isinstance(v, Mapping)).any():
-                raw[column] = raw[column].map(lambda v: median_with_band(v, _infer([v])) if isinstance(v, Mapping) else v)
-        raw.rename(columns=dict(zip(frame.columns, columns))).to_csv(target, index=False)
+        csv_frame(frame, columns, formats_used).to_csv(target, index=False)
         csv_href = f"{url}/tables/{csv}.csv"
 
     rows = [list(r) for r in zip(*cells)] if cells else []
     return Table(columns=columns, rows=rows, numeric=numeric, n_index=len(index_names), caption=caption,
                  notes=notes, max_rows=max_rows, csv_href=csv_href, raw=frame)
+
+
+# The numbers a summary column gives the CSV, each a column of its own: (summary key, header suffix).
+CSV_SUMMARY_PARTS = {BAND: (("median", "median"), ("p10", "p10"), ("p90", "p90")),
+                     CI: (("median", "median"), ("ci_low", "95 % interval, low"), ("ci_high", "95 % interval, high"))}
+
+
+def csv_frame(frame, titles: list[str], formats_used: Mapping):
+    """The table as numbers for a CSV: each column under its page header (units included); a summary column
+    becomes one numeric column per figure (median, p10 and p90, or the median and its 95 % interval), so that no
+    cell mixes text with numbers; other values stay as the summaries hold them, unrounded."""
+    import pandas as pd
+
+    out = {}
+    for column, title in zip(frame.columns, titles):
+        values = list(frame[column])
+        fmt = formats_used.get(column)
+        if fmt in CSV_SUMMARY_PARTS:
+            for key, suffix in CSV_SUMMARY_PARTS[fmt]:
+                out[f"{title}, {suffix}"] = [v.get(key) if isinstance(v, Mapping) else None for v in values]
+        else:
+            out[title] = values
+    return pd.DataFrame(out)
 
 
 def html_table(data, **kwargs) -> str:
