@@ -270,7 +270,7 @@ def sweep(ax, x: Sequence, series: Mapping[str, Sequence], ceiling=None, ceiling
             low = np.array([np.nan if v is None else v["p10"] for v in values], dtype=float)
             high = np.array([np.nan if v is None else v["p90"] for v in values], dtype=float)
             ax.fill_between(xs, low, high, color=colour, alpha=0.18, linewidth=0)
-    if ceiling is not None:
+    if ceiling is not None and xs.size:
         level = np.broadcast_to(np.asarray(ceiling, dtype=float), xs.shape)
         if np.all(level == level[0]):
             ax.axhline(level[0], color="black", linestyle="--", linewidth=1.0, label=ceiling_label, gid=REFERENCE_GID)
