@@ -58,11 +58,11 @@ def sweep_points(view) -> list[dict]:
     return [point for series in ("4096", "128") for point in sweep.get(series, [])]
 
 
-def every_sweep_point_above(view, ratio: str, bound: float) -> bool:
-    """At every sweep point, warm and cold, the ratio's 95% interval lies above `bound`."""
+def every_sweep_point_above(view, ratio: str, bound: float, l2_states=("warm", "cold")) -> bool:
+    """At every sweep point, in each L2 state, the ratio's 95% interval lies above `bound`."""
     points = sweep_points(view)
     return bool(points) and all(point["ratios"][ratio][l2]["ci_low"] > bound
-                                for point in points for l2 in ("warm", "cold"))
+                                for point in points for l2 in l2_states)
 
 
 def worst_sweep_record(view, ratio: str, l2: str) -> dict | None:
@@ -100,12 +100,6 @@ def enqueue_ratio_edge(view, numerator: str, denominator: str, label: str) -> di
     samples = view.jsonl("samples/timing.jsonl.gz")
     ratio = stats.paired_ratio(samples, numerator, denominator, "enqueue", "enqueue_us_per_launch")
     return {label: Edge(ratio, "above", 1.0)}
-
-
-def sweep_cold_paced(view, names: tuple[str, ...]) -> bool:
-    """No cold call of these contenders at any sweep point was enqueued after the GPU wait ended."""
-    return device_paced_cold(view, tuple(f"{name}.{point['shape']}.stream" for point in sweep_points(view)
-                                          for name in names))
 
 
 def range_over_shapes(view, table: tuple[str, ...]) -> dict:
