@@ -11,7 +11,7 @@ import yaml
 from launchlab.analysis import open_run
 from launchlab.claims import book, bounds, declared, registry
 from launchlab.claims.spec import ARITHMETIC, EVENT_RATIO, Beside, BookClaim, Decided, Edge, Ratio, Value
-from launchlab.store import evidence
+from launchlab.store import evidence, replicates
 from launchlab.store.record import RecordError, RunRecord
 from launchlab.store.runs import Run
 
@@ -396,12 +396,12 @@ def test_every_failure_of_every_accepted_run_is_listed_at_once(tmp_path, monkeyp
 
 
 def test_replicates_are_read_from_their_file_which_may_be_absent(tmp_path):
-    assert book.read_replicates(tmp_path) == {}
+    assert replicates.read_replicates(tmp_path) == {}
     (tmp_path / "replicates.json").write_text(json.dumps({"20261130T093346Z-ch02": ["20261201T000000Z-ch02"]}))
-    assert book.read_replicates(tmp_path) == {"20261130T093346Z-ch02": ["20261201T000000Z-ch02"]}
+    assert replicates.read_replicates(tmp_path) == {"20261130T093346Z-ch02": ["20261201T000000Z-ch02"]}
     (tmp_path / "replicates.json").write_text(json.dumps({"20261130T093346Z-ch02": "20261201T000000Z-ch02"}))
-    with pytest.raises(ValueError, match="replicates.json: must map each accepted run id to a list"):
-        book.read_replicates(tmp_path)
+    with pytest.raises(evidence.EvidenceError, match="replicates.json: must map each accepted run id to a list"):
+        replicates.read_replicates(tmp_path)
     assert json.loads((evidence.REPO_ROOT / "evidence" / "replicates.json").read_text()) is not None
 
 

@@ -182,6 +182,15 @@ def command_claims(args) -> int:
     return 0
 
 
+def command_replicate(args) -> int:
+    from launchlab.store.replicates import record_replicate
+
+    listed = record_replicate(args.accepted, args.replicate, args.root)
+    print(f"recorded {args.replicate} as a replicate of {args.accepted} "
+          f"({len(listed[args.accepted])} replicate(s) now), stored compactly")
+    return 0
+
+
 def command_plan(args) -> int:
     """A chapter's expanded variants and an estimate of the GPU seconds they take (-p as for execute)."""
     from launchlab.plan import print_plan
@@ -252,6 +261,10 @@ def main(argv=None) -> int:
                         ).set_defaults(handler=command_claims)
     commands.add_parser("status", help="list the accepted runs and whether their kernels are current"
                         ).set_defaults(handler=command_status)
+    sub = commands.add_parser("replicate", help="record a run as a replicate of an accepted run, stored compactly")
+    sub.add_argument("accepted", help="the accepted run id")
+    sub.add_argument("replicate", help="the replicate's run id (same chapter, sealed, passed)")
+    sub.set_defaults(handler=command_replicate)
     sub = commands.add_parser("plan", help="list a chapter's expanded variants and estimate its GPU seconds")
     sub.add_argument("stem", choices=STEMS, help="notebook stem")
     sub.add_argument("-p", "--parameter", nargs=2, action="append", metavar=("NAME", "VALUE"))

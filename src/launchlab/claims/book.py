@@ -30,11 +30,11 @@ from launchlab.claims import bounds, declared, page, registry
 from launchlab.claims.spec import Beside, BookClaim, Value, record_at, show_path
 from launchlab.present.tables import decimals_for
 from launchlab.store import evidence
+from launchlab.store.replicates import REPLICATES_FILE, read_replicates
 from launchlab.store.record import RecordError, RunRecord
 from launchlab.store.runs import Run
 
 
-REPLICATES_FILE = "replicates.json"  # inside the evidence root
 
 
 def accepted_views(root: Path = evidence.EVIDENCE_ROOT) -> tuple[dict[str, Run], dict[str, str]]:
@@ -54,18 +54,6 @@ def accepted_views(root: Path = evidence.EVIDENCE_ROOT) -> tuple[dict[str, Run],
             continue
         views[chapter] = open_run(path)
     return views, pending
-
-
-def read_replicates(root: Path = evidence.EVIDENCE_ROOT) -> dict[str, list[str]]:
-    """{accepted run id: [replicate run ids]} from <root>/replicates.json ({} where the file does not exist)."""
-    path = Path(root) / REPLICATES_FILE
-    if not path.exists():
-        return {}
-    listed = json.loads(path.read_text(encoding="utf-8"))
-    if not (isinstance(listed, dict) and all(isinstance(ids, list) and all(isinstance(i, str) for i in ids)
-                                             for ids in listed.values())):
-        raise ValueError(f"{path}: must map each accepted run id to a list of replicate run ids")
-    return listed
 
 
 def replicate_views(views: dict[str, Run], root: Path = evidence.EVIDENCE_ROOT) -> dict[str, list[Run]]:

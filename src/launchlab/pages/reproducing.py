@@ -86,7 +86,7 @@ def open_chapters(root: Path = evidence.EVIDENCE_ROOT, opener=None) -> list[Chap
     """Every chapter of the book with its replicates compared, in the book's order. `opener(path) -> Run` opens a
     run (default: analysis.open_run, which checks the manifest and recomputes the summaries)."""
     from launchlab.analysis import open_run
-    from launchlab.claims.book import read_replicates
+    from launchlab.store.replicates import read_replicates
 
     opener = opener or open_run
     root = Path(root)

@@ -147,13 +147,30 @@ def verify_run(run_dir: Path) -> list[str]:
     problems = [f"{run_dir.name}/{relative}: {why}" for relative in sorted(actual)
                 if (why := unreadable(run_dir / relative))]
     for relative, entry in sorted(listed.items()):
-        if relative not in actual:
+        if "held_by" in entry or "left_out" in entry:
+            problems += elsewhere_problems(run_dir, relative, entry)
+        elif relative not in actual:
             problems.append(f"{run_dir.name}/{relative}: listed in the manifest but missing")
         elif actual[relative] != entry:
             problems.append(f"{run_dir.name}/{relative}: sha256 or size differs from the manifest")
     for relative in sorted(set(actual) - set(listed)):
         problems.append(f"{run_dir.name}/{relative}: not in the manifest")
     return problems
+
+
+def elsewhere_problems(run_dir: Path, relative: str, entry: dict) -> list[str]:
+    """A manifest entry whose file this run does not keep: one held byte for byte by another run (`held_by`), or
+    left out with its reason (`left_out`, a replicate's notebook)."""
+    if (run_dir / relative).exists():
+        return [f"{run_dir.name}/{relative}: present, though the manifest says it is kept elsewhere"]
+    if "left_out" in entry:
+        return []
+    held = run_dir.parent / entry["held_by"] / relative
+    if not held.is_file():
+        return [f"{run_dir.name}/{relative}: held by run {entry['held_by']}, which has no such file"]
+    if sha256_file(held) != entry["sha256"]:
+        return [f"{run_dir.name}/{relative}: held by run {entry['held_by']}, whose copy differs"]
+    return []
 
 
 def check_root(root: Path) -> Path:
@@ -252,10 +269,10 @@ def accept(stem: str, run_id: str, root: Path = EVIDENCE_ROOT, force: bool = Fal
         notes_path = Path(root) / ACCEPT_NOTES
         notes = read_json(notes_path) if notes_path.exists() else {}
         notes[run_id] = {"stem": stem, "overrode": objections, "reason": reason.strip()}
-        _atomic_write(notes_path, to_json(notes))
+        atomic_write(notes_path, to_json(notes))
     accepted = read_accepted(root)
     accepted[stem] = run_id
-    _atomic_write(Path(root) / "accepted.json", to_json(accepted))
+    atomic_write(Path(root) / "accepted.json", to_json(accepted))
 
 
 def move_to_failed(run_id: str, reason: str, root: Path = EVIDENCE_ROOT) -> Path:
@@ -273,7 +290,7 @@ def move_to_failed(run_id: str, reason: str, root: Path = EVIDENCE_ROOT) -> Path
     return target
 
 
-def _atomic_write(path: Path, text: str) -> None:
+def atomic_write(path: Path, text: str) -> None:
     handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
     with os.fdopen(handle, "w") as out:
         out.write(text)

@@ -1,0 +1,86 @@
+"""Replicates: further executions of an accepted run's chapter, recorded beside it and stored compactly.
+
+    python -m launchlab replicate <accepted run> <replicate run>
+
+checks that the replicate is a sealed, verified, passed run of the same chapter, then lists it in
+evidence/replicates.json. Where the accepted run already holds a file byte for byte (the PTX and SASS of a build
+from the same kernel source), the replicate drops its copy and its manifest says which run holds it
+(`held_by`); where both runs come from the same commit, the replicate's executed notebook is left out too
+(`left_out`, its hash kept). Every other file stays, so the replicate still re-analyses from its own samples.
+This rewrites nothing but the replicate's manifest, and only to say where a removed file lives.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from launchlab.store import evidence
+from launchlab.store.files import EvidenceError, read_json
+from launchlab.store.record import RunRecord
+
+REPLICATES_FILE = "replicates.json"
+HELD_ELSEWHERE = ("module.ptx.gz", "module.sass.gz")   # build outputs that the same source and options reproduce
+NOTEBOOK = "notebook.ipynb"
+
+
+def read_replicates(root: Path = evidence.EVIDENCE_ROOT) -> dict[str, list[str]]:
+    """{accepted run id: [replicate run ids]} from <root>/replicates.json ({} where the file does not exist)."""
+    path = Path(root) / REPLICATES_FILE
+    if not path.exists():
+        return {}
+    listed = read_json(path)
+    if not (isinstance(listed, dict) and all(isinstance(ids, list) and all(isinstance(i, str) for i in ids)
+                                             for ids in listed.values())):
+        raise EvidenceError(f"{path}: must map each accepted run id to a list of replicate run ids")
+    return listed
+
+
+def replicate_problems(accepted: Path, replicate: Path) -> list[str]:
+    """Why `replicate` cannot be recorded as a replicate of `accepted` (empty: it can)."""
+    problems = [f"{replicate.name} does not verify: {p}" for p in evidence.verify_run(replicate)[:1]]
+    first, second = RunRecord.read(accepted), RunRecord.read(replicate)
+    if first.chapter != second.chapter:
+        problems.append(f"{replicate.name} is a run of {second.chapter}, {accepted.name} of {first.chapter}")
+    if second.verdict != "passed":
+        problems.append(f"{replicate.name}'s validation verdict is {second.verdict!r}, not 'passed'")
+    if not second.from_committed_code:
+        problems.append(f"{replicate.name} was made from uncommitted code ({second.git_commit!r})")
+    if replicate.name == accepted.name:
+        problems.append("a run cannot replicate itself")
+    return problems
+
+
+def compact(accepted: Path, replicate: Path) -> dict:
+    """Drop the replicate's copies of what the accepted run holds; return the replicate's new manifest."""
+    manifest = read_json(replicate / evidence.MANIFEST)
+    same_commit = RunRecord.read(accepted).git_commit == RunRecord.read(replicate).git_commit
+    for relative, entry in sorted(manifest["files"].items()):
+        if "held_by" in entry or "left_out" in entry:
+            continue
+        held = accepted / relative
+        if relative.rsplit("/", 1)[-1] in HELD_ELSEWHERE and held.is_file() and \
+                evidence.sha256_file(held) == entry["sha256"]:
+            entry["held_by"] = accepted.name
+        elif relative == NOTEBOOK and same_commit and held.is_file():
+            entry["left_out"] = f"the accepted run {accepted.name} holds the executed notebook of the same commit"
+        else:
+            continue
+        (replicate / relative).unlink()
+    evidence.atomic_write(replicate / evidence.MANIFEST, evidence.to_json(manifest))
+    return manifest
+
+
+def record_replicate(accepted_id: str, replicate_id: str, root: Path = evidence.EVIDENCE_ROOT) -> dict:
+    """Check, compact and list a replicate; an accepted run's replicates are never replaced, only added to."""
+    accepted, replicate = evidence.run_dir(accepted_id, root), evidence.run_dir(replicate_id, root)
+    if accepted_id not in evidence.read_accepted(root).values():
+        raise EvidenceError(f"{accepted_id} is no chapter's accepted run")
+    problems = replicate_problems(accepted, replicate)
+    if problems:
+        raise EvidenceError(f"{replicate_id} cannot be recorded as a replicate of {accepted_id}: {'; '.join(problems)}")
+    listed = read_replicates(root)
+    if replicate_id in listed.get(accepted_id, []):
+        raise EvidenceError(f"{replicate_id} is already a replicate of {accepted_id}")
+    compact(accepted, replicate)
+    listed.setdefault(accepted_id, []).append(replicate_id)
+    evidence.atomic_write(Path(root) / REPLICATES_FILE, evidence.to_json(listed))
+    return listed

@@ -1,0 +1,57 @@
+"""Recording a replicate: checked, listed, and stored compactly without losing what analysis reads."""
+import json
+import shutil
+
+import pytest
+
+from launchlab.__main__ import main
+from launchlab.analysis import analyze
+from launchlab.store import evidence, replicates
+
+
+@pytest.fixture
+def store(tmp_path):
+    """A scratch store holding graphs' accepted run and, not yet recorded, a whole copy of it standing in for a
+    replicate (the committed replicates are already compact)."""
+    root = tmp_path / "evidence"
+    accepted_id = evidence.read_accepted()["graphs"]
+    replicate_id = "20991231T000000Z-ch02"
+    shutil.copytree(evidence.run_dir(accepted_id), root / "runs" / accepted_id)
+    shutil.copytree(evidence.run_dir(accepted_id), root / "runs" / replicate_id)
+    (root / "accepted.json").write_text(json.dumps({"graphs": accepted_id}))
+    return root, accepted_id, replicate_id
+
+
+def test_a_recorded_replicate_drops_what_its_accepted_run_holds_and_still_verifies_and_analyses(store, capsys):
+    root, accepted_id, replicate_id = store
+    replicate = root / "runs" / replicate_id
+    before = sum(p.stat().st_size for p in replicate.rglob("*") if p.is_file())
+    assert main(["--root", str(root), "replicate", accepted_id, replicate_id]) == 0
+    after = sum(p.stat().st_size for p in replicate.rglob("*") if p.is_file())
+    manifest = json.loads((replicate / evidence.MANIFEST).read_text())["files"]
+    held = [path for path, entry in manifest.items() if "held_by" in entry]
+    assert held and all(path.endswith((".ptx.gz", ".sass.gz")) and not (replicate / path).exists() for path in held)
+    assert after < before
+    assert evidence.verify(root) == [] and analyze(replicate) == []
+    assert replicates.read_replicates(root) == {accepted_id: [replicate_id]}
+    assert main(["--root", str(root), "replicate", accepted_id, replicate_id]) == 2
+    assert "already a replicate" in capsys.readouterr().err
+
+
+def test_a_held_file_that_changes_in_the_accepted_run_is_found(store):
+    root, accepted_id, replicate_id = store
+    replicates.record_replicate(accepted_id, replicate_id, root)
+    manifest = json.loads((root / "runs" / replicate_id / evidence.MANIFEST).read_text())["files"]
+    path = next(p for p, entry in manifest.items() if "held_by" in entry)
+    (root / "runs" / accepted_id / path).write_bytes(b"changed")
+    assert any(f"{replicate_id}/{path}: held by run {accepted_id}, whose copy differs" == p for p in evidence.verify(root))
+
+
+def test_a_run_of_another_chapter_or_a_run_that_is_not_accepted_is_refused(store, tmp_path):
+    root, accepted_id, replicate_id = store
+    other = evidence.read_accepted()["ordinary_launches"]
+    shutil.copytree(evidence.run_dir(other), root / "runs" / other)
+    with pytest.raises(evidence.EvidenceError, match="is a run of ordinary_launches"):
+        replicates.record_replicate(accepted_id, other, root)
+    with pytest.raises(evidence.EvidenceError, match="is no chapter's accepted run"):
+        replicates.record_replicate(replicate_id, accepted_id, root)
