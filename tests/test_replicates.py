@@ -30,6 +30,7 @@ def test_a_recorded_replicate_drops_what_its_accepted_run_holds_and_still_verifi
     after = sum(p.stat().st_size for p in replicate.rglob("*") if p.is_file())
     manifest = json.loads((replicate / evidence.MANIFEST).read_text())["files"]
     held = [path for path, entry in manifest.items() if "held_by" in entry]
+    assert (replicate / "notebook.ipynb").exists()
     assert held and all(path.endswith((".ptx.gz", ".sass.gz")) and not (replicate / path).exists() for path in held)
     assert after < before
     assert evidence.verify(root) == [] and analyze(replicate) == []

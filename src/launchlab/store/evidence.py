@@ -147,7 +147,7 @@ def verify_run(run_dir: Path) -> list[str]:
     problems = [f"{run_dir.name}/{relative}: {why}" for relative in sorted(actual)
                 if (why := unreadable(run_dir / relative))]
     for relative, entry in sorted(listed.items()):
-        if "held_by" in entry or "left_out" in entry:
+        if "held_by" in entry:
             problems += elsewhere_problems(run_dir, relative, entry)
         elif relative not in actual:
             problems.append(f"{run_dir.name}/{relative}: listed in the manifest but missing")
@@ -159,16 +159,13 @@ def verify_run(run_dir: Path) -> list[str]:
 
 
 def elsewhere_problems(run_dir: Path, relative: str, entry: dict) -> list[str]:
-    """A manifest entry whose file this run does not keep: one held byte for byte by another run (`held_by`), or
-    left out with its reason (`left_out`, a replicate's notebook)."""
+    """A manifest entry whose file another run holds byte for byte (`held_by`: a replicate's build outputs)."""
     if (run_dir / relative).exists():
-        return [f"{run_dir.name}/{relative}: present, though the manifest says it is kept elsewhere"]
-    if "left_out" in entry:
-        return []
-    held = run_dir.parent / entry["held_by"] / relative
+        return [f"{run_dir.name}/{relative}: present, though the manifest says run {entry['held_by']} holds it"]
+    held = run_dir.parent / str(entry["held_by"]) / relative
     if not held.is_file():
         return [f"{run_dir.name}/{relative}: held by run {entry['held_by']}, which has no such file"]
-    if sha256_file(held) != entry["sha256"]:
+    if sha256_file(held) != entry["sha256"] or held.stat().st_size != entry["bytes"]:
         return [f"{run_dir.name}/{relative}: held by run {entry['held_by']}, whose copy differs"]
     return []
 

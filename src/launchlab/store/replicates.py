@@ -5,9 +5,9 @@
 checks that the replicate is a sealed, verified, passed run of the same chapter, then lists it in
 evidence/replicates.json. Where the accepted run already holds a file byte for byte (the PTX and SASS of a build
 from the same kernel source), the replicate drops its copy and its manifest says which run holds it
-(`held_by`); where both runs come from the same commit, the replicate's executed notebook is left out too
-(`left_out`, its hash kept). Every other file stays, so the replicate still re-analyses from its own samples.
-This rewrites nothing but the replicate's manifest, and only to say where a removed file lives.
+(`held_by`), so that verify still checks every byte. Every other file stays (its executed notebook too), so the
+replicate still re-analyses from its own samples. This rewrites nothing but the replicate's manifest, and only to
+say where a removed file lives.
 """
 from __future__ import annotations
 
@@ -19,7 +19,6 @@ from launchlab.store.record import RunRecord
 
 REPLICATES_FILE = "replicates.json"
 HELD_ELSEWHERE = ("module.ptx.gz", "module.sass.gz")   # build outputs that the same source and options reproduce
-NOTEBOOK = "notebook.ipynb"
 
 
 def read_replicates(root: Path = evidence.EVIDENCE_ROOT) -> dict[str, list[str]]:
@@ -52,19 +51,13 @@ def replicate_problems(accepted: Path, replicate: Path) -> list[str]:
 def compact(accepted: Path, replicate: Path) -> dict:
     """Drop the replicate's copies of what the accepted run holds; return the replicate's new manifest."""
     manifest = read_json(replicate / evidence.MANIFEST)
-    same_commit = RunRecord.read(accepted).git_commit == RunRecord.read(replicate).git_commit
     for relative, entry in sorted(manifest["files"].items()):
-        if "held_by" in entry or "left_out" in entry:
-            continue
         held = accepted / relative
-        if relative.rsplit("/", 1)[-1] in HELD_ELSEWHERE and held.is_file() and \
-                evidence.sha256_file(held) == entry["sha256"]:
-            entry["held_by"] = accepted.name
-        elif relative == NOTEBOOK and same_commit and held.is_file():
-            entry["left_out"] = f"the accepted run {accepted.name} holds the executed notebook of the same commit"
-        else:
+        if "held_by" in entry or relative.rsplit("/", 1)[-1] not in HELD_ELSEWHERE or not held.is_file():
             continue
-        (replicate / relative).unlink()
+        if evidence.sha256_file(held) == entry["sha256"]:
+            entry["held_by"] = accepted.name
+            (replicate / relative).unlink()
     evidence.atomic_write(replicate / evidence.MANIFEST, evidence.to_json(manifest))
     return manifest
 
