@@ -110,13 +110,13 @@ def ncu_csv(n: int) -> str:
 
 def example_a_run(root: Path, run_id: str = "20990101T000000Z-exa", ncu: str = "counters", seal: bool = False) -> Path:
     """A passed Example A run; ncu "counters" (both paths profiled), "error" (no permission) or "none" (no profile)."""
-    from launchlab.chapters.example_a_pointwise import CHAPTER, KERNELS, Parameters, is_large, model, size_of
+    from launchlab.chapters.example_a_pointwise import CHAPTER, Parameters, is_large, model, size_of
 
     parameters = Parameters()
     writer = evidence.RunWriter(run_id, root)
     costs, large, checks = {}, set(), []
     for variant in CHAPTER.variants(parameters):
-        vid, n, kernels = variant.id, size_of(variant.id), KERNELS[variant.id.target]
+        vid, n, kernels = variant.id, size_of(variant.id), variant.row.kernels
         launches = len(kernels) if vid.submission == "stream" else 1
         device = variant.logical_bytes / 4.0e6 + 2.0 * len(kernels)
         costs[vid] = (max(device, 3.5 * launches), device + 9.0 * launches)
@@ -129,7 +129,7 @@ def example_a_run(root: Path, run_id: str = "20990101T000000Z-exa", ncu: str = "
         checks += [output_check(vid, index, phase, size_of(vid)) for vid in costs]
     writer.write_json("graphs/setup.json", {})
     writer.write_json("builds/pointwise/record.json", {"family": "pointwise", "options": ["--fmad=false"], "resources_loaded": {
-        k: {"registers": 8, "shared_bytes": 0, "local_bytes": 0} for names in KERNELS.values() for k in names}})
+        k: {"registers": 8, "shared_bytes": 0, "local_bytes": 0} for v in CHAPTER.variants(parameters) for k in v.row.kernels}})
     n = parameters.profile_size
     if ncu == "counters":
         writer.write_text(f"profiles/ncu_n{n}.csv", ncu_csv(n))

@@ -131,7 +131,6 @@ def test_a_new_row_reaches_the_tables_the_ratios_and_the_dram_profile(tmp_path, 
 
     again = dataclasses.replace(package.FUSED, name="again", label="fused kernel again")
     monkeypatch.setattr(package, "ROWS", package.ROWS + (again,))
-    monkeypatch.setitem(package.KERNELS, "again", package.KERNELS["fused"])
     run = open_run(example_a_run(tmp_path), require_sealed=False)
     s = run.summaries
     assert {f"again.n{n}.{sub}" for n in SIZES for sub in ("stream", "graph")} <= set(s["timing"])

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from launchlab.chapters.declaration import Counts
-from launchlab.chapters.example_a_pointwise import CHAPTER, KERNELS, Parameters, model
+from launchlab.chapters.example_a_pointwise import CHAPTER, ROWS, Parameters, model
 
 SIZES = (256, 32_768, 1_048_576, 16_777_216, 1000)  # 1000: a last block only partly used
 
@@ -45,13 +45,13 @@ def setups(built, backend):
 
 def test_build_has_contraction_off_and_no_local_memory(built):
     assert "--fmad=false" in built.options
-    resources = built.resources(tuple(k for names in KERNELS.values() for k in names))
+    resources = built.resources(tuple(k for row in ROWS for k in row.kernels))
     assert all(r["local_bytes"] == 0 for r in resources.values()), resources
 
 
 @pytest.mark.parametrize("n", SIZES)
 def test_every_variant_is_exact_on_fresh_seeds(setups, n):
-    assert len(setups[n]) == 2 * len(KERNELS)
+    assert len(setups[n]) == 2 * len(ROWS)
     for index in range(2):
         x = model.fixture(FRESH_SEED, index, n)
         ref = model.reference(x)
@@ -79,7 +79,7 @@ def test_intermediates_of_the_three_kernel_path(setups):
 def test_graphs_hold_one_kernel_node_per_launch(setups, n):
     from launchlab.model import dot
 
-    for row, kernels in KERNELS.items():
+    for row, kernels in ((row.name, row.kernels) for row in ROWS):
         graph, stream = by_name(setups, n, f"{row}.graph"), by_name(setups, n, f"{row}.stream")
         assert dot.node_counts(dot.parse_dot(graph.dot), kernels) == {"kernel": len(kernels), "other": 0}
         assert graph.target is stream and graph.submissions == 1 and stream.submissions == len(kernels)
@@ -117,7 +117,7 @@ def test_the_chapter_runs_through_the_runner(tmp_path):
     run = open_run(tmp_path / "runs/20990101T000000Z-exa-test", require_sealed=False)
     assert run.record.verdict == "passed" and run.headline["exact_checks"] == 32
     assert run.headline["kernel_nodes.three"] == 3 and run.headline["kernel_nodes.fused"] == 1
-    assert {f"event_us.{row}_{sub}.{n}" for row in KERNELS for sub in ("stream", "graph") for n in (256, 1000)} \
+    assert {f"event_us.{row}_{sub}.{n}" for row in (r.name for r in ROWS) for sub in ("stream", "graph") for n in (256, 1000)} \
         <= set(run.headline)
     dram = run.summaries["dram"]
     assert dram["size"] == 1000 and (dram["error"] is not None or set(dram["paths"]) == {"three", "fused"})

@@ -9,7 +9,7 @@ import pytest
 
 from launchlab.analysis import open_run, recompute
 from launchlab.chapters import chapter as declared
-from launchlab.chapters.graphs import CHAPTER, KERNELS, Parameters, launches_of, stream_twin
+from launchlab.chapters.graphs import CHAPTER, Parameters, kernels_of, launches_of, stream_twin
 from launchlab.chapters.graphs import page, summary
 from launchlab.measure import protocol
 from launchlab.measure.variant import VariantId
@@ -112,9 +112,9 @@ def test_every_graph_variant_has_its_stream_twin_and_known_launch_counts():
     assert launches_of(VariantId.parse("row4copies.k16.graph")) == 64
     assert launches_of(VariantId.parse("empty.n1024.native")) == 1024
     tiled = VariantId.parse("tiled3.ragged.stream")
-    assert launches_of(tiled) == len(KERNELS[tiled.target]) == 3
+    assert launches_of(tiled) == len(kernels_of(tiled.target)) == 3
     for spec in table:  # k copies are k calls of the row path, N empty kernels N calls of the empty kernel
-        assert spec.calls * len(KERNELS[spec.id.target]) == launches_of(spec.id)
+        assert spec.calls * len(kernels_of(spec.id.target)) == launches_of(spec.id)
         assert ("paths" in spec.enters) != ("per_node" in spec.enters)
 
 
@@ -189,8 +189,8 @@ def write_synthetic_run(root: Path, parameters: Parameters = Parameters(), nativ
     index = {}
     for vid in (v for v in variants if v.submission == "graph"):
         name = f"graphs/{vid}.dot" + (".gz" if launches_of(vid) > 64 else "")
-        writer.write_text(name, chain_dot(list(KERNELS[vid.target]) * (launches_of(vid) // len(KERNELS[vid.target]))))
-        index[str(vid)] = {"dot": name, "kernel_names": list(KERNELS[vid.target]),
+        writer.write_text(name, chain_dot(list(kernels_of(vid.target)) * (launches_of(vid) // len(kernels_of(vid.target)))))
+        index[str(vid)] = {"dot": name, "kernel_names": list(kernels_of(vid.target)),
                            "stream_launches": launches_of(stream_twin(vid))}
     writer.write_json("graphs/index.json", index)
     writer.write_json("graphs/setup.json", {str(v): [fake_setup(v, rng) for _ in range(parameters.setup_repeats)]
@@ -313,8 +313,6 @@ def test_a_new_row_reaches_the_pairs_the_set_up_and_the_tables(tmp_path, monkeyp
 
     again = dataclasses.replace(graphs.ROW_PATH, name="row4again", label="row path again")
     monkeypatch.setattr(graphs, "ROWS", graphs.ROWS + (again,))
-    monkeypatch.setitem(graphs.KERNELS, "row4again", graphs.KERNELS["row4"])
-    monkeypatch.setitem(graphs.CASES, "row4again", graphs.CASES["row4"])
     run = open_run(write_synthetic_run(tmp_path / "evidence"), require_sealed=False)
     s = run.summaries
     assert {"row4again.128x8192.stream", "row4again.128x8192.graph"} <= set(s["timing"])

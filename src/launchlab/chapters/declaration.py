@@ -166,6 +166,8 @@ class Row:
     outputs: frozenset = frozenset({"table"})  # which of the chapter's outputs it enters
     requires: Requires = Requires()
     pacing: Callable = default_pacing          # (submission, l2) -> "device" | "host"
+    kernels: tuple[str, ...] = ()              # the kernels one call launches, in order (its graph's kernel nodes)
+    cases: Callable | None = None              # parameters -> [(case, calls per invocation)], where the chapter asks
 
 
 @dataclasses.dataclass(frozen=True)

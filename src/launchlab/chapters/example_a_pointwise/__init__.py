@@ -23,8 +23,6 @@ from launchlab.measure.variant import VariantId
 
 SUBMISSIONS = ("stream", "graph")
 OUTPUTS = ("timing", "dram", "sanitizer")
-# Each row's entry points in launch order: its captured graph must hold exactly these kernel nodes and no other.
-KERNELS = {"three": ("pw_add_one", "pw_square", "pw_halve"), "fused": ("pw_fused",)}
 BASELINE = "fused"
 LARGE_ELEMENTS = 1 << 24                # sizes this big use the protocol's smaller event batch
 
@@ -68,12 +66,21 @@ def make_fused(context, case: str):
 
 EXACT = Oracle("pointwise.reference (float32, exact)", model.reference)
 # Three kernels read x, a, b and write a, b, y (4 bytes each); the fused kernel reads x and writes y.
+# A row's kernels are its entry points in launch order: its captured graph must hold exactly these and no other.
 THREE = Row("three", "three kernels", make_three, EXACT, SUBMISSIONS, bytes=per_element(12, 12),
-            outputs=frozenset(OUTPUTS))
+            outputs=frozenset(OUTPUTS), kernels=("pw_add_one", "pw_square", "pw_halve"))
 FUSED = Row("fused", "fused kernel", make_fused, EXACT, SUBMISSIONS, bytes=per_element(4, 4),
-            outputs=frozenset(OUTPUTS))
+            outputs=frozenset(OUTPUTS), kernels=("pw_fused",))
 ROWS = (THREE, FUSED)
-ROW = {row.name: row for row in ROWS}
+
+
+def row_named(target: str) -> Row:
+    """The row of a VariantId target."""
+    return next(row for row in ROWS if row.name == target)
+
+
+def kernels_of(target: str) -> tuple[str, ...]:
+    return row_named(target).kernels
 
 
 def expand(parameters: Parameters) -> list[Variant]:
@@ -92,7 +99,7 @@ def historical_name(vid: VariantId | str) -> str:
 def label(vid: VariantId | str) -> str:
     """'three kernels, graph'."""
     vid = VariantId.parse(str(vid))
-    return f"{ROW[vid.target].label}, {vid.submission}"
+    return f"{row_named(vid.target).label}, {vid.submission}"
 
 
 def is_large(vid: VariantId) -> bool:

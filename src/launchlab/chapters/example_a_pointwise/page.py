@@ -4,7 +4,7 @@ The comparison with the article (`article_table`), the sanitizer table and sente
 shared with Example B's page."""
 from __future__ import annotations
 
-from launchlab.chapters.example_a_pointwise import BASELINE, CHAPTER, KERNELS, SUBMISSIONS, size_of
+from launchlab.chapters.example_a_pointwise import BASELINE, CHAPTER, SUBMISSIONS, kernels_of, size_of
 
 ARTICLE = "article (H100, October 2026)"
 # (measurement, metric) -> (column of the timing table, title of the latency panel)
@@ -142,8 +142,8 @@ def nodes_table(run):
     declared, table = rows(run), []
     for name in in_row_order(run, run.summaries["graph_nodes"]):
         held = run.summaries["graph_nodes"][name]
-        table.append({"path": declared[name].label, "entry points launched, in order": " → ".join(KERNELS[name]),
-                     "launches per stream invocation": len(KERNELS[name]),
+        table.append({"path": declared[name].label, "entry points launched, in order": " → ".join(kernels_of(name)),
+                     "launches per stream invocation": len(kernels_of(name)),
                      "kernel nodes in the DOT": ", ".join(map(str, held["kernel"])),
                      "other nodes": ", ".join(map(str, held["other"])),
                      "kernels in the DOT, dependency order": "; ".join(held["orders"])})

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from launchlab.chapters.example_a_pointwise import CHAPTER, KERNELS, ROWS, is_large, model, size_of
+from launchlab.chapters.example_a_pointwise import CHAPTER, ROWS, is_large, kernels_of, model, size_of
 from launchlab.measure.protocol import Measured
 from launchlab.model import dot
 
@@ -21,7 +21,7 @@ def run(session) -> None:
 
     parameters = session.parameters
     declared = CHAPTER.variants(parameters)
-    built = session.build(BUILD_LABEL, device.FAMILY, tuple(k for row in ROWS for k in KERNELS[row.name]),
+    built = session.build(BUILD_LABEL, device.FAMILY, tuple(k for row in ROWS for k in row.kernels),
                           extra_options=device.EXTRA_OPTIONS)
     context = device.Context(built)
     runners = stream_and_graph(declared, lambda v: v.row.make(context, v.id.case), session.backend.stream)
@@ -49,10 +49,10 @@ def check_graphs(session, runners: dict) -> None:
             continue
         session.writer.write_text(f"graphs/{vid}.dot", runner.dot)
         setup[str(vid)] = runner.setup
-        counts = dot.node_counts(dot.parse_dot(runner.dot), KERNELS[vid.target])
+        counts = dot.node_counts(dot.parse_dot(runner.dot), kernels_of(vid.target))
         session.check({"variant": str(vid), "fixture": None, "phase": "graph nodes",
                        "what": "kernel and other nodes in the captured graph's DOT", "counts": counts},
-                      np.array([counts["kernel"], counts["other"]]), np.array([len(KERNELS[vid.target]), 0]))
+                      np.array([counts["kernel"], counts["other"]]), np.array([len(kernels_of(vid.target)), 0]))
     session.writer.write_json("graphs/setup.json", setup)
 
 

@@ -35,7 +35,7 @@ import json
 import math
 from pathlib import Path
 
-from launchlab.chapters.example_a_pointwise import BASELINE, CHAPTER, KERNELS, historical_name, size_case, size_of
+from launchlab.chapters.example_a_pointwise import BASELINE, CHAPTER, historical_name, kernels_of, size_case, size_of
 from launchlab.chapters.example_a_pointwise.sanitize import PROBLEM
 from launchlab.measure import stats
 from launchlab.measure.variant import VariantId
@@ -97,7 +97,7 @@ def tallies(ratios: dict) -> dict:
 def graph_summary(path: Path) -> dict:
     """Kernel and other nodes of one captured graph, and its kernels in dependency order."""
     parsed = dot.parse_dot(path.read_text())
-    kernels = KERNELS[VariantId.parse(path.name[:-len(".dot")]).target]
+    kernels = kernels_of(VariantId.parse(path.name[:-len(".dot")]).target)
     in_order = [line for node in dot.topological_order(parsed) for line in parsed["nodes"][node]["label"]
                 if line in kernels]
     return {**dot.node_counts(parsed, kernels), "kernels_in_order": in_order}
@@ -112,8 +112,8 @@ def graph_nodes(graphs: dict, declared) -> dict:
             continue
         entry = {"kernel": sorted({g["kernel"] for g in held}), "other": sorted({g["other"] for g in held}),
                  "orders": sorted({" → ".join(g["kernels_in_order"]) for g in held})}
-        entry["as_declared"] = (entry["kernel"] == [len(KERNELS[row.name])] and entry["other"] == [0]
-                                and entry["orders"] == [" → ".join(KERNELS[row.name])])
+        entry["as_declared"] = (entry["kernel"] == [len(kernels_of(row.name))] and entry["other"] == [0]
+                                and entry["orders"] == [" → ".join(kernels_of(row.name))])
         result[row.name] = entry
     return result
 
@@ -131,8 +131,8 @@ def dram_summary(run_dir: Path, declared) -> dict | None:
     paths, logical = {}, {}
     for row in dict.fromkeys(v.row for v in declared if "dram" in v.enters):
         logical[row.name] = dict(zip(("read_bytes", "write_bytes"), row.bytes(size_case(n))))
-        picked = [r for r in rows if r["kernel"] in KERNELS[row.name]]
-        if {r["kernel"] for r in picked} != set(KERNELS[row.name]):
+        picked = [r for r in rows if r["kernel"] in kernels_of(row.name)]
+        if {r["kernel"] for r in picked} != set(kernels_of(row.name)):
             continue  # ncu gave no counters for some kernel of this row: nothing to state
         read = math.fsum(r["bytes"] for r in picked if r["metric"] == READ)
         written = math.fsum(r["bytes"] for r in picked if r["metric"] == WRITE)

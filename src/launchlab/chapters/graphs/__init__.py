@@ -79,28 +79,29 @@ def make_copies(context, case: str):
 RMS_SOFTMAX = Oracle("rms_softmax (float64)", oracles.rms_softmax, oracles.RMS_SOFTMAX_TOLERANCE)
 PACKED = Oracle("rms_softmax_packed (float64)", oracles.rms_softmax_packed, oracles.RMS_SOFTMAX_TOLERANCE)
 STREAM_AND_GRAPH = ("stream", "graph")
+# Each row's cases come from the parameters, with the calls of the row one invocation makes (N empty kernels, k copies).
 ROW_PATH = Row("row4", "row path (4 kernels)", make_row_path, RMS_SOFTMAX, STREAM_AND_GRAPH, bytes=row_path_bytes,
-               outputs=frozenset({"paths"}))
+               outputs=frozenset({"paths"}), kernels=ROW_KERNELS,
+               cases=lambda p: [(workloads.shape_name(*shape), 1) for shape in p.row_shapes])
 TILED = Row("tiled3", "tiled path (3 kernels)", make_tiled, PACKED, STREAM_AND_GRAPH, bytes=tiled_bytes,
-            outputs=frozenset({"paths"}))
+            outputs=frozenset({"paths"}), kernels=TILED_KERNELS, cases=lambda p: [(case, 1) for case in p.tiled_cases])
 EMPTY = Row("empty", "empty kernels", make_empty, Oracle("none (no output)"), ("stream", "graph", "native"),
-            bytes=lambda case: (0, 0), outputs=frozenset({"per_node"}))
+            bytes=lambda case: (0, 0), outputs=frozenset({"per_node"}), kernels=EMPTY_KERNELS,
+            cases=lambda p: [(f"n{count}", count) for count in p.empty_lengths])
 # Its bytes per call are the row path's at the run's copies_shape (expand fills them in); k copies = k calls.
 COPIES = Row("row4copies", "back-to-back row paths", make_copies, RMS_SOFTMAX, STREAM_AND_GRAPH,
-             bytes=lambda case: (0, 0), outputs=frozenset({"per_node"}))
+             bytes=lambda case: (0, 0), outputs=frozenset({"per_node"}), kernels=ROW_KERNELS,
+             cases=lambda p: [(f"k{count}", count) for count in p.row_copies])
 ROWS = (ROW_PATH, TILED, EMPTY, COPIES)
-KERNELS = {"row4": ROW_KERNELS, "tiled3": TILED_KERNELS, "empty": EMPTY_KERNELS, "row4copies": ROW_KERNELS}
 
 
-# Each row's cases from the parameters, with the calls of the row one invocation makes (N empty kernels, k copies).
-CASES = {"row4": lambda p: [(workloads.shape_name(*shape), 1) for shape in p.row_shapes],
-         "tiled3": lambda p: [(case, 1) for case in p.tiled_cases],
-         "empty": lambda p: [(f"n{count}", count) for count in p.empty_lengths],
-         "row4copies": lambda p: [(f"k{count}", count) for count in p.row_copies]}
+def kernels_of(target: str) -> tuple[str, ...]:
+    """The kernels one call of a row launches, by its VariantId target."""
+    return next(row.kernels for row in ROWS if row.name == target)
 
 
 def expand(parameters: Parameters) -> list[Variant]:
-    """Every row on its cases (CASES), under each of its submissions: the row path at every shape and the tiled
+    """Every row on its cases (each row's `cases`), under each of its submissions: the row path at every shape and the tiled
     path on every case; the graph-length series, N empty kernels and k copies of the row path at copies_shape."""
     copies_shape = workloads.shape_name(*parameters.copies_shape[0])
     variants = []
@@ -108,7 +109,7 @@ def expand(parameters: Parameters) -> list[Variant]:
         if row.name == COPIES.name:  # a copy moves what the row path moves at the run's copies_shape
             row = dataclasses.replace(row, bytes=lambda case: row_path_bytes(copies_shape))
         variants += [Variant(VariantId(row.name, case, submission), row, calls=calls)
-                     for case, calls in CASES[row.name](parameters) for submission in row.submissions]
+                     for case, calls in row.cases(parameters) for submission in row.submissions]
     return variants
 
 
@@ -120,7 +121,7 @@ def stream_twin(vid: VariantId) -> VariantId:
 def launches_of(vid: VariantId) -> int:
     """Kernel launches of one invocation's stream version (= kernel nodes of its graph)."""
     calls = count_of(vid.case) if vid.target in ("empty", "row4copies") else 1
-    return len(KERNELS[vid.target]) * calls
+    return len(kernels_of(vid.target)) * calls
 
 
 def is_large(vid: VariantId) -> bool:

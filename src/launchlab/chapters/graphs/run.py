@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from launchlab.chapters.graphs import CHAPTER, EMPTY_KERNELS, KERNELS, TILED_KERNELS, is_large, launches_of
+from launchlab.chapters.graphs import CHAPTER, EMPTY_KERNELS, TILED_KERNELS, is_large, kernels_of, launches_of
 from launchlab.chapters.ordinary_launches import ROW_KERNELS
 from launchlab.measure.protocol import Measured
 from launchlab.model import workloads
@@ -89,7 +89,7 @@ def save_graphs(session, runners: dict) -> None:
         target = replay.target
         name = f"graphs/{graph_id}.dot" + (".gz" if len(target.launches) > DOT_PLAIN_MAX_NODES else "")
         session.writer.write_text(name, replay.dot)
-        index[str(graph_id)] = {"dot": name, "kernel_names": list(KERNELS[graph_id.target]),
+        index[str(graph_id)] = {"dot": name, "kernel_names": list(kernels_of(graph_id.target)),
                                 "stream_launches": len(target.launches)}
         repeats = [capture(target.invoke, replay.stream)[1] for _ in range(session.parameters.setup_repeats - 1)]
         setups[str(graph_id)] = [replay.setup, *repeats]
