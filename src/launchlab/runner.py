@@ -143,10 +143,9 @@ class Session:
 
     def require_complete(self) -> None:
         """Every declared variant was measured or skipped with its reason; otherwise the run fails, naming them."""
-        from launchlab.chapters.declaration import missing_variants
-
         measured = {sample["variant"] for sample in self.samples}
-        missing = missing_variants(self.chapter.variants(self.parameters), measured, self.skipped)
+        missing = [str(v.id) for v in self.chapter.variants(self.parameters)
+                   if str(v.id) not in measured and not self.skipped.get(str(v.id))]
         if missing:
             self.record.validation = {"verdict": "failed", "reason": "declared variants neither measured nor skipped",
                                       "missing_variants": missing}

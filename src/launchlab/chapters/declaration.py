@@ -275,8 +275,3 @@ class Chapter:
     def snapshot(self, parameters=None) -> str:
         return "\n".join(v.snapshot() for v in self.variants(parameters)) + "\n"
 
-
-def missing_variants(declared: list[Variant], measured: set[str], skipped: dict[str, str]) -> list[str]:
-    """Declared variants that were neither measured nor skipped with a reason."""
-    return [str(v.id) for v in declared if str(v.id) not in measured and not skipped.get(str(v.id))]
-
