@@ -428,24 +428,24 @@ def test_ncu_dram_bytes_are_attributed_by_the_markers():
     rows = parse_ncu_csv(NCU_CSV)
     order = fusion.rows_entering("profile")
     assert tuple(order) == profile.ORDER_BEFORE_RECORDED == ("copy", "row4", "fused_rms", "fused_plain", "cudnn")
-    by_variant = profile.attribute(rows, order)
+    by_variant = ncu.dram_by_marker(rows, order)
     assert list(by_variant) == ["copy", "row4", "fused_rms", "cudnn"]  # fused plain launched nothing: left out
     assert by_variant["copy"] == {"read_bytes": 67108864, "write_bytes": 67108864, "kernels": 1}  # not the fixture's
     assert by_variant["row4"] == {"read_bytes": 4 * 67108864, "write_bytes": 1024 + 2 * 67108864, "kernels": 4}
     assert by_variant["fused_rms"] == {"read_bytes": 67108864, "write_bytes": 60000000, "kernels": 1}
     assert by_variant["cudnn"] == {"read_bytes": 3 * 33554432, "write_bytes": 2 * 33554432, "kernels": 2}
-    assert profile.attribute(list(reversed(rows)), order) == by_variant  # by kernel ID, not by line order
+    assert ncu.dram_by_marker(list(reversed(rows)), order) == by_variant  # by kernel ID, not by line order
     assert profile.MARKER == "empty_kernel"
-    assert list(profile.attribute(rows, ["copy", "row4"])) == ["copy", "row4"]  # the recorded order names the rows
+    assert list(ncu.dram_by_marker(rows, ["copy", "row4"])) == ["copy", "row4"]  # the recorded order names the rows
 
 
 def test_ncu_without_markers_attributes_nothing():
     order = profile.ORDER_BEFORE_RECORDED
     unmarked = [r for r in parse_ncu_csv(NCU_CSV) if r["kernel"] != profile.MARKER]
-    assert profile.attribute(unmarked, order) == {}
+    assert ncu.dram_by_marker(unmarked, order) == {}
     first = [r for r in parse_ncu_csv(NCU_CSV) if r["id"] <= 2]  # the target stopped after the copy: no closing marker
-    assert profile.attribute(first, order) == {}
-    assert profile.attribute([], order) == {}
+    assert ncu.dram_by_marker(first, order) == {}
+    assert ncu.dram_by_marker([], order) == {}
 
 
 def test_ncu_runs_the_chapter_child_with_the_plan_and_the_rows(monkeypatch, tmp_path):

@@ -20,23 +20,12 @@ from __future__ import annotations
 import cupy
 import numpy as np
 
+from launchlab.gpu import device
 from launchlab.gpu.build import BuiltModule
-from launchlab.gpu.targets import ArrayTarget, allow_dynamic_shared, module_define
+from launchlab.gpu.targets import ArrayTarget, allow_dynamic_shared, module_define, resident_blocks_per_sm
 from launchlab.model.fused_policy import (KERNELS, MODES, PORTABLE_CLUSTER, SPLIT_BLOCKS_PER_SM, SPLIT_SLICE_BYTES, split_pieces, worst_chunks)
 
 # ---------------------------------------------------------------- targets (GPU)
-def _sm_count() -> int:
-    return int(cupy.cuda.runtime.getDeviceProperties(cupy.cuda.runtime.getDevice())["multiProcessorCount"])
-
-
-def _resident_per_sm(kernel, block: int, shared_bytes: int) -> int:
-    return int(cupy.cuda.driver.occupancyMaxActiveBlocksPerMultiprocessor(kernel.kernel.ptr, block, shared_bytes))
-
-
-def _shared_limit() -> int:
-    return int(cupy.cuda.runtime.getDeviceProperties(cupy.cuda.runtime.getDevice())["sharedMemPerBlockOptin"])
-
-
 class _DesignTarget(ArrayTarget):
     """What the three designs share: the mode, the x and y buffers, the kernel of the mode."""
 
@@ -85,8 +74,8 @@ class NarrowRows(_DesignTarget):
             raise ValueError(f"a row of {cols} floats needs {worst_chunks(rows, cols)} chunks; the module holds "
                              f"{self.lanes} lanes x {self.row_chunks}")
         rows_per_block = max(1, self.block // self.lanes)
-        self.resident_per_sm = _resident_per_sm(self.kernel, self.block, 0)
-        grid = min(-(-rows // rows_per_block), self.resident_per_sm * _sm_count())
+        self.resident_per_sm = resident_blocks_per_sm(self.kernel, self.block, 0)
+        grid = min(-(-rows // rows_per_block), self.resident_per_sm * device.sm_count())
         self.launches = ((self.kernel, (grid,), (self.block,), (self.x, self.y, np.int32(rows), np.int32(cols))),)
 
     def describe(self) -> dict:
@@ -110,8 +99,8 @@ class ClusterRow(_DesignTarget):
             raise ValueError(f"a slice of {slice_chunks} chunks exceeds the module's {self.slice_regs} x {self.block} "
                              "chunks in registers")
         self.shared_bytes = 0 if self.slice_regs else 16 * slice_chunks
-        if self.shared_bytes > _shared_limit():
-            raise ValueError(f"a slice of {self.shared_bytes} bytes exceeds the {_shared_limit()} a block may have")
+        if self.shared_bytes > device.shared_limit():
+            raise ValueError(f"a slice of {self.shared_bytes} bytes exceeds the {device.shared_limit()} a block may have")
         if self.shared_bytes > 48 * 1024:
             allow_dynamic_shared(self.kernel, self.shared_bytes)
         if self.cluster > PORTABLE_CLUSTER:
@@ -137,13 +126,13 @@ class SplitRow(_DesignTarget):
                  blocks_per_sm: int = SPLIT_BLOCKS_PER_SM, pieces: int | None = None,
                  slice_bytes: int = SPLIT_SLICE_BYTES):
         super().__init__(built, rows, cols, mode, x)
-        budget = min(int(slice_bytes), _shared_limit())
+        budget = min(int(slice_bytes), device.shared_limit())
         if budget > 48 * 1024:
             allow_dynamic_shared(self.kernel, budget)
-        self.resident_per_sm = _resident_per_sm(self.kernel, self.block, budget)
+        self.resident_per_sm = resident_blocks_per_sm(self.kernel, self.block, budget)
         if self.resident_per_sm < 1:
             raise ValueError(f"no block of {self.block} threads with {budget} shared bytes fits an SM")
-        self.capacity = min(self.resident_per_sm, blocks_per_sm) * _sm_count()
+        self.capacity = min(self.resident_per_sm, blocks_per_sm) * device.sm_count()
         self.pieces = int(pieces) if pieces else split_pieces(rows, self.capacity)
         if self.pieces > self.capacity:
             raise ValueError(f"{self.pieces} pieces per row cannot all be resident ({self.capacity} blocks)")

@@ -179,6 +179,11 @@ def module_define(built: BuiltModule, name: str, default: int) -> int:
     return default
 
 
+def resident_blocks_per_sm(kernel, block: int = BLOCK, shared_bytes: int = 0) -> int:
+    """Blocks of `kernel` (a RawKernel) that one SM holds at once, from CUDA's occupancy API."""
+    return int(cupy.cuda.driver.occupancyMaxActiveBlocksPerMultiprocessor(kernel.kernel.ptr, block, shared_bytes))
+
+
 def allow_dynamic_shared(kernel, nbytes: int) -> None:
     """Raise a kernel's dynamic shared-memory limit (needed above 48 KiB)."""
     attribute = getattr(cupy.cuda.driver, "CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES", 8)

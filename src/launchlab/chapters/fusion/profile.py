@@ -7,7 +7,8 @@ each once, with the empty kernel (kernels/empty.cu) before the first and after e
 markers are one row's, whatever their names. The copy is CuPy's elementwise copy kernel: the chapter's copy
 is cudaMemcpyAsync, which is not a kernel and which Nsight Compute cannot profile.
 
-The run keeps ncu's CSV and, beside it, the order the rows were launched in (`order`), which `attribute` reads.
+The run keeps ncu's CSV and, beside it, the order the rows were launched in (`order`), which the summary hands
+to gpu/ncu.py's `dram_by_marker`.
 """
 from __future__ import annotations
 
@@ -29,11 +30,6 @@ def child_arguments(rows: int, cols: int, plan: dict, names) -> list[str]:
 def dram_bytes(rows: int, cols: int, plan: dict, names, timeout_s: int = 240) -> dict:
     """{"command", "returncode", "csv", "error", "order"}: one call of each named row at a shape under ncu."""
     return {**ncu.profile(child_arguments(rows, cols, plan, names), timeout_s=timeout_s), "order": list(names)}
-
-
-def attribute(records: list[dict], order) -> dict:
-    """{row: {"read_bytes", "write_bytes", "kernels"}}: the kernels between the k-th and (k+1)-th marker are order[k]'s."""
-    return ncu.dram_by_marker(records, order)
 
 
 def launches(stream, rows: int, cols: int, plan: dict, names) -> dict:

@@ -381,14 +381,14 @@ def summarize_resources(run_dir: Path) -> dict:
 
 def summarize_dram(run_dir: Path) -> dict:
     """Per profiled shape: ncu's DRAM bytes per contender beside its logical bytes per call, or the error."""
-    from launchlab.chapters.fusion.profile import ORDER_BEFORE_RECORDED, attribute
-    from launchlab.gpu.ncu import parse_ncu_csv
+    from launchlab.chapters.fusion.profile import ORDER_BEFORE_RECORDED
+    from launchlab.gpu.ncu import dram_by_marker, parse_ncu_csv
 
     result = {}
     for meta_path in sorted((Path(run_dir) / "profiles").glob("ncu_*.json")):
         shape = meta_path.stem.removeprefix("ncu_")
         meta = json.loads(meta_path.read_text())
-        measured = attribute(parse_ncu_csv((meta_path.parent / f"ncu_{shape}.csv").read_text()),
+        measured = dram_by_marker(parse_ncu_csv((meta_path.parent / f"ncu_{shape}.csv").read_text()),
                              meta.get("order", ORDER_BEFORE_RECORDED))
         rows, cols = workloads.parse_shapes(shape)[0]
         entry = {"error": meta.get("error"), "contenders": {}}

@@ -13,7 +13,7 @@ import numpy as np
 
 from launchlab.chapters.megakernels import schedules
 from launchlab.gpu import device, probes
-from launchlab.gpu.targets import BLOCK, Target
+from launchlab.gpu.targets import BLOCK, Target, resident_blocks_per_sm
 from launchlab.model import timelines
 
 FAMILY = "megakernel"
@@ -24,11 +24,6 @@ ERROR_WORDS = 4                # {flag, task, counter seen, counter needed}
 
 class MegakernelError(RuntimeError):
     """A queue worker gave up waiting for a task's inputs (the kernel's bounded wait)."""
-
-
-def resident_blocks_per_sm(kernel, block: int = BLOCK, shared_bytes: int = 0) -> int:
-    """Blocks of `kernel` (a RawKernel) that one SM holds at once, from CUDA's occupancy API."""
-    return int(cupy.cuda.driver.occupancyMaxActiveBlocksPerMultiprocessor(kernel.kernel.ptr, block, shared_bytes))
 
 
 class NotCoResident(ValueError):
