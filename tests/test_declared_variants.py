@@ -31,3 +31,32 @@ def test_the_accepted_run_measured_or_skipped_every_declared_variant(stem):
     skipped = set(json.loads((path / "run.json").read_text()).get("details", {}).get("skipped_variants", {}))
     declared = {str(v.id) for v in chapter(stem).variants()}
     assert measured | skipped == declared
+
+
+@pytest.mark.parametrize("stem", STEMS)
+def test_a_row_added_to_a_declaration_is_expanded_like_its_model(stem, monkeypatch):
+    """A variant that reuses an existing kernel is one more row: a copy of each row under a new name expands to the
+    same cases, submissions, bytes and outputs as the row it copies, with no other edit."""
+    import dataclasses
+    import importlib
+
+    package = importlib.import_module(f"launchlab.chapters.{stem}")
+    for model in package.ROWS:
+        copy = dataclasses.replace(model, name=f"{model.name}_again")
+        monkeypatch.setattr(package, "ROWS", (*package.ROWS, copy))
+        variants = chapter(stem).variants()
+        monkeypatch.undo()
+
+        def expanded(row):
+            return {(str(v.id).split(".", 1)[1], v.bytes_read, v.bytes_written, v.enters, v.l2_states)
+                    for v in variants if v.id.target == row.name}
+        assert expanded(copy) and expanded(copy) == expanded(model), f"{stem}: a copy of row {model.name} expands differently"
+
+
+def test_example_b_graph_and_submission_counts_come_from_its_rows():
+    from launchlab.chapters import example_b_jobs as jobs
+
+    for row in jobs.ROWS:
+        assert jobs.GRAPH_NODES[row.name] == (len(row.kernels), row.memsets)
+        assert jobs.STREAM_SUBMISSIONS[row.name] == len(row.kernels) + row.memsets
+        assert jobs.KERNELS[row.name] == jobs.model.KERNELS[row.name]

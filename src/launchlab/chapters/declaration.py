@@ -168,6 +168,7 @@ class Row:
     pacing: Callable = default_pacing          # (submission, l2) -> "device" | "host"
     kernels: tuple[str, ...] = ()              # the kernels one call launches, in order (its graph's kernel nodes)
     cases: Callable | None = None              # parameters -> [(case, calls per invocation)], where the chapter asks
+    outputs_at: Callable | None = None         # (parameters, case, submission) -> outputs there (empty: not run); None: `outputs`
 
 
 @dataclasses.dataclass(frozen=True)
@@ -208,6 +209,21 @@ class Variant:
         return " | ".join([str(self.id), self.row.label, self.row.oracle.name, str(self.bytes_read),
                            str(self.bytes_written), pacings, ",".join(sorted(self.enters)),
                            self.row.requires.text()])
+
+
+def expand_rows(rows, parameters) -> list[Variant]:
+    """Each row on its cases (`row.cases(parameters)`), under each of its submissions, entering what its
+    `outputs_at` says there; a (case, submission) where it enters nothing is not declared."""
+    variants = []
+    for row in rows:
+        if row.cases is None:
+            raise ValueError(f"row {row.name!r} declares no cases")
+        for case, calls in row.cases(parameters):
+            for submission in row.submissions:
+                outputs = None if row.outputs_at is None else frozenset(row.outputs_at(parameters, case, submission))
+                if outputs is None or outputs:
+                    variants.append(Variant(VariantId(row.name, case, submission), row, calls=calls, outputs=outputs))
+    return variants
 
 
 # --------------------------------------------------------------------------- the chapter

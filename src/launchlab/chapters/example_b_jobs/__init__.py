@@ -27,11 +27,6 @@ from launchlab.measure.variant import VariantId
 
 SUBMISSIONS = ("stream", "graph")
 OUTPUTS = ("timing", "trace", "sanitizer")
-KERNELS = model.KERNELS                 # each row's entry points, in launch order
-# Kernel nodes and other nodes each row's captured graph must hold: the queue's other node is the MEMSET that
-# zeroes its counter, so the reset is part of every timed replay.
-GRAPH_NODES = {"separate": (2, 0), "fused": (1, 0), "queue": (1, 1)}
-STREAM_SUBMISSIONS = {"separate": 2, "fused": 1, "queue": 2}   # host submissions of one stream invocation
 BASELINE = "fused"
 TIMELINE_CASE = "ragged"
 DECLARED_SM_COUNT = 132                 # H100 SXM and H200: 597 jobs
@@ -40,6 +35,23 @@ DECLARED_SM_COUNT = 132                 # H100 SXM and H200: 597 jobs
 JOB_BYTES_READ = 2 * 4 * model.VALUES_PER_JOB + 4
 JOB_BYTES_WRITTEN = 2 * 4 * model.VALUES_PER_JOB
 QUEUE_BYTES_PER_JOB = 4
+
+
+@dataclasses.dataclass(frozen=True)
+class JobRow(Row):
+    """A schedule of the jobs: its kernels (in launch order) and the memsets one invocation issues before them (the
+    queue zeroes its counter, so the reset is part of every timed replay)."""
+    memsets: int = 0
+
+    @property
+    def graph_nodes(self) -> tuple[int, int]:
+        """(kernel nodes, other nodes) its captured graph must hold."""
+        return len(self.kernels), self.memsets
+
+    @property
+    def stream_submissions(self) -> int:
+        """Host submissions of one stream invocation."""
+        return len(self.kernels) + self.memsets
 
 
 @dataclasses.dataclass(frozen=True)
@@ -75,13 +87,18 @@ def make_queue(context, case: str):
 # The oracle composes the affine maps of a case's iteration table: function(x, a_iterations, b_iterations).
 EXACT = Oracle("jobs.oracle (uint32, exact)", model.oracle)
 COUNTED = Oracle("jobs.oracle (uint32, exact), and the counter = jobs + workers", model.oracle)
-SEPARATE = Row("separate", "two kernels", make_separate, EXACT, SUBMISSIONS, bytes=job_bytes(),
-               outputs=frozenset(OUTPUTS))
-FUSED = Row("fused", "fused kernel", make_fused, EXACT, SUBMISSIONS, bytes=job_bytes(), outputs=frozenset(OUTPUTS))
-QUEUE = Row("queue", "persistent queue", make_queue, COUNTED, SUBMISSIONS, bytes=job_bytes(QUEUE_BYTES_PER_JOB),
-            outputs=frozenset(OUTPUTS))
+SEPARATE = JobRow("separate", "two kernels", make_separate, EXACT, SUBMISSIONS, bytes=job_bytes(),
+                  outputs=frozenset(OUTPUTS), kernels=model.KERNELS["separate"])
+FUSED = JobRow("fused", "fused kernel", make_fused, EXACT, SUBMISSIONS, bytes=job_bytes(), outputs=frozenset(OUTPUTS),
+               kernels=model.KERNELS["fused"])
+QUEUE = JobRow("queue", "persistent queue", make_queue, COUNTED, SUBMISSIONS, bytes=job_bytes(QUEUE_BYTES_PER_JOB),
+               outputs=frozenset(OUTPUTS), kernels=model.KERNELS["queue"], memsets=1)
 ROWS = (SEPARATE, FUSED, QUEUE)
 ROW = {row.name: row for row in ROWS}
+# By VariantId target, from the rows: what each row launches, what its graph holds, what the host submits.
+KERNELS = {row.name: row.kernels for row in ROWS}
+GRAPH_NODES = {row.name: row.graph_nodes for row in ROWS}
+STREAM_SUBMISSIONS = {row.name: row.stream_submissions for row in ROWS}
 
 
 def timeline_case(cases) -> str:

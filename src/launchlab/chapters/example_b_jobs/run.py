@@ -11,7 +11,7 @@ from launchlab.chapters.example_b_jobs import CHAPTER, GRAPH_NODES, KERNELS, ROW
 from launchlab.measure.protocol import Measured
 from launchlab.model import dot
 
-ALL_KERNELS = tuple(kernel for row in ROWS for kernel in KERNELS[row.name])
+ALL_KERNELS = tuple(dict.fromkeys(kernel for row in ROWS for kernel in row.kernels))
 
 
 def run(session) -> None:

@@ -88,9 +88,15 @@ TILED = Row("tiled3", "tiled path (3 kernels)", make_tiled, PACKED, STREAM_AND_G
 EMPTY = Row("empty", "empty kernels", make_empty, Oracle("none (no output)"), ("stream", "graph", "native"),
             bytes=lambda case: (0, 0), outputs=frozenset({"per_node"}), kernels=EMPTY_KERNELS,
             cases=lambda p: [(f"n{count}", count) for count in p.empty_lengths])
-# Its bytes per call are the row path's at the run's copies_shape (expand fills them in); k copies = k calls.
+def row_path_copy_bytes(case: str) -> tuple[int, int]:
+    """Stands for the row path's bytes at the run's copies_shape, which expand fills in (a case `k<count>` does
+    not name the shape)."""
+    return 0, 0
+
+
+# k copies = k calls, each moving what the row path moves at copies_shape.
 COPIES = Row("row4copies", "back-to-back row paths", make_copies, RMS_SOFTMAX, STREAM_AND_GRAPH,
-             bytes=lambda case: (0, 0), outputs=frozenset({"per_node"}), kernels=ROW_KERNELS,
+             bytes=row_path_copy_bytes, outputs=frozenset({"per_node"}), kernels=ROW_KERNELS,
              cases=lambda p: [(f"k{count}", count) for count in p.row_copies])
 ROWS = (ROW_PATH, TILED, EMPTY, COPIES)
 
@@ -106,7 +112,7 @@ def expand(parameters: Parameters) -> list[Variant]:
     copies_shape = workloads.shape_name(*parameters.copies_shape[0])
     variants = []
     for row in ROWS:
-        if row.name == COPIES.name:  # a copy moves what the row path moves at the run's copies_shape
+        if row.bytes is row_path_copy_bytes:
             row = dataclasses.replace(row, bytes=lambda case: row_path_bytes(copies_shape))
         variants += [Variant(VariantId(row.name, case, submission), row, calls=calls)
                      for case, calls in row.cases(parameters) for submission in row.submissions]
@@ -120,7 +126,7 @@ def stream_twin(vid: VariantId) -> VariantId:
 
 def launches_of(vid: VariantId) -> int:
     """Kernel launches of one invocation's stream version (= kernel nodes of its graph)."""
-    calls = count_of(vid.case) if vid.target in ("empty", "row4copies") else 1
+    calls = count_of(vid.case) if re.fullmatch(r"[nk]\d+", vid.case) else 1
     return len(kernels_of(vid.target)) * calls
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from launchlab.chapters.declaration import Chapter, Oracle, Row, Shapes, Variant
+from launchlab.chapters.declaration import Chapter, Oracle, Row, Shapes, Variant, expand_rows
 from launchlab.measure.variant import VariantId
 from launchlab.model import oracles, workloads
 
@@ -45,11 +45,27 @@ def make_empty(context, case: str):
     return EmptyKernel(context.modules["empty"])
 
 
+def row_path_cases(parameters: Parameters) -> list[tuple[str, int]]:
+    """Every timed shape, then the launch shape (where it is not one of them)."""
+    shapes = dict.fromkeys(tuple(parameters.shapes) + tuple(parameters.launch_shape))
+    return [(workloads.shape_name(*shape), 1) for shape in shapes]
+
+
+def row_path_outputs(parameters: Parameters, case: str, submission: str) -> set[str]:
+    """From the stream the row path is timed at every shape of `shapes`; at the launch shape its launches are
+    timed too, from the stream and from the C++ loop."""
+    launch = workloads.shape_name(*parameters.launch_shape[0])
+    timed = {workloads.shape_name(*shape) for shape in parameters.shapes}
+    return ({"timing"} if submission == "stream" and case in timed else set()) | ({"launch_cost"} if case == launch else set())
+
+
 ROW_PATH = Row("row4", "row path (4 kernels)", make_row_path,
                Oracle("rms_softmax (float64)", oracles.rms_softmax, oracles.RMS_SOFTMAX_TOLERANCE),
-               submissions=("stream", "native"), bytes=row_path_bytes, outputs=frozenset(OUTPUTS))
+               submissions=("stream", "native"), bytes=row_path_bytes, outputs=frozenset(OUTPUTS),
+               kernels=ROW_KERNELS, cases=row_path_cases, outputs_at=row_path_outputs)
 EMPTY = Row("empty", "empty kernel", make_empty, Oracle("none (no output)"), submissions=("stream", "native"),
-            bytes=lambda case: (0, 0), outputs=frozenset({"launch_cost"}))
+            bytes=lambda case: (0, 0), outputs=frozenset({"launch_cost"}), kernels=("empty_kernel",),
+            cases=lambda parameters: [("1x1", 1)])
 ROWS = (ROW_PATH, EMPTY)
 
 
@@ -62,17 +78,8 @@ EMPTY_NATIVE = VariantId(EMPTY.name, "1x1", "native")
 
 
 def expand(parameters: Parameters) -> list[Variant]:
-    """The row path from the stream at every shape (timed warm; at the launch shape its launches too), the row
-    path from the C++ loop at the launch shape, and the empty kernel from both (launches only)."""
-    launch = parameters.launch_shape[0]
-    variants = [Variant(row_variant(*shape), ROW_PATH,
-                        outputs=frozenset(OUTPUTS) if shape == launch else frozenset({"timing"}))
-                for shape in parameters.shapes]
-    if launch not in parameters.shapes:
-        variants.append(Variant(row_variant(*launch), ROW_PATH, outputs=frozenset({"launch_cost"})))
-    variants.append(Variant(row_variant(*launch, "native"), ROW_PATH, outputs=frozenset({"launch_cost"})))
-    variants += [Variant(VariantId(EMPTY.name, "1x1", submission), EMPTY) for submission in EMPTY.submissions]
-    return variants
+    """Every row on its cases under each of its submissions, where it enters an output (rows' `outputs_at`)."""
+    return expand_rows(ROWS, parameters)
 
 
 def is_large(vid: VariantId) -> bool:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from launchlab.chapters.ordinary_launches import CHAPTER, ROW_KERNELS, is_large
+from launchlab.chapters.ordinary_launches import CHAPTER, EMPTY, ROW_PATH, is_large
 from launchlab.measure.protocol import Measured
 from launchlab.model import workloads
 
@@ -22,9 +22,9 @@ def run(session) -> None:
 
     parameters = session.parameters
     declared = CHAPTER.variants(parameters)
-    context = Context({"row_softmax": session.build("row_softmax", "row_softmax", ROW_KERNELS),
-                       "empty": session.build("empty", "empty", ("empty_kernel",))})
-    traced = session.build("row_softmax_traced", "row_softmax", ROW_KERNELS, {"LAUNCHLAB_TRACE": None})
+    context = Context({"row_softmax": session.build("row_softmax", "row_softmax", ROW_PATH.kernels),
+                       "empty": session.build("empty", "empty", EMPTY.kernels)})
+    traced = session.build("row_softmax_traced", "row_softmax", ROW_PATH.kernels, {"LAUNCHLAB_TRACE": None})
     streamed = {v.id: v.row.make(context, v.id.case) for v in declared if v.id.submission == "stream"}
     # the C++ loop launches the stream target's kernels
     targets = {**streamed, **{vid.with_submission("native"): target for vid, target in streamed.items()}}
