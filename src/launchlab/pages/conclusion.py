@@ -146,7 +146,9 @@ def short_kernels_row(runs) -> Row:
                              ("stream_over_graph", "empty.n1024.graph", "event"), "stream", "graph",
                              "1,024 empty kernels"))
     setup = tables.fmt_sig(graphs.value("setup_us.row4.128x8192.graph"))
-    replays = tables.fmt_fixed(graphs.value("break_even_replays_event.row4.128x8192.graph"), 1)
+    from launchlab.chapters.graphs.page import replays_text
+
+    replays = replays_text(graphs.value("break_even_replays_event.row4.128x8192.graph"))
     return Row("Many short kernels launched from Python",
                f"The four-kernel row path at 128×8192, where {paced_by} sets the pace ({CHAPTERS['ordinary_launches']}"
                "), and graphs of up to 1,024 empty kernels, each launched from Python on a stream (stream) or "
@@ -366,7 +368,9 @@ def page_values(runs) -> dict:
               "devices": " and ".join(devices),
               "run_count": str(len(runs))}
     values.update({f"run_{stem}": run.run_id for stem, run in runs.items()})
-    values["cupy_launch_us"] = tables.fmt_sig(first.value("enqueue_us_per_launch.empty.1x1.stream"))
+    from launchlab.chapters.ordinary_launches.page_answer import launch_cost
+
+    values["cupy_launch_us"] = launch_cost(first)   # the book's launch cost, as chapter 1 states it
     values["native_launch_us"] = tables.fmt_sig(first.value("enqueue_us_per_launch.empty.1x1.native"))
     values["graph_node_us"] = tables.fmt_sig(graphs.value("node_event_us.empty.n1024.graph"))
     values["row4_large_event_us"] = tables.fmt_sig(first.value("event_us.row4.4096x4096.stream"))

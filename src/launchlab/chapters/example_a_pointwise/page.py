@@ -295,6 +295,9 @@ def page_values(run) -> dict:
         if int(n) in tags:  # large_three_over_fused_graph, small_three_stream_over_graph
             name = f"{family}_{what}" if family != "stream_over_graph" else f"{what}_{family}"
             values[f"{tags[int(n)]}_{name}"] = f"{ratio['median']:.2f}"
+    from launchlab.chapters.example_a_pointwise.page_answer import answer_values
+
+    values.update(answer_values(run))
     return values
 
 
