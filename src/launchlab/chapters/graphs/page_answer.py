@@ -38,28 +38,40 @@ def verdict_answer(run) -> str:
 
 
 def ratios_answer(run) -> str:
-    """The event-interval ratio of every workload, largest first, with who set the pace of its stream version."""
+    """The largest event-interval ratio with its interval, and whether the gain ordered by who set the pace."""
     s = run.summaries
     graphs = sorted(_paths(run), key=lambda g: -_ratio(s, g)["median"])
-    first = _ratio(s, graphs[0])
-    parts = [f"{_ratio(s, g)['median']:.2f} for {workload(g)}" for g in graphs[1:]]
+    first, last = _ratio(s, graphs[0]), _ratio(s, graphs[-1])
     text = (f"From the stream, {workload(graphs[0])} took {first['median']:.2f} times as long per call as replayed "
-            f"(95 % interval {first['ci_low']:.2f}–{first['ci_high']:.2f})"
-            + (f"; the ratio was {joined(parts)}." if parts else "."))
+            f"(95 % interval {first['ci_low']:.2f}–{first['ci_high']:.2f}), {workload(graphs[-1])} "
+            f"{last['median']:.2f} times.")
     host = [g for g in graphs if s["pace"][str(stream_twin(g))]["paced_by"] == "the host"]
     gpu = [g for g in graphs if g not in host]
     if host and gpu and min(_ratio(s, g)["median"] for g in host) > max(_ratio(s, g)["median"] for g in gpu):
         return text + (" Replay gained most where the host set the pace of the stream version and least where the "
                        "GPU did, as chapter 1's finding predicts: a graph removes host submissions, not GPU work.")
-    return text + (" In this run the gain did not order by who set the pace of the stream version (the host for "
-                   f"{joined([workload(g) for g in host]) or 'none'}, the GPU for {joined([workload(g) for g in gpu]) or 'none'}).")
+    return text + (" Note: in this run the gain did not order by who set the pace of the stream version (the host "
+                   f"for {joined([workload(g) for g in host]) or 'none'}, the GPU for "
+                   f"{joined([workload(g) for g in gpu]) or 'none'}).")
+
+
+def every_ratio(run) -> str:
+    s = run.summaries
+    graphs = sorted(_paths(run), key=lambda g: -_ratio(s, g)["median"])
+    return ("By the event interval per call, stream over graph was "
+            + joined([f"{_ratio(s, g)['median']:.2f} for {workload(g)}" for g in graphs]) + ".")
 
 
 def spread_answer(run) -> str:
     """How the key ratio moved between this run and its replicates."""
     others = [_ratio(r.summaries, KEY)["median"] for r in replicates_of(run) if KEY in r.summaries["stream_over_graph"]]
     here = _ratio(run.summaries, KEY)["median"]
-    text = spread_sentence("the 128×8192 row path's ratio", here, others, "{:.2f}".format)
+    return spread_sentence("the 128×8192 row path's ratio", here, others, "{:.2f}".format)
+
+
+def spread_why(run) -> str:
+    """Which side of the key ratio moved between runs, where the run has replicates."""
+    text = ""
     runs = [run, *(r for r in replicates_of(run) if KEY in r.summaries["stream_over_graph"])]
     if len(runs) < 2:
         return text
@@ -69,15 +81,15 @@ def spread_answer(run) -> str:
     host_paced = run.summaries["pace"][str(stream_twin(VariantId.parse(KEY)))]["paced_by"] == "the host"
     if steady["graph"] and not steady["stream"] and host_paced:
         low, high = min(events["stream"]), max(events["stream"])
-        return text + (f" The graph's event interval per call was the same within 5 % in every run, while the stream "
+        return text + (f"Between this run and its replicates the graph's event interval per call was the same within 5 %, while the stream "
                        f"version's, which Python paced, ranged from {tables.fmt_sig(low)} to {tables.fmt_sig(high)} µs: "
                        "the ratio moves with how fast the host process submits, not with the GPU.")
-    return text
+    return text or "Which side of the ratio moved between runs is not known without replicates."
 
 
 def payback_answer(run) -> str:
     setup = run.summaries["setup"][KEY]
-    return (f"Capturing, instantiating and uploading that graph cost {tables.fmt_sig(setup['setup_us']['median'])} µs "
+    return (f"Capturing, instantiating and uploading the 128×8192 row path's graph cost {tables.fmt_sig(setup['setup_us']['median'])} µs "
             f"once, repaid after {replays_text(setup['break_even_replays']['event']['median'])} replays.")
 
 
@@ -140,7 +152,8 @@ def launch_cost_sentence(run) -> str:
 
 def answer_values(run) -> dict:
     return {"verdict_answer": verdict_answer(run), "ratios_answer": ratios_answer(run),
-            "spread_answer": spread_answer(run), "payback_answer": payback_answer(run),
+            "spread_answer": spread_answer(run), "spread_why": spread_why(run), "every_ratio": every_ratio(run),
+            "payback_answer": payback_answer(run),
             "keeps_answer": keeps_answer(run), "launch_cost_sentence": launch_cost_sentence(run)}
 
 
