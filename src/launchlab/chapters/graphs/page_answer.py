@@ -113,19 +113,52 @@ def counted_launches(n: int) -> str:
     return "one" if n == 1 else f"{n:,}"
 
 
-def chapter_1_launch(run) -> tuple[str, str, float] | None:
-    """(chapter 1's launch cost as written, its run id, its value in µs) from chapter 1's accepted run in the same evidence root, or None."""
+def chapter_1(run):
+    """Chapter 1's accepted run in the same evidence root as `run`, or None where there is none."""
     from launchlab.analysis import accepted_run
-    from launchlab.chapters.ordinary_launches.page_answer import launch_cost
     from launchlab.store import evidence
 
-    try:
-        first = accepted_run("ordinary_launches", run.path.parents[1])
-    except (evidence.EvidenceError, KeyError, OSError):
-        return None
-    from launchlab.chapters.ordinary_launches.page_answer import _launch_us
+    root = run.path.parents[1]
+    if root not in _FIRST:
+        try:
+            _FIRST[root] = accepted_run("ordinary_launches", root)
+        except (evidence.EvidenceError, KeyError, OSError):
+            _FIRST[root] = None
+    return _FIRST[root]
 
-    return launch_cost(first), first.run_id, _launch_us(first, "stream")
+
+_FIRST: dict = {}
+
+
+def chapter_1_launch(run) -> tuple[str, str, float] | None:
+    """(chapter 1's launch cost as written, its run id, its value in µs), or None without chapter 1's run."""
+    from launchlab.chapters.ordinary_launches.page_answer import _launch_us, launch_cost
+
+    first = chapter_1(run)
+    return None if first is None else (launch_cost(first), first.run_id, _launch_us(first, "stream"))
+
+
+def pace_against_chapter_1(run) -> str:
+    """Where this run and chapter 1's found a different side setting the pace of the same stream variant, why."""
+    first = chapter_1(run)
+    if first is None:
+        return "Chapter 1 has no accepted run beside this one to compare who set the pace."
+    differing = []
+    for variant, pace in run.summaries["pace"].items():
+        theirs = first.summaries["pace"].get(variant)
+        if theirs and theirs["paced_by"] != pace["paced_by"]:
+            here, there = (r.summaries["timing"][variant]["warm_batch"] for r in (run, first))
+            differing.append(
+                f"at {VariantId.parse(variant).case.replace('x', '×')} chapter 1's run found {theirs['paced_by']} "
+                f"setting the pace and this run {pace['paced_by']} (Python's enqueue per call "
+                f"{tables.fmt_sig(there['enqueue_us']['median'])} µs there and "
+                f"{tables.fmt_sig(here['enqueue_us']['median'])} µs here, event intervals "
+                f"{tables.fmt_sig(there['event_us']['median'])} and {tables.fmt_sig(here['event_us']['median'])} µs)")
+    if not differing:
+        return "Chapter 1's run found the same side setting the pace of every stream variant both runs measured."
+    return ("The pace is a finding of each run, and the two runs differ: " + "; ".join(differing) + ". Where the kernels "
+            "take about as long as Python's launches, a host a little faster or slower in one process than in another "
+            "decides which side waits.")
 
 
 def launch_cost_sentence(run) -> str:
@@ -156,7 +189,8 @@ def answer_values(run) -> dict:
     return {"verdict_answer": verdict_answer(run), "ratios_answer": ratios_answer(run),
             "spread_answer": spread_answer(run), "spread_why": spread_why(run), "every_ratio": every_ratio(run),
             "payback_answer": payback_answer(run),
-            "keeps_answer": keeps_answer(run), "launch_cost_sentence": launch_cost_sentence(run)}
+            "keeps_answer": keeps_answer(run), "launch_cost_sentence": launch_cost_sentence(run),
+            "pace_against_chapter_1": pace_against_chapter_1(run)}
 
 
 def ratio_figure(run):

@@ -53,6 +53,19 @@ def gap_answer(run) -> str:
             + joined(parts) + ".")
 
 
+def gap_pace(run) -> str:
+    """Whether the idle gaps follow who set the pace: larger at every host-paced shape than at any GPU-paced one."""
+    paced = dict(_paces(run))
+    gaps = {shape: run.headline[f"trace_gaps_us.{shape}"] for shape in run.summaries["timelines"] if shape in paced}
+    host = [gaps[s] for s in gaps if paced[s]["paced_by"] == "the host"]
+    gpu = [gaps[s] for s in gaps if paced[s]["paced_by"] == "the GPU"]
+    if host and gpu and min(host) > max(gpu):
+        return ("The gaps are larger at every shape where the host set the pace than at any where the GPU did, as the "
+                "timing predicts.")
+    return ("Note: in this run the gaps do not separate the shapes where the host set the pace from those where the "
+            "GPU did, so the traces neither confirm nor contradict the timing's finding.")
+
+
 def _launch_us(run, submission: str) -> float:
     return run.summaries["timing"][f"empty.1x1.{submission}"]["enqueue"]["enqueue_us_per_launch"]["median"]
 
@@ -73,5 +86,5 @@ def launch_answer(run) -> str:
 
 
 def answer_values(run) -> dict:
-    return {"pace_answer": pace_answer(run), "pace_detail": pace_detail(run), "gap_answer": gap_answer(run),
+    return {"pace_answer": pace_answer(run), "pace_detail": pace_detail(run), "gap_answer": gap_answer(run), "gap_pace": gap_pace(run),
             "launch_answer": launch_answer(run), "launch_cost_us": launch_cost(run)}
