@@ -345,3 +345,15 @@ def test_the_intro_gives_advice_only_where_the_run_found_it():
     faster = conclusion.Ratio("3-kernel graph", "cooperative", "x", ratio(1.2, 1.1, 1.3))
     rows["dependent_tiles"] = dataclasses.replace(tiles, ratios=(faster,) + tiles.ratios[1:])
     assert "megakernels** gave mixed results" in intro.answer_markdown(rows, "GPU")
+
+
+def test_the_single_call_sentence_names_a_shared_finding_once():
+    def run(single, batch):
+        timing = {"warm_single": {"enqueue_us": {"median": single}}, "warm_batch": {"enqueue_us": {"median": batch}}}
+        return FakeRun("r", {}, {"timing": {"row4.128x8192.stream": timing}})
+
+    both = conclusion.same_variant_values({"ordinary_launches": run(44.0, 33.0), "graphs": run(56.0, 29.0)})
+    sentence = both["single_vs_batch_sentence"]
+    assert sentence.count("larger than") == 1 and "in both runs" in sentence and "1.33 times" in sentence
+    differ = conclusion.same_variant_values({"ordinary_launches": run(44.0, 33.0), "graphs": run(29.0, 29.0)})
+    assert "larger than" in differ["single_vs_batch_sentence"] and "within 5 % of" in differ["single_vs_batch_sentence"]

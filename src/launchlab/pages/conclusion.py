@@ -382,11 +382,19 @@ def page_values(runs) -> dict:
 
 
 def same_variant_values(runs, variant: str = "row4.128x8192.stream") -> dict:
-    """How the single call's host enqueue stands against the batch's per-call enqueue, in each of the two runs."""
-    values = {}
+    """How the single call's host enqueue stands against the batch's per-call enqueue in each of the two runs, as one
+    sentence that names a finding once where both runs share it."""
+    found = {}
     for stem in ("ordinary_launches", "graphs"):
         timing = summary_at(runs[stem], ("timing", variant))
         single, batch = (timing[m]["enqueue_us"]["median"] for m in ("warm_single", "warm_batch"))
-        values[f"single_vs_batch_{stem}"] = {"larger than": "larger", "smaller than": "smaller"}.get(
-            comparison(single, batch), "about the same (within 5 %)")
-    return values
+        found[stem] = (comparison(single, batch), single / batch)
+    words = {stem: f"{CHAPTERS[stem].lower()}'s run ({ratio:.2f} times)" for stem, (_, ratio) in found.items()}
+    if found["ordinary_launches"][0] == found["graphs"][0]:
+        sentence = (f"The single synchronised call's host enqueue was {found['graphs'][0]} the batch's enqueue per call "
+                    f"in both runs: {words['ordinary_launches']} and {words['graphs']}.")
+    else:
+        sentence = ("The single synchronised call's host enqueue was "
+                    + " and ".join(f"{relation} the batch's enqueue per call in {words[stem]}"
+                                   for stem, (relation, _) in found.items()) + ".")
+    return {"single_vs_batch_sentence": sentence}
