@@ -357,3 +357,31 @@ def test_the_single_call_sentence_names_a_shared_finding_once():
     assert sentence.count("larger than") == 1 and "in both runs" in sentence and "1.33 times" in sentence
     differ = conclusion.same_variant_values({"ordinary_launches": run(44.0, 33.0), "graphs": run(29.0, 29.0)})
     assert "larger than" in differ["single_vs_batch_sentence"] and "within 5 % of" in differ["single_vs_batch_sentence"]
+
+
+def test_a_finding_the_run_does_not_support_gives_a_visible_note_instead():
+    """Flip a finding in a copy of an accepted run's summaries: the sentence that rested on it gives way to a note."""
+    import copy
+
+    from launchlab.chapters.example_b_jobs import page_answer as jobs
+    from launchlab.chapters.graphs import page_answer as graphs
+    from launchlab.chapters.ordinary_launches import page_answer as first
+
+    run = accepted_or_skip("graphs")
+    flipped = dataclasses.replace(run, summaries=copy.deepcopy(run.summaries))
+    for pace in flipped.summaries["pace"].values():
+        pace["paced_by"] = "the GPU" if pace["paced_by"] == "the host" else "the host"
+    assert "gained most where the host set the pace" in graphs.ratios_answer(run)
+    assert graphs.ratios_answer(flipped).count("Note:") == 1
+
+    run = accepted_or_skip("ordinary_launches")
+    flipped = dataclasses.replace(run, summaries=copy.deepcopy(run.summaries))
+    for pace in flipped.summaries["pace"].values():
+        pace["paced_by"] = "the GPU" if pace["paced_by"] == "the host" else "the host"
+    assert first.gap_pace(run).startswith("The gaps are larger") and first.gap_pace(flipped).startswith("Note:")
+
+    run = accepted_or_skip("example_b_jobs")
+    flipped = dataclasses.replace(run, summaries=copy.deepcopy(run.summaries))
+    flipped.summaries["verdicts"]["separate_over_fused.graph.ragged"] = "above"
+    assert jobs.ragged_explanation(run).startswith("Why two kernels beat the fused kernel")
+    assert "beat" not in jobs.ragged_explanation(flipped)
