@@ -66,6 +66,17 @@ def gap_pace(run) -> str:
             "GPU did, so the traces neither confirm nor contradict the timing's finding.")
 
 
+def launch_pace(run) -> str:
+    """Who set the pace of the row path's launch batches, from Python and from C++, each pacer named once."""
+    batches: dict[str, list[str]] = {}
+    for variant, pace in run.summaries["launch_pace"].items():
+        vid = VariantId.parse(variant)
+        if vid.target != "empty":
+            name = "the Python batch" if vid.submission == "stream" else "the C++ loop's batch"
+            batches.setdefault(pace["paced_by"], []).append(name)
+    return "; ".join(f"{pacer} set the pace of {joined(names)}" for pacer, names in batches.items())
+
+
 def _launch_us(run, submission: str) -> float:
     return run.summaries["timing"][f"empty.1x1.{submission}"]["enqueue"]["enqueue_us_per_launch"]["median"]
 
@@ -86,5 +97,5 @@ def launch_answer(run) -> str:
 
 
 def answer_values(run) -> dict:
-    return {"pace_answer": pace_answer(run), "pace_detail": pace_detail(run), "gap_answer": gap_answer(run), "gap_pace": gap_pace(run),
+    return {"pace_answer": pace_answer(run), "pace_detail": pace_detail(run), "gap_answer": gap_answer(run), "gap_pace": gap_pace(run), "launch_pace": launch_pace(run),
             "launch_answer": launch_answer(run), "launch_cost_us": launch_cost(run)}
