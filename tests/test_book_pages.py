@@ -65,8 +65,85 @@ def test_chapter_1_notebook_places_figures_and_the_kernel():
     assert ":start-after: docs:begin row-exp-sum" in text and ":end-before: docs:end row-exp-sum" in text
     kernel = (REPO_ROOT / "kernels/row_softmax.cu").read_text()
     assert "docs:begin row-exp-sum" in kernel and "docs:end row-exp-sum" in kernel
-    codes = [("".join(c["source"])) for c in notebook["cells"] if c["cell_type"] == "code"]
-    assert codes[2] == "environment_table(run)" and codes[-1] == "validation_summary(run)"
+    data = json.loads((REPO_ROOT / "book/data/ordinary_launches-data.ipynb").read_text())
+    codes = [("".join(c["source"])) for c in data["cells"] if c["cell_type"] == "code"]
+    assert 'environment_table(run)' in codes[1] and codes[-1] == "data.save()"
+
+
+# --- every chapter: the answer first, its data on a page of its own ------------------------------------------------
+
+ANSWER_FIRST = ("ordinary_launches", "graphs", "example_a_pointwise", "example_b_jobs", "fusion", "megakernels")
+
+
+@pytest.mark.parametrize("stem", ANSWER_FIRST)
+def test_a_chapter_opens_with_its_question_answer_and_key_figure_and_links_its_data_page(stem):
+    """The first Markdown cells hold the question and the answer, the first figure placed is the key figure, and the
+    chapter links its data page, which the table of contents lists under it."""
+    notebook = json.loads((REPO_ROOT / f"book/{stem}.ipynb").read_text())
+    markdown = ["".join(c["source"]) for c in notebook["cells"] if c["cell_type"] == "markdown"]
+    opening = "\n".join(markdown[:2])
+    assert "**The question.**" in markdown[0] and "**The answer**" in opening
+    first_section = "\n".join(markdown).split("\n## ")[0]
+    assert "```{glue:figure}" in first_section, "the key figure comes before the first section"
+    assert f"data/{stem}-data" in "".join(markdown)
+    assert f"file: book/data/{stem}-data" in (REPO_ROOT / "_toc.yml").read_text()
+    data = json.loads((REPO_ROOT / f"book/data/{stem}-data.ipynb").read_text())
+    assert "".join(data["cells"][-1]["source"]) == "data.save()"
+
+
+DOUBLED = re.compile(r"\b(\w+) \1\b", re.IGNORECASE)
+
+
+@pytest.mark.parametrize("stem", ("ordinary_launches", "graphs", "example_a_pointwise", "example_b_jobs"))
+def test_page_sentences_never_double_a_word_or_name_one_pacer_twice(stem):
+    import importlib
+
+    run = accepted_or_skip(stem)
+    values = importlib.import_module(f"launchlab.chapters.{stem}.page").page_values(run)
+    doubled = {name: DOUBLED.search(text).group(0) for name, text in values.items()
+               if DOUBLED.search(text) and not DOUBLED.search(text).group(1).isdigit()}
+    assert not doubled, doubled
+    for name, text in values.items():
+        for pacer_name in ("the host set", "the GPU set"):
+            assert text.lower().count(pacer_name) <= 1, (name, text)
+
+
+def test_a_finding_that_varies_between_runs_says_so():
+    from launchlab.present.replicas import spread_sentence
+
+    assert "not measured" in spread_sentence("the ratio", 2.0, [], "{:.2f}".format)
+    assert "the same within 5 %" in spread_sentence("the ratio", 2.0, [2.05], "{:.2f}".format)
+    varied = spread_sentence("the ratio", 2.42, [1.74, 1.88], "{:.2f}".format)
+    assert "two replicates" in varied and "from 1.74 to 2.42" in varied
+
+
+# --- one number per quantity ------------------------------------------------------------------------------------------
+
+def test_the_launch_cost_is_chapter_1_s_figure_wherever_the_book_gives_it():
+    """The conclusion states chapter 1's launch cost; chapter 2 sets its own per-launch figure against it and says in
+    the same sentence why the two measurements differ."""
+    from launchlab.chapters.graphs.page_answer import launch_cost_sentence
+    from launchlab.chapters.ordinary_launches import page as first_page
+
+    first, graphs = accepted_or_skip("ordinary_launches"), accepted_or_skip("graphs")
+    cost = first_page.page_values(first)["launch_cost_us"]
+    runs = {stem: accepted_or_skip(stem) for stem in conclusion.CHAPTERS}
+    assert conclusion.page_values(runs)["cupy_launch_us"] == cost
+    sentence = launch_cost_sentence(graphs)
+    assert f"the book's launch cost of {cost} µs, measured in chapter 1" in sentence
+    assert "one launch per invocation" in sentence     # why chapter 2's figure is another measurement
+    conclusion_page = "".join("".join(c["source"]) for c in
+                              json.loads((REPO_ROOT / "book/conclusion.ipynb").read_text())["cells"])
+    assert "{glue:md}`cupy_launch_us` µs from Python, the book's\n  launch cost" in conclusion_page
+
+
+def test_the_graph_payback_is_written_the_same_on_chapter_2_and_the_conclusion():
+    from launchlab.chapters.graphs import page as graphs_page
+
+    runs = {stem: accepted_or_skip(stem) for stem in conclusion.CHAPTERS}
+    replays = graphs_page.page_values(runs["graphs"])["breakeven_row4_128x8192_event"]
+    row = conclusion.short_kernels_row(runs)
+    assert f"repaid after {replays} replays" in row.cost_short and f"repaid after {replays} replays" in row.cost
 
 
 # --- the methods appendix ---------------------------------------------------------------------------------------
@@ -268,3 +345,43 @@ def test_the_intro_gives_advice_only_where_the_run_found_it():
     faster = conclusion.Ratio("3-kernel graph", "cooperative", "x", ratio(1.2, 1.1, 1.3))
     rows["dependent_tiles"] = dataclasses.replace(tiles, ratios=(faster,) + tiles.ratios[1:])
     assert "megakernels** gave mixed results" in intro.answer_markdown(rows, "GPU")
+
+
+def test_the_single_call_sentence_names_a_shared_finding_once():
+    def run(single, batch):
+        timing = {"warm_single": {"enqueue_us": {"median": single}}, "warm_batch": {"enqueue_us": {"median": batch}}}
+        return FakeRun("r", {}, {"timing": {"row4.128x8192.stream": timing}})
+
+    both = conclusion.same_variant_values({"ordinary_launches": run(44.0, 33.0), "graphs": run(56.0, 29.0)})
+    sentence = both["single_vs_batch_sentence"]
+    assert sentence.count("larger than") == 1 and "in both runs" in sentence and "1.33 times" in sentence
+    differ = conclusion.same_variant_values({"ordinary_launches": run(44.0, 33.0), "graphs": run(29.0, 29.0)})
+    assert "larger than" in differ["single_vs_batch_sentence"] and "within 5 % of" in differ["single_vs_batch_sentence"]
+
+
+def test_a_finding_the_run_does_not_support_gives_a_visible_note_instead():
+    """Flip a finding in a copy of an accepted run's summaries: the sentence that rested on it gives way to a note."""
+    import copy
+
+    from launchlab.chapters.example_b_jobs import page_answer as jobs
+    from launchlab.chapters.graphs import page_answer as graphs
+    from launchlab.chapters.ordinary_launches import page_answer as first
+
+    run = accepted_or_skip("graphs")
+    flipped = dataclasses.replace(run, summaries=copy.deepcopy(run.summaries))
+    for pace in flipped.summaries["pace"].values():
+        pace["paced_by"] = "the GPU" if pace["paced_by"] == "the host" else "the host"
+    assert "gained most where the host set the pace" in graphs.ratios_answer(run)
+    assert graphs.ratios_answer(flipped).count("Note:") == 1
+
+    run = accepted_or_skip("ordinary_launches")
+    flipped = dataclasses.replace(run, summaries=copy.deepcopy(run.summaries))
+    for pace in flipped.summaries["pace"].values():
+        pace["paced_by"] = "the GPU" if pace["paced_by"] == "the host" else "the host"
+    assert first.gap_pace(run).startswith("The gaps are larger") and first.gap_pace(flipped).startswith("Note:")
+
+    run = accepted_or_skip("example_b_jobs")
+    flipped = dataclasses.replace(run, summaries=copy.deepcopy(run.summaries))
+    flipped.summaries["verdicts"]["separate_over_fused.graph.ragged"] = "above"
+    assert jobs.ragged_explanation(run).startswith("Why two kernels beat the fused kernel")
+    assert "beat" not in jobs.ragged_explanation(flipped)

@@ -295,6 +295,9 @@ def page_values(run) -> dict:
         if int(n) in tags:  # large_three_over_fused_graph, small_three_stream_over_graph
             name = f"{family}_{what}" if family != "stream_over_graph" else f"{what}_{family}"
             values[f"{tags[int(n)]}_{name}"] = f"{ratio['median']:.2f}"
+    from launchlab.chapters.example_a_pointwise.page_answer import answer_values
+
+    values.update(answer_values(run))
     return values
 
 
@@ -307,19 +310,19 @@ def verdict_sentence(run, declared: dict | None = None, unit: str = "sizes") -> 
             continue
         top, submission = family.split("_over_")[0], family.split(".")[1]
         total = sum(tally.values())
-        parts.append(f"{declared[BASELINE].label} faster than {declared[top].label} {'from the stream' if submission == 'stream' else 'from graphs'} "
-                     f"at {tally['above']} of {total} {unit}, slower at {tally['below']}, "
-                     f"{tally['tie']} {'tie' if tally['tie'] == 1 else 'ties'}")
+        where = "from the stream" if submission == "stream" else "replayed from graphs"
+        parts.append(f"the {declared[BASELINE].label} was faster than the {declared[top].label} {where} at "
+                     f"{tally['above']} of {total} {unit}, slower at {tally['below']} and tied at {tally['tie']}")
     if not parts:
         return f"No paired ratio against the {declared[BASELINE].label} was measured."
-    return "Counting only ratios whose 95 % interval excludes 1: " + "; ".join(parts) + "."
+    return "Counting a ratio whose 95 % interval includes 1 as a tie, " + "; ".join(parts) + "."
 
 
 def dram_sentence(run) -> str:
     dram = run.summaries["dram"]
     if dram is None:
         return "No Nsight Compute profile was asked for in this run."
-    parts = [f"{rows(run)[name].label} {dram['paths'][name]['dram_over_logical']:.2f} times its logical bytes"
+    parts = [f"{dram['paths'][name]['dram_over_logical']:.2f} times the logical bytes for the {rows(run)[name].label}"
              for name in in_row_order(run, dram["logical"]) if name in dram["paths"]]
     if len(parts) == len(dram["logical"]):
         return f"At N = {dram['size']:,}, Nsight Compute counted DRAM traffic of " + " and ".join(parts) + "."

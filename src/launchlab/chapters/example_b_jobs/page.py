@@ -236,4 +236,7 @@ def page_values(run) -> dict:
         family, what, case = key.split(".")  # ragged_queue_stream_over_graph, ragged_queue_over_fused_graph
         name = f"{what}_{family}" if family == "stream_over_graph" else f"{family}_{what}"
         values[f"{case}_{name}"] = f"{ratio['median']:.2f}"
+    from launchlab.chapters.example_b_jobs.page_answer import answer_values
+
+    values.update(answer_values(run))
     return values

@@ -118,14 +118,15 @@ def graph_figure(run):
 
 
 # ---------------------------------------------------------------- set-up
-def _replays(value) -> str:
-    return "never" if value is None else f"{value:.0f}"
+def replays_text(value) -> str:
+    """Replays to pay back a graph's set-up, as every page writes it (chapter 2, its data page, the conclusion)."""
+    return "never" if value is None else f"{value:.1f}"
 
 
 def _break_even_cell(entry: dict) -> str:
     if entry["median"] is None:
         return "never"
-    return f"{entry['median']:.0f} [{_replays(entry['low'])}–{_replays(entry['high'])}]"
+    return f"{replays_text(entry['median'])} [{replays_text(entry['low'])}–{replays_text(entry['high'])}]"
 
 
 def instantiation_alone(steps: dict) -> dict | None:
@@ -323,6 +324,9 @@ def page_values(run) -> dict:
         values.update(path_values(run.summaries, g))
     values.update(node_values(run))
     values["stream_pace_sentence"] = stream_pace_sentence(run.summaries)
+    from launchlab.chapters.graphs.page_answer import answer_values
+
+    values.update(answer_values(run))
     return values
 
 
@@ -335,8 +339,8 @@ def path_values(s: dict, g: VariantId) -> dict:
         values[f"ratio_{key}_{name}_ci"] = interval_text(ratio)
         values[f"saving_{key}_{name}_us"] = _sig(s["saving_us"][str(g)][name]["median"])
         replays = setup["break_even_replays"][name]["median"]
-        values[f"breakeven_{key}_{name}"] = _replays(replays)
-        values[f"payback_{key}_{name}"] = (f"after {replays:.0f} replays" if replays is not None else
+        values[f"breakeven_{key}_{name}"] = replays_text(replays)
+        values[f"payback_{key}_{name}"] = (f"after {replays_text(replays)} replays" if replays is not None else
                                            "never: replay saved nothing per invocation by this measure")
     values[f"kernel_nodes_{key}"] = str(s["nodes"][str(g)]["kernel"])
     values[f"setup_{key}_us"] = _sig(setup["setup_us"]["median"])

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from launchlab.chapters.ordinary_launches import ROW_KERNELS
+from launchlab.chapters.ordinary_launches import ROW_KERNELS, page_answer
 from launchlab.measure.variant import VariantId
 from launchlab.present import figures, tables
 
@@ -143,6 +143,7 @@ def page_values(run) -> dict:
     if "cupy_over_native.empty" in headline:
         values["cupy_over_native_empty"] = tables.fmt_fixed(headline["cupy_over_native.empty"], 2)
     values.update(pace_values(run))
+    values.update(page_answer.answer_values(run))
     for shape, timeline in run.summaries["timelines"].items():
         values[f"trace_{shape}_gaps_us"] = tables.fmt_sig(headline[f"trace_gaps_us.{shape}"])
         values[f"trace_{shape}_total_us"] = tables.fmt_sig(timeline["kernels"][-1]["last_end_ns"] / 1e3)
