@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from launchlab.chapters.ordinary_launches import ROW_KERNELS, page_answer
+from launchlab.chapters.ordinary_launches import ROW_KERNELS, ROWS, page_answer
 from launchlab.measure.variant import VariantId
 from launchlab.present import figures, tables
 
@@ -25,7 +25,8 @@ def _row_variants(run) -> dict[str, dict]:
 
 
 def _launches(vid: VariantId) -> int:
-    return 1 if vid.target == "empty" else len(ROW_KERNELS)
+    """Kernel launches of one invocation of the variant's row."""
+    return next(len(row.kernels) for row in ROWS if row.name == vid.target)
 
 
 def _per_launch(summary: dict, vid: VariantId) -> dict:
