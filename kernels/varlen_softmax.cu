@@ -1,0 +1,262 @@
+// One-launch varlen RMS-scaled softmax over packed rows of any lengths (chapter 4's tiled cases):
+//   y_rj = rho_r * exp(x_rj - m_r) / z_r,  rho_r = sqrt(mean_j x_rj^2)
+// the output of every other chapter 4 design, from one launch whose blocks are cut from the rows by a
+// partition rule on the host (launchlab/model/varlen_partition.py):
+//   piece block   (j >= 0) piece j of row r, elements [start, start + len) of x: a whole row when the row has
+//                 one piece; a long row is split over several blocks, each of equal work;
+//   packed block  (j < 0)  several short rows, one warp per row: rows pack_rows[first .. first + count).
+// x is read once and y written once: a piece keeps its values in registers between its statistics and its
+// output (REG_CHUNKS 16-byte chunks per thread; a longer piece reads x again in its output pass).
+//
+// Split rows: each piece reduces its values to one partial (q = sum x^2, m = max x, z = sum exp(x - m)),
+// publishes it at partials[row_first_slot[r] + j], then counts itself in the row's 64-bit arrival counter.
+// An arrival with old value `old` belongs to invocation old / k (k pieces) and waits, bounded by %globaltimer,
+// until the counter reaches (old / k + 1) k: every piece of the row has published. Counters are never reset
+// between invocations (64 bits never wrap), so nothing is cleared inside timing. The pieces of a row wait for
+// each other, so every block of the grid must be co-resident: the host checks the occupancy API before it
+// launches (and launches cooperatively); a wait that runs out leaves an error word instead of a hang.
+//
+// Each thread keeps its own running maximum m_t and sum z_t = sum exp(x - m_t) over its values (one pass, the
+// exponentials kept in registers), so a block needs one reduction of (q, m, z), and the output is
+// e * (rho / z) * exp(m_t - m): no second exponential per element.
+//
+// Two block sizes in one module (varlen_rows_256, varlen_rows_512): the partition rule picks the one whose plan
+// its cost model predicts faster.
+#include "row_helpers.cuh"
+#include "arch.cuh"
+
+#ifndef REG_CHUNKS
+#define REG_CHUNKS 4  // 16-byte chunks per thread kept in registers
+#endif
+#define ERROR_WAIT_EXPIRED 1
+#define ERROR_BAD_BLOCK 2  // the block's size is not the kernel's
+
+__device__ __forceinline__ unsigned long long now_ns() {
+    unsigned long long t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    return t;
+}
+
+__device__ __forceinline__ unsigned long long load_acquire(const unsigned long long* address) {
+    unsigned long long value;
+    asm volatile("ld.acquire.gpu.global.u64 %0, [%1];" : "=l"(value) : "l"(address) : "memory");
+    return value;
+}
+
+__device__ __forceinline__ void raise_error(int* error, int code, int block, long long seen, long long needed) {
+    if (atomicCAS(error, 0, code) == 0) {
+        error[1] = block;
+        error[2] = (int)seen;
+        error[3] = (int)needed;
+        __threadfence();
+    }
+}
+
+// (q, m, z) of a set of values: z = sum exp(v - m); an empty set is (0, -inf, 0).
+struct Partial {
+    float q, m, z;
+};
+
+__device__ __forceinline__ Partial merge(Partial a, Partial b) {
+    const float top = fmaxf(a.m, b.m);
+    const float za = a.m == NEG_INF ? 0.0f : a.z * exp_shifted(a.m, top);
+    const float zb = b.m == NEG_INF ? 0.0f : b.z * exp_shifted(b.m, top);
+    return {a.q + b.q, top, za + zb};
+}
+
+__device__ __forceinline__ Partial warp_merge(Partial p) {
+    for (int offset = 16; offset > 0; offset >>= 1) {
+        Partial other;
+        other.q = __shfl_xor_sync(0xffffffffu, p.q, offset);
+        other.m = __shfl_xor_sync(0xffffffffu, p.m, offset);
+        other.z = __shfl_xor_sync(0xffffffffu, p.z, offset);
+        p = merge(p, other);
+    }
+    return p;
+}
+
+// Every thread gets the block's merge; `scratch` holds one Partial per warp; used once per block.
+template <int THREADS>
+__device__ __forceinline__ Partial block_merge(Partial p, Partial* scratch) {
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    p = warp_merge(p);
+    if (lane == 0) scratch[warp] = p;
+    __syncthreads();
+    Partial mine = {0.0f, NEG_INF, 0.0f};
+    if (lane < THREADS / 32) mine = scratch[lane];
+    return warp_merge(mine);
+}
+
+// A streamed chunk into a thread's running (q, m, z): the sum is rescaled when the maximum grows; a chunk
+// holds at least one element of the row, so the grown maximum is finite (missing lanes are -inf, exp gives 0).
+__device__ __forceinline__ void absorb(float4 v, Partial& p) {
+    const float grown = fmaxf(p.m, max4(v));
+    p.q += squares4(v);
+    p.z = p.z * exp_shifted(p.m, grown) + sum4(exp4(v, grown));
+    p.m = grown;
+}
+
+// The row's (rho / z, m) once every piece of it has published: thread 0 counts this piece and waits; warp 0
+// merges the row's partials (read from L2). Returns false (after raising the error word) if the wait ran out.
+template <int THREADS>
+__device__ __forceinline__ bool row_result(Partial block, int r, int j, int length, const int* row_first_slot,
+                                           float* partials, unsigned long long* arrivals, int* error,
+                                           unsigned long long wait_limit_ns, float2* result) {
+    __shared__ int ok;
+    const int first = row_first_slot[r], k = row_first_slot[r + 1] - first;
+    if (k == 1) {
+        if (threadIdx.x == 0) *result = make_float2(sqrtf(block.q / (float)length) / block.z, block.m);
+        __syncthreads();
+        return true;
+    }
+    if (threadIdx.x == 0) {
+        float* mine = partials + 3 * (first + j);
+        mine[0] = block.q;
+        mine[1] = block.m;
+        mine[2] = block.z;
+        __threadfence();  // release the partial before the arrival
+        const unsigned long long need = (unsigned long long)k;
+        const unsigned long long old = atomicAdd(arrivals + r, 1ull);
+        const unsigned long long target = (old / need + 1ull) * need;
+        unsigned long long seen = old + 1ull;
+        int fine = 1;
+        if (seen < target) {
+            const unsigned long long deadline = now_ns() + wait_limit_ns;
+            unsigned pause_ns = 32;
+            while ((seen = load_acquire(arrivals + r)) < target) {
+                if (*(volatile const int*)error != 0 || now_ns() > deadline) {
+                    raise_error(error, ERROR_WAIT_EXPIRED, blockIdx.x, (long long)seen, (long long)target);
+                    fine = 0;
+                    break;
+                }
+                __nanosleep(pause_ns);
+                pause_ns = min(2u * pause_ns, 128u);
+            }
+        }
+        __threadfence();  // acquire: the other pieces' partials
+        ok = fine;
+    }
+    __syncthreads();
+    if (!ok) return false;
+    if (threadIdx.x < 32) {
+        Partial p = {0.0f, NEG_INF, 0.0f};
+        for (int s = first + (int)threadIdx.x; s < first + k; s += 32)
+            p = merge(p, {__ldcg(partials + 3 * s), __ldcg(partials + 3 * s + 1), __ldcg(partials + 3 * s + 2)});
+        p = warp_merge(p);
+        if (threadIdx.x == 0) *result = make_float2(sqrtf(p.q / (float)length) / p.z, p.m);
+    }
+    __syncthreads();
+    return true;
+}
+
+// A piece held in registers: the thread's maximum, then its exponentials and their sum; the block merges,
+// the row's result arrives, and each thread scales its exponentials by (rho / z) exp(m_t - m).
+template <int THREADS>
+__device__ __forceinline__ void piece_in_registers(const Row& piece, int r, int j, int length, const int* row_first_slot,
+                                                   float* partials, unsigned long long* arrivals, int* error,
+                                                   unsigned long long wait_limit_ns, Partial* scratch, float2* result) {
+    float4 v[REG_CHUNKS];
+#pragma unroll
+    for (int i = 0; i < REG_CHUNKS; ++i) {
+        const int c = threadIdx.x + i * THREADS;
+        v[i] = c < piece.chunks ? load_chunk(piece, c) : neg_inf4();
+    }
+    Partial p = {0.0f, NEG_INF, 0.0f};  // a thread without chunks keeps it: it adds nothing to the merge
+#pragma unroll
+    for (int i = 0; i < REG_CHUNKS; ++i) {
+        p.m = fmaxf(p.m, max4(v[i]));
+        p.q += squares4(v[i]);
+    }
+    if (p.m != NEG_INF) {
+#pragma unroll
+        for (int i = 0; i < REG_CHUNKS; ++i) {
+            v[i] = exp4(v[i], p.m);
+            p.z += sum4(v[i]);
+        }
+    }
+    const Partial block = block_merge<THREADS>(p, scratch);
+    if (!row_result<THREADS>(block, r, j, length, row_first_slot, partials, arrivals, error, wait_limit_ns, result))
+        return;
+    const float2 row = *result;
+    const float factor = p.m == NEG_INF ? 0.0f : row.x * exp_shifted(p.m, row.y);
+#pragma unroll
+    for (int i = 0; i < REG_CHUNKS; ++i) {
+        const int c = threadIdx.x + i * THREADS;
+        if (c < piece.chunks) store_chunk(piece, c, scale4(v[i], factor));
+    }
+}
+
+// A piece longer than the registers hold: the same statistics in a streamed pass, then x read again.
+template <int THREADS>
+__device__ __forceinline__ void piece_streamed(const Row& piece, int r, int j, int length, const int* row_first_slot,
+                                               float* partials, unsigned long long* arrivals, int* error,
+                                               unsigned long long wait_limit_ns, Partial* scratch, float2* result) {
+    Partial p = {0.0f, NEG_INF, 0.0f};
+    for (int c = threadIdx.x; c < piece.chunks; c += THREADS) {
+        absorb(load_chunk(piece, c), p);
+    }
+    const Partial block = block_merge<THREADS>(p, scratch);
+    if (!row_result<THREADS>(block, r, j, length, row_first_slot, partials, arrivals, error, wait_limit_ns, result))
+        return;
+    const float2 row = *result;
+    for (int c = threadIdx.x; c < piece.chunks; c += THREADS)
+        store_chunk(piece, c, scale4(exp4(load_chunk(piece, c), row.y), row.x));
+}
+
+// One short row by one warp: a streamed pass of (q, m, z) over the row's chunks, a warp merge, then the
+// output pass (its reads of x hit L1).
+__device__ __forceinline__ void row_by_warp(const float* x, float* y, const int* row_offsets, int r) {
+    const int lane = threadIdx.x & 31, start = row_offsets[r], length = row_offsets[r + 1] - start;
+    const Row row = row_from(x, y, start, length);
+    Partial p = {0.0f, NEG_INF, 0.0f};
+    for (int c = lane; c < row.chunks; c += 32) {
+        absorb(load_chunk(row, c), p);
+    }
+    p = warp_merge(p);
+    const float factor = sqrtf(p.q / (float)length) / p.z;
+    for (int c = lane; c < row.chunks; c += 32) store_chunk(row, c, scale4(exp4(load_chunk(row, c), p.m), factor));
+}
+
+// blocks[4 b .. 4 b + 3] = {row, start, len, j} for a piece block, {first, count, 0, -1} for a packed block.
+template <int THREADS>
+__device__ __forceinline__ void varlen_block(const float* __restrict__ x, float* __restrict__ y,
+                                             const int* __restrict__ row_offsets, const int* __restrict__ blocks,
+                                             const int* __restrict__ row_first_slot, const int* __restrict__ pack_rows,
+                                             float* partials, unsigned long long* arrivals, int* error,
+                                             unsigned long long wait_limit_ns) {
+    __shared__ Partial scratch[THREADS / 32];
+    __shared__ float2 result;
+    if (blockDim.x != THREADS) {
+        if (threadIdx.x == 0) raise_error(error, ERROR_BAD_BLOCK, blockIdx.x, blockDim.x, THREADS);
+        return;
+    }
+    const int4 d = reinterpret_cast<const int4*>(blocks)[blockIdx.x];
+    if (d.w < 0) {
+        for (int w = threadIdx.x >> 5; w < d.y; w += THREADS / 32) row_by_warp(x, y, row_offsets, pack_rows[d.x + w]);
+        return;
+    }
+    const int r = d.x, length = row_offsets[r + 1] - row_offsets[r];
+    const Row piece = row_from(x, y, d.y, d.z);
+    if (piece.chunks <= REG_CHUNKS * THREADS)
+        piece_in_registers<THREADS>(piece, r, d.w, length, row_first_slot, partials, arrivals, error, wait_limit_ns,
+                                    scratch, &result);
+    else
+        piece_streamed<THREADS>(piece, r, d.w, length, row_first_slot, partials, arrivals, error, wait_limit_ns,
+                                scratch, &result);
+}
+
+#define VARLEN_PARAMS                                                                                             \
+    const float *__restrict__ x, float *__restrict__ y, const int *__restrict__ row_offsets,                      \
+        const int *__restrict__ blocks, const int *__restrict__ row_first_slot, const int *__restrict__ pack_rows, \
+        float *partials, unsigned long long *arrivals, int *error, unsigned long long wait_limit_ns
+#define VARLEN_ARGS x, y, row_offsets, blocks, row_first_slot, pack_rows, partials, arrivals, error, wait_limit_ns
+
+// docs:begin varlen-entries
+extern "C" __global__ void __launch_bounds__(256, SM_THREADS / 512) varlen_rows_256(VARLEN_PARAMS) {
+    varlen_block<256>(VARLEN_ARGS);
+}
+
+extern "C" __global__ void __launch_bounds__(512, SM_THREADS / 1024) varlen_rows_512(VARLEN_PARAMS) {
+    varlen_block<512>(VARLEN_ARGS);
+}
+// docs:end varlen-entries

@@ -1,0 +1,144 @@
+"""The one-launch varlen design (kernels/varlen_softmax.cu) as a Target on a tiled path's buffers.
+
+`VarlenRows` turns a partition plan (model/varlen_partition.py: long rows split into equal-work pieces over
+several blocks, short rows packed one warp per row) into device arrays and launches ONE kernel per invocation.
+The pieces of a split row wait for each other inside the launch, so before it launches the target checks with
+the occupancy API that the whole grid can be co-resident (NotCoResident otherwise), and it launches
+cooperatively, which makes the driver hold it to that. A wait that runs out leaves error words (`check_error`).
+
+Imports CuPy; only GPU mode reaches this module.
+"""
+from __future__ import annotations
+
+import cupy
+import numpy as np
+
+from launchlab.chapters.megakernels.persistent import NotCoResident
+from launchlab.gpu import build, device
+from launchlab.gpu.targets import Target, resident_blocks_per_sm
+from launchlab.model import varlen_partition as partition
+from launchlab.model import workloads
+
+FAMILY = "varlen_softmax"
+KERNELS = tuple(f"varlen_rows_{threads}" for threads in partition.BLOCK_SIZES)
+WAIT_LIMIT_NS = 1_000_000_000  # a piece gives up after waiting 1 s for the other pieces of its row
+ERROR_CODES = {1: "a piece's wait for the other pieces of its row ran out",
+               2: "the launch's block size is not the kernel's"}
+
+
+class VarlenError(RuntimeError):
+    """A piece gave up waiting (the kernel's bounded wait), or a block ran with the wrong size."""
+
+
+def load(traced: bool = False):
+    """Compile kernels/varlen_softmax.cu (it has no traced build: `traced` is refused)."""
+    if traced:
+        raise ValueError("the varlen design has no traced build")
+    return build.load_module(FAMILY)
+
+
+def slots_by_threads(built) -> dict:
+    """{threads: blocks of varlen_rows_<threads> the GPU holds at once} from the occupancy API."""
+    return {threads: resident_blocks_per_sm(built.kernel(f"varlen_rows_{threads}"), threads) * device.sm_count()
+            for threads in partition.BLOCK_SIZES}
+
+
+class _Buffers:
+    """x, y and row offsets of packed rows, for a target given row lengths instead of a TiledPath."""
+
+    def __init__(self, lengths):
+        self.lengths = np.asarray(lengths, dtype=np.int64)
+        self.row_offsets = workloads.tile_table(self.lengths)["row_offsets"]
+        self.rows = len(self.lengths)
+        self.table = {"row_offsets": cupy.asarray(self.row_offsets)}
+        self.x = cupy.empty(int(self.row_offsets[-1]), dtype=cupy.float32)
+        self.y = cupy.empty_like(self.x)
+
+
+class VarlenRows(Target):
+    """varlen_rows_<threads> over `plan` (default: partition.choose with this GPU's co-resident blocks) on a
+    TiledPath's x and y (or its own buffers for row lengths): one launch per invocation."""
+
+    design = "varlen"
+    name = "varlen"
+
+    def __init__(self, built, path_or_lengths, plan: partition.Plan | None = None, cooperative: bool = True,
+                 cost: partition.PieceCost = partition.PieceCost(), wait_limit_ns: int = WAIT_LIMIT_NS):
+        self.path = path_or_lengths if hasattr(path_or_lengths, "table") else _Buffers(path_or_lengths)
+        self.row_offsets, self.rows = self.path.row_offsets, self.path.rows
+        lengths = np.diff(np.asarray(self.row_offsets, dtype=np.int64))
+        if self.path.x.data.ptr % 16 or self.path.y.data.ptr % 16:  # rows then sit alike in x and y
+            raise ValueError("x and y must start on 16-byte boundaries")
+        self.capacity_by_threads = slots_by_threads(built)
+        self.plan = partition.choose(lengths, self.capacity_by_threads, device.sm_count(), cost) if plan is None else plan
+        if not np.array_equal(self.plan.lengths, lengths):
+            raise ValueError("the plan was made for other row lengths")
+        self.threads = self.plan.threads
+        self.capacity = self.capacity_by_threads[self.threads]
+        if self.plan.grid > self.capacity:
+            raise NotCoResident(f"{self.plan.grid} blocks of varlen_rows_{self.threads} exceed the {self.capacity} that "
+                                "can be co-resident: a split row's pieces would wait on blocks that never start")
+        self.kernel = built.kernel(f"varlen_rows_{self.threads}")
+        self.cooperative = bool(cooperative)
+        self.blocks = cupy.asarray(np.ascontiguousarray(self.plan.blocks, dtype=np.int32).ravel())
+        self.row_first_slot = cupy.asarray(self.plan.row_first_slot)
+        self.pack_rows = cupy.asarray(np.concatenate([self.plan.pack_rows, [0]]).astype(np.int32))  # never empty
+        self.partials = cupy.zeros(3 * max(1, int(self.plan.row_first_slot[-1])), dtype=cupy.float32)
+        self.arrivals = cupy.zeros(self.rows, dtype=cupy.uint64)
+        self.error = cupy.zeros(4, dtype=cupy.int32)
+        self.args = (self.path.x, self.path.y, self.path.table["row_offsets"], self.blocks, self.row_first_slot,
+                     self.pack_rows, self.partials, self.arrivals, self.error, np.uint64(wait_limit_ns))
+        self.launches = ((self.kernel, (self.plan.grid,), (self.threads,), self.args),)
+
+    def invoke(self) -> None:
+        self.kernel.kernel((self.plan.grid,), (self.threads,), self.args, enable_cooperative_groups=self.cooperative)
+
+    def poison(self) -> None:
+        self.path.y.fill(np.nan)
+        self.partials.fill(np.nan)
+
+    def load(self, values: np.ndarray) -> None:
+        self.path.x.set(np.ascontiguousarray(values, dtype=np.float32))
+
+    def output(self) -> np.ndarray:
+        return self.path.y.get()
+
+    # ------------------------------------------------------------------ error words and counters
+    def reset(self) -> None:
+        """Zero the counters and error words (outside timing; after an error they are inconsistent)."""
+        self.arrivals.fill(0)
+        self.error.fill(0)
+        cupy.cuda.get_current_stream().synchronize()
+
+    def check_error(self) -> None:
+        cupy.cuda.get_current_stream().synchronize()
+        code, block, seen, needed = (int(v) for v in self.error.get())
+        if code:
+            raise VarlenError(f"varlen block {block}: {ERROR_CODES.get(code, code)} (counter seen {seen}, "
+                              f"needed {needed})")
+
+    def counters_consistent(self) -> bool:
+        """After complete invocations: every split row's counter is the same number of invocations times its
+        pieces (rows of one piece never count)."""
+        cupy.cuda.get_current_stream().synchronize()
+        k = self.plan.pieces_per_row.astype(np.int64)
+        arrivals = self.arrivals.get().astype(np.int64)
+        split = k > 1
+        if not split.any():
+            return bool((arrivals == 0).all())
+        rounds = arrivals[split] // k[split]
+        return bool((arrivals[split] == rounds * k[split]).all() and (rounds == rounds[0]).all()
+                    and (arrivals[~split] == 0).all())
+
+    def words(self) -> tuple[np.ndarray, np.ndarray]:
+        """(error words and counter consistency, what a complete run leaves): checked exactly."""
+        found = np.concatenate([self.error.get().astype(np.int64), [int(self.counters_consistent())]])
+        return found, np.array([0, 0, 0, 0, 1], dtype=np.int64)
+
+    def describe(self) -> dict:
+        return {**self.plan.describe(), "capacity": int(self.capacity), "cooperative": self.cooperative}
+
+
+def make_varlen(context, case: str) -> VarlenRows:
+    """The chapter's row `make`: the plan partition.choose picks for this GPU, on the case's TiledPath."""
+    return VarlenRows(context.modules[FAMILY], context.path(case))

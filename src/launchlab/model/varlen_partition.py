@@ -1,0 +1,221 @@
+"""The partition rule of the one-launch varlen design (kernels/varlen_softmax.cu): which block does what.
+
+Rows of any lengths, packed end to end, become the blocks of ONE launch:
+  * a piece block runs piece j of a row: the whole row when the row has one piece; a long row is split into k
+    pieces of equal work (lengths within 2 ALIGN elements of each other, boundaries on ALIGN-element addresses);
+  * a packed block runs several short rows (at most PACK_LONGEST elements each), one warp per row.
+Pieces of a split row wait for each other inside the launch, so every block must be co-resident: a plan has
+at most `slots` blocks (the occupancy API's blocks per SM x SMs), ONE wave; a plan that needs more is refused.
+
+The rule tries piece targets w (the largest piece it wants) and block sizes and keeps the plan its cost model
+predicts fastest. The cost model (`PieceCost`) is a launch, a fixed cost per block on the busiest SM, one
+handoff where a row is split (a partial published, counted and waited for), and the bytes moved (x read once, y
+written once) over the bandwidth: the device's for all bytes, one SM's for the busiest SM's share. Blocks are
+dispatched in launch order, one per SM per wave of SM count blocks, which is how the model places them; the
+launch order is the largest work first.
+
+NumPy only: the chapter's declaration and the CPU tests use it; the GPU target (chapters/megakernels/varlen.py)
+turns a Plan into device arrays.
+"""
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+ALIGN = 32            # piece boundaries on 128-byte addresses: every piece's loads start on a cache line
+PACK_LONGEST = 512    # longest row a warp of a packed block runs (one warp's registers: 32 x 4 chunks x 4)
+REG_CHUNKS = 4        # kernels/varlen_softmax.cu's REG_CHUNKS: 16-byte chunks a thread keeps in registers
+BLOCK_SIZES = (256, 512)  # the kernel's entry points varlen_rows_<threads>
+BYTES_PER_ELEMENT = 8  # x read once, y written once
+MIN_PIECE = 1024      # smallest piece target tried: below it a block's fixed cost outweighs its bytes
+
+
+@dataclasses.dataclass(frozen=True)
+class PieceCost:
+    """Predicted microseconds of one invocation (see the module's docstring). `handoff_per_piece_us` is the
+    row counter's atomics, which serialise at one L2 address."""
+    launch_us: float = 2.0
+    block_us: float = 0.4
+    handoff_us: float = 1.0
+    handoff_per_piece_us: float = 0.004
+    device_gbs: float = 4300.0   # the D2D copy's bandwidth on the H200
+    sm_gbs: float = 60.0         # what one SM's blocks draw at most
+
+    def predict(self, work: np.ndarray, blocks_per_sm_busiest: int, split_pieces: int, sms: int) -> float:
+        """`work`: elements per block in launch order; `split_pieces`: pieces of the most split row (1: none)."""
+        per_sm = np.zeros(sms)
+        np.add.at(per_sm, np.arange(work.size) % sms, work)
+        memory_us = max(work.sum() * BYTES_PER_ELEMENT / (self.device_gbs * 1e3),
+                        per_sm.max() * BYTES_PER_ELEMENT / (self.sm_gbs * 1e3))
+        handoff = self.handoff_us + self.handoff_per_piece_us * split_pieces if split_pieces > 1 else 0.0
+        return self.launch_us + self.block_us * blocks_per_sm_busiest + handoff + memory_us
+
+
+@dataclasses.dataclass(frozen=True)
+class Plan:
+    """One launch of `threads`-thread blocks. `blocks` (B x 4 int32): {row, start, length, j} for piece j of a
+    row ({first, count, 0, -1} for a packed block: rows pack_rows[first .. first + count)); `row_first_slot`
+    (rows + 1): row r's pieces publish partials at slots row_first_slot[r] .. row_first_slot[r + 1] - 1."""
+    threads: int
+    piece_target: int
+    blocks: np.ndarray
+    row_first_slot: np.ndarray
+    pack_rows: np.ndarray
+    slots: int
+    sms: int
+    predicted_us: float
+    lengths: np.ndarray
+
+    @property
+    def grid(self) -> int:
+        return len(self.blocks)
+
+    @property
+    def waves(self) -> int:
+        return -(-self.grid // self.slots)
+
+    @property
+    def pieces_per_row(self) -> np.ndarray:
+        return np.diff(self.row_first_slot)
+
+    def work(self) -> np.ndarray:
+        """Elements each block runs, in launch order."""
+        return block_work(self.blocks, self.pack_rows, self.lengths)
+
+    def describe(self) -> dict:
+        k = self.pieces_per_row
+        packed = self.blocks[:, 3] < 0
+        return {"threads": self.threads, "piece_target": self.piece_target, "grid": self.grid, "slots": self.slots,
+                "waves": self.waves, "split_rows": int((k > 1).sum()), "most_pieces": int(k.max()),
+                "packed_blocks": int(packed.sum()), "packed_rows": int(self.pack_rows.size),
+                "largest_block_elements": int(self.work().max()), "predicted_us": round(self.predicted_us, 3)}
+
+
+def block_work(blocks: np.ndarray, pack_rows: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    work = blocks[:, 2].astype(np.int64).copy()
+    for b in np.flatnonzero(blocks[:, 3] < 0):
+        first, count = blocks[b, 0], blocks[b, 1]
+        work[b] = lengths[pack_rows[first:first + count]].sum()
+    return work
+
+
+def split_points(start: int, length: int, pieces: int, align: int = ALIGN) -> np.ndarray:
+    """pieces + 1 boundaries of [start, start + length): interior ones on multiples of `align` (absolute element
+    index), as near equal shares as that allows; every piece non-empty."""
+    if pieces < 1 or length < pieces:
+        raise ValueError(f"cannot cut {length} elements into {pieces} pieces")
+    ideal = start + np.arange(1, pieces) * (length / pieces)
+    interior = np.rint(ideal / align).astype(np.int64) * align
+    points = np.concatenate([[start], interior, [start + length]]).astype(np.int64)
+    if (np.diff(points) <= 0).any():  # pieces shorter than `align`: fall back to unaligned equal shares
+        points = start + (np.arange(pieces + 1) * length) // pieces
+    return points
+
+
+def span(starts, lengths) -> np.ndarray:
+    """Elements of the 16-byte chunks a piece's loads cover (its first chunk from the aligned address before it):
+    what must fit the kernel's registers."""
+    starts, lengths = np.asarray(starts, dtype=np.int64), np.asarray(lengths, dtype=np.int64)
+    return 4 * ((starts % 4 + lengths + 3) // 4)
+
+
+def row_points(start: int, length: int, piece_target: int, align: int = ALIGN) -> np.ndarray:
+    """The boundaries of a row under target w: the fewest pieces (from ceil(length / w)) whose every span fits
+    w, no piece shorter than `align` (a row too short for that is one piece)."""
+    most = max(1, length // align)
+    k = min(max(1, -(-length // piece_target)), most)
+    while True:
+        points = split_points(start, length, k, align)
+        if k == most or span(points[:-1], np.diff(points)).max() <= piece_target:
+            return points
+        k += 1
+
+
+def plan_for(lengths, threads: int, piece_target: int, slots: int, sms: int, cost: PieceCost = PieceCost(),
+             pack_longest: int = PACK_LONGEST) -> Plan:
+    """The plan of one (block size, piece target); ValueError where it needs more blocks than `slots`."""
+    lengths = _checked(lengths)
+    if threads not in BLOCK_SIZES:
+        raise ValueError(f"threads must be one of {BLOCK_SIZES}, not {threads}")
+    if piece_target < 1 or slots < 1 or sms < 1:
+        raise ValueError("piece_target, slots and sms must be positive")
+    offsets = np.concatenate([[0], np.cumsum(lengths)])
+    short = lengths <= pack_longest
+    k = np.ones(len(lengths), dtype=np.int64)
+    pieces = []  # (work, split, row, start, length, j)
+    for r in np.flatnonzero(~short):
+        points = row_points(int(offsets[r]), int(lengths[r]), piece_target)
+        k[r] = len(points) - 1
+        pieces += [(int(b - a), k[r] > 1, int(r), int(a), int(b - a), j) for j, (a, b) in enumerate(zip(points[:-1], points[1:]))]
+    pack_rows, packed = _pack(lengths, np.flatnonzero(short), threads // 32, max(piece_target, pack_longest))
+    rows = pieces + [(work, False, first, count, 0, -1) for work, first, count in packed]
+    rows.sort(key=lambda p: (-p[0], not p[1]))  # largest work first, split pieces before whole rows of equal work
+    if len(rows) > slots:
+        raise ValueError(f"{len(rows)} blocks of {threads} threads (piece target {piece_target}) exceed the {slots} "
+                         "that can be co-resident: the pieces of a split row would wait on blocks that never start")
+    blocks = np.array([p[2:] for p in rows], dtype=np.int64).reshape(-1, 4)
+    if blocks.size and np.abs(blocks).max() >= 2**31:
+        raise ValueError("the varlen kernel indexes with 32-bit integers")
+    row_first_slot = np.concatenate([[0], np.cumsum(k)])
+    work = block_work(blocks, pack_rows, lengths)
+    busiest = -(-len(rows) // sms)
+    return Plan(threads, int(piece_target), blocks.astype(np.int32), row_first_slot.astype(np.int32),
+                pack_rows.astype(np.int32), int(slots), int(sms), cost.predict(work, busiest, int(k.max()), sms),
+                lengths)
+
+
+def _pack(lengths: np.ndarray, short_rows: np.ndarray, per_block: int, most_work: int):
+    """Short rows into packed blocks, longest first: at most `per_block` rows (one per warp) and `most_work`
+    elements per block. -> (pack_rows, [(work, first, count)])."""
+    order = short_rows[np.argsort(-lengths[short_rows], kind="stable")]
+    groups, current, work = [], [], 0
+    for r in order:
+        n = int(lengths[r])
+        if current and (len(current) == per_block or work + n > most_work):
+            groups.append((work, current))
+            current, work = [], 0
+        current.append(int(r))
+        work += n
+    if current:
+        groups.append((work, current))
+    pack_rows, packed = [], []
+    for work, group in groups:
+        packed.append((work, len(pack_rows), len(group)))
+        pack_rows += group
+    return np.array(pack_rows, dtype=np.int64), packed
+
+
+def piece_targets(lengths, threads: int, slots: int, sms: int) -> list[int]:
+    """Targets tried for one block size: the register tier's capacity and its halvings down to MIN_PIECE, and
+    the equal shares of the elements over m blocks per SM (m = 1 .. slots / sms), on ALIGN multiples."""
+    total = int(_checked(lengths).sum())
+    capacity = threads * REG_CHUNKS * 4
+    targets = {capacity >> i for i in range(8) if capacity >> i >= MIN_PIECE}
+    for m in range(1, max(1, slots // sms) + 1):
+        share = -(-total // (m * sms))
+        targets.add(max(MIN_PIECE, -(-share // ALIGN) * ALIGN))
+    return sorted(targets)
+
+
+def choose(lengths, slots_by_threads: dict, sms: int, cost: PieceCost = PieceCost()) -> Plan:
+    """The plan with the least predicted time over the block sizes (`slots_by_threads`: {threads: co-resident
+    blocks}) and their piece targets; ties go to fewer blocks. ValueError where no plan fits one wave."""
+    plans = []
+    for threads, slots in sorted(slots_by_threads.items()):
+        for target in piece_targets(lengths, threads, slots, sms):
+            try:
+                plans.append(plan_for(lengths, threads, target, slots, sms, cost))
+            except ValueError:
+                continue
+    if not plans:
+        raise ValueError(f"no varlen plan fits one wave of {slots_by_threads} co-resident blocks for "
+                         f"{len(_checked(lengths))} rows")
+    return min(plans, key=lambda p: (round(p.predicted_us, 6), p.grid))
+
+
+def _checked(lengths) -> np.ndarray:
+    lengths = np.asarray(lengths, dtype=np.int64)
+    if lengths.ndim != 1 or lengths.size == 0 or (lengths <= 0).any():
+        raise ValueError("every row needs at least one element")
+    return lengths
