@@ -61,7 +61,7 @@ def test_forced_plans_reach_every_tier(threads, target, case, backend, built):
 
     lengths = LENGTH_SETS[case]
     probe = varlen.VarlenRows(built, lengths)
-    plan = vp.plan_for(lengths, threads, target, probe.capacity_by_threads[threads], probe.plan.sms)
+    plan = vp.plan_for(lengths, threads, target, probe.capacity_by_threads[threads], probe.layout.sms)
     forced = varlen.VarlenRows(built, probe.path, plan=plan)
     check(forced, workloads.packed_fixture(FRESH_SEED, 2, lengths), None, f"{case} {plan.describe()}")
 
@@ -84,7 +84,7 @@ def test_a_plan_beyond_one_wave_is_refused_before_launch(built):
 
     probe = varlen.VarlenRows(built, [4096] * 8)
     lengths = [4096] * (probe.capacity_by_threads[512] + 1)
-    plan = vp.plan_for(lengths, 512, 4096, 10**6, probe.plan.sms)
+    plan = vp.plan_for(lengths, 512, 4096, 10**6, probe.layout.sms)
     with pytest.raises(NotCoResident, match="co-resident"):
         varlen.VarlenRows(built, lengths, plan=plan)
 
@@ -95,7 +95,7 @@ def test_a_wait_that_runs_out_leaves_error_words(backend, built):
 
     lengths = [65536, 100, 4096]
     probe = varlen.VarlenRows(built, lengths)
-    plan = vp.plan_for(lengths, 256, 1024, probe.capacity_by_threads[256], probe.plan.sms)
+    plan = vp.plan_for(lengths, 256, 1024, probe.capacity_by_threads[256], probe.layout.sms)
     target = varlen.VarlenRows(built, probe.path, plan=plan, wait_limit_ns=0)
     values = workloads.packed_fixture(FRESH_SEED, 0, target.path.lengths)
     out = target.compute(values)

@@ -51,7 +51,7 @@ def contenders(modules, case, limit, stream, sweep: bool) -> dict:
             "varlen_stream": (chosen, chosen)}
     fused = targets.make_fused_row(context, case)
     made["fused_row_graph"] = (fused, GraphReplay(fused, stream))
-    plain = varlen.VarlenRows(modules[varlen.FAMILY], path, plan=chosen.plan, cooperative=False)
+    plain = varlen.VarlenRows(modules[varlen.FAMILY], path, plan=chosen.layout, cooperative=False)
     made["varlen_noncoop_graph"] = (plain, GraphReplay(plain, stream))
     if sweep:
         slots, sms = chosen.capacity_by_threads, device.sm_count()
@@ -131,7 +131,7 @@ def run_case(case, modules, instruments, limit, backend, protocol, sweep) -> dic
             if vid != base:
                 row["speedup_cold"] = stats.paired_ratio(cold, base, vid, measurement="cold")
         target = made[name][0]
-        if hasattr(target, "describe") and hasattr(target, "plan"):
+        if hasattr(target, "layout"):
             row["plan"] = target.describe()
         rows[name] = row
     return {"case": case, "lengths": {"rows": int(len(path.lengths)), "elements": int(path.lengths.sum()),

@@ -56,8 +56,8 @@ class _Buffers:
 
 
 class VarlenRows(Target):
-    """varlen_rows_<threads> over `plan` (default: partition.choose with this GPU's co-resident blocks) on a
-    TiledPath's x and y (or its own buffers for row lengths): one launch per invocation."""
+    """varlen_rows_<threads> over `plan` (default: partition.choose with this GPU's co-resident blocks), kept as
+    `layout`, on a TiledPath's x and y (or its own buffers for row lengths): one launch per invocation."""
 
     design = "varlen"
     name = "varlen"
@@ -70,28 +70,28 @@ class VarlenRows(Target):
         if self.path.x.data.ptr % 16 or self.path.y.data.ptr % 16:  # rows then sit alike in x and y
             raise ValueError("x and y must start on 16-byte boundaries")
         self.capacity_by_threads = slots_by_threads(built)
-        self.plan = partition.choose(lengths, self.capacity_by_threads, device.sm_count(), cost) if plan is None else plan
-        if not np.array_equal(self.plan.lengths, lengths):
+        self.layout = partition.choose(lengths, self.capacity_by_threads, device.sm_count(), cost) if plan is None else plan
+        if not np.array_equal(self.layout.lengths, lengths):
             raise ValueError("the plan was made for other row lengths")
-        self.threads = self.plan.threads
+        self.threads = self.layout.threads
         self.capacity = self.capacity_by_threads[self.threads]
-        if self.plan.grid > self.capacity:
-            raise NotCoResident(f"{self.plan.grid} blocks of varlen_rows_{self.threads} exceed the {self.capacity} that "
+        if self.layout.grid > self.capacity:
+            raise NotCoResident(f"{self.layout.grid} blocks of varlen_rows_{self.threads} exceed the {self.capacity} that "
                                 "can be co-resident: a split row's pieces would wait on blocks that never start")
         self.kernel = built.kernel(f"varlen_rows_{self.threads}")
         self.cooperative = bool(cooperative)
-        self.blocks = cupy.asarray(np.ascontiguousarray(self.plan.blocks, dtype=np.int32).ravel())
-        self.row_first_slot = cupy.asarray(self.plan.row_first_slot)
-        self.pack_rows = cupy.asarray(np.concatenate([self.plan.pack_rows, [0]]).astype(np.int32))  # never empty
-        self.partials = cupy.zeros(3 * max(1, int(self.plan.row_first_slot[-1])), dtype=cupy.float32)
+        self.blocks = cupy.asarray(np.ascontiguousarray(self.layout.blocks, dtype=np.int32).ravel())
+        self.row_first_slot = cupy.asarray(self.layout.row_first_slot)
+        self.pack_rows = cupy.asarray(np.concatenate([self.layout.pack_rows, [0]]).astype(np.int32))  # never empty
+        self.partials = cupy.zeros(3 * max(1, int(self.layout.row_first_slot[-1])), dtype=cupy.float32)
         self.arrivals = cupy.zeros(self.rows, dtype=cupy.uint64)
         self.error = cupy.zeros(4, dtype=cupy.int32)
         self.args = (self.path.x, self.path.y, self.path.table["row_offsets"], self.blocks, self.row_first_slot,
                      self.pack_rows, self.partials, self.arrivals, self.error, np.uint64(wait_limit_ns))
-        self.launches = ((self.kernel, (self.plan.grid,), (self.threads,), self.args),)
+        self.launches = ((self.kernel, (self.layout.grid,), (self.threads,), self.args),)
 
     def invoke(self) -> None:
-        self.kernel.kernel((self.plan.grid,), (self.threads,), self.args, enable_cooperative_groups=self.cooperative)
+        self.kernel.kernel((self.layout.grid,), (self.threads,), self.args, enable_cooperative_groups=self.cooperative)
 
     def poison(self) -> None:
         self.path.y.fill(np.nan)
@@ -121,7 +121,7 @@ class VarlenRows(Target):
         """After complete invocations: every split row's counter is the same number of invocations times its
         pieces (rows of one piece never count)."""
         cupy.cuda.get_current_stream().synchronize()
-        k = self.plan.pieces_per_row.astype(np.int64)
+        k = self.layout.pieces_per_row.astype(np.int64)
         arrivals = self.arrivals.get().astype(np.int64)
         split = k > 1
         if not split.any():
@@ -136,9 +136,5 @@ class VarlenRows(Target):
         return found, np.array([0, 0, 0, 0, 1], dtype=np.int64)
 
     def describe(self) -> dict:
-        return {**self.plan.describe(), "capacity": int(self.capacity), "cooperative": self.cooperative}
+        return {**self.layout.describe(), "capacity": int(self.capacity), "cooperative": self.cooperative}
 
-
-def make_varlen(context, case: str) -> VarlenRows:
-    """The chapter's row `make`: the plan partition.choose picks for this GPU, on the case's TiledPath."""
-    return VarlenRows(context.modules[FAMILY], context.path(case))
