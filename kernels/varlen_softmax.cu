@@ -43,6 +43,14 @@ __device__ __forceinline__ unsigned long long load_acquire(const unsigned long l
     return value;
 }
 
+// The arrival: release orders this thread's partial before it, acquire (for the last piece, which does not
+// wait) orders the other pieces' partials after it; no separate fence.
+__device__ __forceinline__ unsigned long long arrive_acq_rel(unsigned long long* address) {
+    unsigned long long old;
+    asm volatile("atom.acq_rel.gpu.global.add.u64 %0, [%1], 1;" : "=l"(old) : "l"(address) : "memory");
+    return old;
+}
+
 __device__ __forceinline__ void raise_error(int* error, int code, int block, long long seen, long long needed) {
     if (atomicCAS(error, 0, code) == 0) {
         error[1] = block;
@@ -114,9 +122,8 @@ __device__ __forceinline__ bool row_result(Partial block, int r, int j, int leng
         mine[0] = block.q;
         mine[1] = block.m;
         mine[2] = block.z;
-        __threadfence();  // release the partial before the arrival
         const unsigned long long need = (unsigned long long)k;
-        const unsigned long long old = atomicAdd(arrivals + r, 1ull);
+        const unsigned long long old = arrive_acq_rel(arrivals + r);
         const unsigned long long target = (old / need + 1ull) * need;
         unsigned long long seen = old + 1ull;
         int fine = 1;
@@ -133,7 +140,6 @@ __device__ __forceinline__ bool row_result(Partial block, int r, int j, int leng
                 pause_ns = min(2u * pause_ns, 128u);
             }
         }
-        __threadfence();  // acquire: the other pieces' partials
         ok = fine;
     }
     __syncthreads();

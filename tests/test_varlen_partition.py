@@ -165,3 +165,18 @@ def test_the_kernel_source_agrees_with_the_partition_module():
     assert re.search(r"#define REG_CHUNKS (\d+)", source).group(1) == str(vp.REG_CHUNKS)
     for threads in vp.BLOCK_SIZES:
         assert re.search(rf"__launch_bounds__\({threads}, [^)]*\) varlen_rows_{threads}\(", source)
+
+
+def test_fit_cost_recovers_the_model_that_made_the_times():
+    truth = vp.PieceCost(launch_us=2.5, block_us=0.3, handoff_us=0.8, handoff_per_piece_us=0.01, device_gbs=6000.0,
+                         sm_gbs=100.0)
+    plans = [vp.plan_for(CASES[case], threads, target, H200_SLOTS[threads], H200_SMS, truth)
+             for case in ("balanced", "ragged", "giant", "loguniform") for threads in vp.BLOCK_SIZES
+             for target in vp.piece_targets(CASES[case], threads, H200_SLOTS[threads], H200_SMS)
+             if len(vp.plan_for(CASES[case], threads, target, 10**6, H200_SMS).blocks) <= H200_SLOTS[threads]]
+    fitted, residual = vp.fit_cost(plans, [p.predicted_us for p in plans])
+    assert residual < 1e-6
+    assert fitted.sm_gbs == truth.sm_gbs and fitted.launch_us == pytest.approx(truth.launch_us)
+    assert fitted.handoff_us == pytest.approx(truth.handoff_us)
+    with pytest.raises(ValueError, match="one measured time per plan"):
+        vp.fit_cost(plans, [1.0])

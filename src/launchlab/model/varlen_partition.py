@@ -44,12 +44,52 @@ class PieceCost:
 
     def predict(self, work: np.ndarray, blocks_per_sm_busiest: int, split_pieces: int, sms: int) -> float:
         """`work`: elements per block in launch order; `split_pieces`: pieces of the most split row (1: none)."""
-        per_sm = np.zeros(sms)
-        np.add.at(per_sm, np.arange(work.size) % sms, work)
-        memory_us = max(work.sum() * BYTES_PER_ELEMENT / (self.device_gbs * 1e3),
-                        per_sm.max() * BYTES_PER_ELEMENT / (self.sm_gbs * 1e3))
-        handoff = self.handoff_us + self.handoff_per_piece_us * split_pieces if split_pieces > 1 else 0.0
-        return self.launch_us + self.block_us * blocks_per_sm_busiest + handoff + memory_us
+        terms = cost_terms(work, blocks_per_sm_busiest, split_pieces, sms)
+        memory_us = max(terms["total_bytes"] / (self.device_gbs * 1e3), terms["busiest_sm_bytes"] / (self.sm_gbs * 1e3))
+        return (self.launch_us + self.block_us * terms["blocks_per_sm"] + self.handoff_us * terms["split"]
+                + self.handoff_per_piece_us * terms["split_pieces"] + memory_us)
+
+
+def cost_terms(work: np.ndarray, blocks_per_sm_busiest: int, split_pieces: int, sms: int) -> dict:
+    """What the cost model reads of a plan: blocks on the busiest SM, whether a row is split and into how many
+    pieces (0 where none is), the bytes of all blocks and of the busiest SM's (blocks placed round-robin in
+    launch order)."""
+    per_sm = np.zeros(sms)
+    np.add.at(per_sm, np.arange(work.size) % sms, work)
+    split = split_pieces > 1
+    return {"blocks_per_sm": blocks_per_sm_busiest, "split": float(split), "split_pieces": split_pieces if split else 0,
+            "total_bytes": float(work.sum() * BYTES_PER_ELEMENT), "busiest_sm_bytes": float(per_sm.max() * BYTES_PER_ELEMENT)}
+
+
+def fit_cost(plans, measured_us, device_gbs=(2000.0, 3000.0, 4300.0, 6000.0, 9000.0, 14000.0),
+             sm_gbs=(30.0, 45.0, 60.0, 80.0, 100.0, 130.0, 170.0, 220.0)) -> tuple[PieceCost, float]:
+    """The PieceCost that fits measured times of plans best (least squares over the fixed costs, non-negative,
+    for each pair of bandwidths on the grids) -> (cost, root-mean-square residual in us)."""
+    terms = [cost_terms(p.work(), -(-p.grid // p.sms), int(p.pieces_per_row.max()), p.sms) for p in plans]
+    measured = np.asarray(measured_us, dtype=np.float64)
+    if len(terms) != measured.size or measured.size < 5:
+        raise ValueError("fit_cost needs one measured time per plan, and at least five plans")
+    fixed = np.array([[1.0, t["blocks_per_sm"], t["split"], t["split_pieces"]] for t in terms])
+    best = None
+    for device in device_gbs:
+        for sm in sm_gbs:
+            memory = np.array([max(t["total_bytes"] / (device * 1e3), t["busiest_sm_bytes"] / (sm * 1e3)) for t in terms])
+            coefficients = _nonnegative_least_squares(fixed, measured - memory)
+            residual = float(np.sqrt(np.mean((fixed @ coefficients + memory - measured) ** 2)))
+            if best is None or residual < best[1]:
+                best = (PieceCost(*coefficients, device_gbs=device, sm_gbs=sm), residual)
+    return best
+
+
+def _nonnegative_least_squares(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """min |a x - b| over x >= 0 by dropping the most negative coefficient until none is (a few columns)."""
+    active = list(range(a.shape[1]))
+    while True:
+        x = np.zeros(a.shape[1])
+        x[active] = np.linalg.lstsq(a[:, active], b, rcond=None)[0]
+        if (x >= 0).all():
+            return x
+        active.remove(int(np.argmin(x)))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -161,7 +201,7 @@ def plan_for(lengths, threads: int, piece_target: int, slots: int, sms: int, cos
     work = block_work(blocks, pack_rows, lengths)
     busiest = -(-len(rows) // sms)
     return Plan(threads, int(piece_target), blocks.astype(np.int32), row_first_slot.astype(np.int32),
-                pack_rows.astype(np.int32), int(slots), int(sms), cost.predict(work, busiest, int(k.max()), sms),
+                pack_rows.astype(np.int32), int(slots), int(sms), float(cost.predict(work, busiest, int(k.max()), sms)),
                 lengths)
 
 
