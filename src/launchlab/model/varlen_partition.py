@@ -126,7 +126,7 @@ class Plan:
     def describe(self) -> dict:
         k = self.pieces_per_row
         packed = self.blocks[:, 3] < 0
-        return {"threads": self.threads, "piece_target": self.piece_target, "grid": self.grid, "slots": self.slots,
+        return {"threads": self.threads, "piece_target": self.piece_target, "grid": self.grid, "slots": self.slots, "sms": self.sms,
                 "waves": self.waves, "split_rows": int((k > 1).sum()), "most_pieces": int(k.max()),
                 "packed_blocks": int(packed.sum()), "packed_rows": int(self.pack_rows.size),
                 "largest_block_elements": int(self.work().max()), "predicted_us": round(self.predicted_us, 3)}
