@@ -60,6 +60,15 @@ __device__ __forceinline__ void raise_error(int* error, int code, int block, lon
     }
 }
 
+// Where the pieces of split rows meet: partial slots, arrival counters, error words, the wait's bound.
+struct Rendezvous {
+    const int* row_first_slot;
+    float* partials;
+    unsigned long long* arrivals;
+    int* error;
+    unsigned long long wait_limit_ns;
+};
+
 // (q, m, z) of a set of values: z = sum exp(v - m); an empty set is (0, -inf, 0).
 struct Partial {
     float q, m, z;
@@ -107,32 +116,31 @@ __device__ __forceinline__ void absorb(float4 v, Partial& p) {
 // The row's (rho / z, m) once every piece of it has published: thread 0 counts this piece and waits; warp 0
 // merges the row's partials (read from L2). Returns false (after raising the error word) if the wait ran out.
 template <int THREADS>
-__device__ __forceinline__ bool row_result(Partial block, int r, int j, int length, const int* row_first_slot,
-                                           float* partials, unsigned long long* arrivals, int* error,
-                                           unsigned long long wait_limit_ns, float2* result) {
+__device__ __forceinline__ bool row_result(Partial block, int r, int j, int length, const Rendezvous& meet,
+                                           float2* result) {
     __shared__ int ok;
-    const int first = row_first_slot[r], k = row_first_slot[r + 1] - first;
+    const int first = meet.row_first_slot[r], k = meet.row_first_slot[r + 1] - first;
     if (k == 1) {
         if (threadIdx.x == 0) *result = make_float2(sqrtf(block.q / (float)length) / block.z, block.m);
         __syncthreads();
         return true;
     }
     if (threadIdx.x == 0) {
-        float* mine = partials + 3 * (first + j);
+        float* mine = meet.partials + 3 * (first + j);
         mine[0] = block.q;
         mine[1] = block.m;
         mine[2] = block.z;
         const unsigned long long need = (unsigned long long)k;
-        const unsigned long long old = arrive_acq_rel(arrivals + r);
+        const unsigned long long old = arrive_acq_rel(meet.arrivals + r);
         const unsigned long long target = (old / need + 1ull) * need;
         unsigned long long seen = old + 1ull;
         int fine = 1;
         if (seen < target) {
-            const unsigned long long deadline = now_ns() + wait_limit_ns;
+            const unsigned long long deadline = now_ns() + meet.wait_limit_ns;
             unsigned pause_ns = 32;
-            while ((seen = load_acquire(arrivals + r)) < target) {
-                if (*(volatile const int*)error != 0 || now_ns() > deadline) {
-                    raise_error(error, ERROR_WAIT_EXPIRED, blockIdx.x, (long long)seen, (long long)target);
+            while ((seen = load_acquire(meet.arrivals + r)) < target) {
+                if (*(volatile const int*)meet.error != 0 || now_ns() > deadline) {
+                    raise_error(meet.error, ERROR_WAIT_EXPIRED, blockIdx.x, (long long)seen, (long long)target);
                     fine = 0;
                     break;
                 }
@@ -147,7 +155,8 @@ __device__ __forceinline__ bool row_result(Partial block, int r, int j, int leng
     if (threadIdx.x < 32) {
         Partial p = {0.0f, NEG_INF, 0.0f};
         for (int s = first + (int)threadIdx.x; s < first + k; s += 32)
-            p = merge(p, {__ldcg(partials + 3 * s), __ldcg(partials + 3 * s + 1), __ldcg(partials + 3 * s + 2)});
+            p = merge(p, {__ldcg(meet.partials + 3 * s), __ldcg(meet.partials + 3 * s + 1),
+                          __ldcg(meet.partials + 3 * s + 2)});
         p = warp_merge(p);
         if (threadIdx.x == 0) *result = make_float2(sqrtf(p.q / (float)length) / p.z, p.m);
     }
@@ -158,9 +167,8 @@ __device__ __forceinline__ bool row_result(Partial block, int r, int j, int leng
 // A piece held in registers: the thread's maximum, then its exponentials and their sum; the block merges,
 // the row's result arrives, and each thread scales its exponentials by (rho / z) exp(m_t - m).
 template <int THREADS>
-__device__ __forceinline__ void piece_in_registers(const Row& piece, int r, int j, int length, const int* row_first_slot,
-                                                   float* partials, unsigned long long* arrivals, int* error,
-                                                   unsigned long long wait_limit_ns, Partial* scratch, float2* result) {
+__device__ __forceinline__ void piece_in_registers(const Row& piece, int r, int j, int length, const Rendezvous& meet,
+                                                   Partial* scratch, float2* result) {
     float4 v[REG_CHUNKS];
 #pragma unroll
     for (int i = 0; i < REG_CHUNKS; ++i) {
@@ -181,8 +189,7 @@ __device__ __forceinline__ void piece_in_registers(const Row& piece, int r, int 
         }
     }
     const Partial block = block_merge<THREADS>(p, scratch);
-    if (!row_result<THREADS>(block, r, j, length, row_first_slot, partials, arrivals, error, wait_limit_ns, result))
-        return;
+    if (!row_result<THREADS>(block, r, j, length, meet, result)) return;
     const float2 row = *result;
     const float factor = p.m == NEG_INF ? 0.0f : row.x * exp_shifted(p.m, row.y);
 #pragma unroll
@@ -194,16 +201,14 @@ __device__ __forceinline__ void piece_in_registers(const Row& piece, int r, int 
 
 // A piece longer than the registers hold: the same statistics in a streamed pass, then x read again.
 template <int THREADS>
-__device__ __forceinline__ void piece_streamed(const Row& piece, int r, int j, int length, const int* row_first_slot,
-                                               float* partials, unsigned long long* arrivals, int* error,
-                                               unsigned long long wait_limit_ns, Partial* scratch, float2* result) {
+__device__ __forceinline__ void piece_streamed(const Row& piece, int r, int j, int length, const Rendezvous& meet,
+                                               Partial* scratch, float2* result) {
     Partial p = {0.0f, NEG_INF, 0.0f};
     for (int c = threadIdx.x; c < piece.chunks; c += THREADS) {
         absorb(load_chunk(piece, c), p);
     }
     const Partial block = block_merge<THREADS>(p, scratch);
-    if (!row_result<THREADS>(block, r, j, length, row_first_slot, partials, arrivals, error, wait_limit_ns, result))
-        return;
+    if (!row_result<THREADS>(block, r, j, length, meet, result)) return;
     const float2 row = *result;
     for (int c = threadIdx.x; c < piece.chunks; c += THREADS)
         store_chunk(piece, c, scale4(exp4(load_chunk(piece, c), row.y), row.x));
@@ -243,12 +248,11 @@ __device__ __forceinline__ void varlen_block(const float* __restrict__ x, float*
     }
     const int r = d.x, length = row_offsets[r + 1] - row_offsets[r];
     const Row piece = row_from(x, y, d.y, d.z);
+    const Rendezvous meet = {row_first_slot, partials, arrivals, error, wait_limit_ns};
     if (piece.chunks <= REG_CHUNKS * THREADS)
-        piece_in_registers<THREADS>(piece, r, d.w, length, row_first_slot, partials, arrivals, error, wait_limit_ns,
-                                    scratch, &result);
+        piece_in_registers<THREADS>(piece, r, d.w, length, meet, scratch, &result);
     else
-        piece_streamed<THREADS>(piece, r, d.w, length, row_first_slot, partials, arrivals, error, wait_limit_ns,
-                                scratch, &result);
+        piece_streamed<THREADS>(piece, r, d.w, length, meet, scratch, &result);
 }
 
 #define VARLEN_PARAMS                                                                                             \

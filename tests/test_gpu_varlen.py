@@ -12,7 +12,8 @@ from launchlab.model import varlen_partition as vp
 pytestmark = pytest.mark.gpu
 FRESH_SEED = int(np.random.SeedSequence().entropy % 2**31)  # new every session; printed on failure
 IRREGULAR = [1, 1023, 1025, 5000, 3, 2048, 70001, 4096, 777, 33, 512, 513, 129]
-LENGTH_SETS = {case: list(workloads.tiled_row_lengths(case)) for case in workloads.TILED_CASES} | {"irregular": IRREGULAR}
+LENGTH_SETS = {case: list(workloads.tiled_row_lengths(case)) for case in workloads.TILED_CASES}
+LENGTH_SETS["irregular"] = IRREGULAR
 
 
 @pytest.fixture(scope="module")

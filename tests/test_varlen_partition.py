@@ -47,7 +47,8 @@ def execute(plan, values: np.ndarray) -> np.ndarray:
         else:
             for r in plan.pack_rows[row:row + start]:
                 v = values[offsets[r]:offsets[r + 1]].astype(np.float64)
-                partials.setdefault(r, []).append((offsets[r], lengths[r], (v * v).sum(), v.max(), np.exp(v - v.max()).sum()))
+                partials.setdefault(r, []).append((offsets[r], lengths[r], (v * v).sum(), v.max(),
+                                                   np.exp(v - v.max()).sum()))
     for r, parts in partials.items():
         assert len(parts) == plan.pieces_per_row[r] or plan.pieces_per_row[r] == 1
         m = max(p[3] for p in parts)

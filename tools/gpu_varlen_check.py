@@ -142,7 +142,8 @@ def run_case(case, modules, instruments, limit, backend, protocol, sweep) -> dic
 
 def print_table(result) -> None:
     print(f"\n== {result['case']}: {result['lengths']}")
-    print(f"{'contender':34s} {'ok':>3s} {'warm us':>8s} {'x graph3':>20s} {'cold us':>8s} {'x graph3 cold':>20s}  plan")
+    print(f"{'contender':34s} {'ok':>3s} {'warm us':>8s} {'x graph3':>20s} {'cold us':>8s} {'x graph3 cold':>20s}"
+          "  plan")
     for name, row in result["rows"].items():
         def ratio(key):
             r = row.get(key)
@@ -152,7 +153,8 @@ def print_table(result) -> None:
                      f"split {plan['split_rows']}x<={plan['most_pieces']} packed {plan['packed_blocks']} "
                      f"pred {plan['predicted_us']}") if plan else ""
         cold = f"{row['cold_us']:8.2f}" if "cold_us" in row else "       -"
-        print(f"{name:34s} {'ok' if result['passed'][name] else 'NO':>3s} {row['warm_us']:8.2f} {ratio('speedup_warm'):>20s}"
+        passed = "ok" if result["passed"][name] else "NO"
+        print(f"{name:34s} {passed:>3s} {row['warm_us']:8.2f} {ratio('speedup_warm'):>20s}"
               f" {cold} {ratio('speedup_cold'):>20s}  {plan_text}")
     failed = [name for name, passed in result["passed"].items() if not passed]
     if failed:

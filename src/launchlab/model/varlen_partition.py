@@ -58,7 +58,8 @@ def cost_terms(work: np.ndarray, blocks_per_sm_busiest: int, split_pieces: int, 
     np.add.at(per_sm, np.arange(work.size) % sms, work)
     split = split_pieces > 1
     return {"blocks_per_sm": blocks_per_sm_busiest, "split": float(split), "split_pieces": split_pieces if split else 0,
-            "total_bytes": float(work.sum() * BYTES_PER_ELEMENT), "busiest_sm_bytes": float(per_sm.max() * BYTES_PER_ELEMENT)}
+            "total_bytes": float(work.sum() * BYTES_PER_ELEMENT),
+            "busiest_sm_bytes": float(per_sm.max() * BYTES_PER_ELEMENT)}
 
 
 def fit_cost(plans, measured_us, device_gbs=(2000.0, 3000.0, 4300.0, 6000.0, 9000.0, 14000.0),
@@ -73,7 +74,8 @@ def fit_cost(plans, measured_us, device_gbs=(2000.0, 3000.0, 4300.0, 6000.0, 900
     best = None
     for device in device_gbs:
         for sm in sm_gbs:
-            memory = np.array([max(t["total_bytes"] / (device * 1e3), t["busiest_sm_bytes"] / (sm * 1e3)) for t in terms])
+            memory = np.array([max(t["total_bytes"] / (device * 1e3), t["busiest_sm_bytes"] / (sm * 1e3))
+                               for t in terms])
             coefficients = _nonnegative_least_squares(fixed, measured - memory)
             residual = float(np.sqrt(np.mean((fixed @ coefficients + memory - measured) ** 2)))
             if best is None or residual < best[1]:
@@ -126,8 +128,8 @@ class Plan:
     def describe(self) -> dict:
         k = self.pieces_per_row
         packed = self.blocks[:, 3] < 0
-        return {"threads": self.threads, "piece_target": self.piece_target, "grid": self.grid, "slots": self.slots, "sms": self.sms,
-                "waves": self.waves, "split_rows": int((k > 1).sum()), "most_pieces": int(k.max()),
+        return {"threads": self.threads, "piece_target": self.piece_target, "grid": self.grid, "slots": self.slots,
+                "sms": self.sms, "waves": self.waves, "split_rows": int((k > 1).sum()), "most_pieces": int(k.max()),
                 "packed_blocks": int(packed.sum()), "packed_rows": int(self.pack_rows.size),
                 "largest_block_elements": int(self.work().max()), "predicted_us": round(self.predicted_us, 3)}
 
@@ -187,7 +189,8 @@ def plan_for(lengths, threads: int, piece_target: int, slots: int, sms: int, cos
     for r in np.flatnonzero(~short):
         points = row_points(int(offsets[r]), int(lengths[r]), piece_target)
         k[r] = len(points) - 1
-        pieces += [(int(b - a), k[r] > 1, int(r), int(a), int(b - a), j) for j, (a, b) in enumerate(zip(points[:-1], points[1:]))]
+        pieces += [(int(b - a), k[r] > 1, int(r), int(a), int(b - a), j)
+                   for j, (a, b) in enumerate(zip(points[:-1], points[1:]))]
     pack_rows, packed = _pack(lengths, np.flatnonzero(short), threads // 32, max(piece_target, pack_longest))
     rows = pieces + [(work, False, first, count, 0, -1) for work, first, count in packed]
     rows.sort(key=lambda p: (-p[0], not p[1]))  # largest work first, split pieces before whole rows of equal work

@@ -70,14 +70,16 @@ class VarlenRows(Target):
         if self.path.x.data.ptr % 16 or self.path.y.data.ptr % 16:  # rows then sit alike in x and y
             raise ValueError("x and y must start on 16-byte boundaries")
         self.capacity_by_threads = slots_by_threads(built)
-        self.layout = partition.choose(lengths, self.capacity_by_threads, device.sm_count(), cost) if plan is None else plan
+        if plan is None:
+            plan = partition.choose(lengths, self.capacity_by_threads, device.sm_count(), cost)
+        self.layout = plan
         if not np.array_equal(self.layout.lengths, lengths):
             raise ValueError("the plan was made for other row lengths")
         self.threads = self.layout.threads
         self.capacity = self.capacity_by_threads[self.threads]
         if self.layout.grid > self.capacity:
-            raise NotCoResident(f"{self.layout.grid} blocks of varlen_rows_{self.threads} exceed the {self.capacity} that "
-                                "can be co-resident: a split row's pieces would wait on blocks that never start")
+            raise NotCoResident(f"{self.layout.grid} blocks of varlen_rows_{self.threads} exceed the {self.capacity} "
+                                "that can be co-resident: a split row's pieces would wait on blocks that never start")
         self.kernel = built.kernel(f"varlen_rows_{self.threads}")
         self.cooperative = bool(cooperative)
         self.blocks = cupy.asarray(np.ascontiguousarray(self.layout.blocks, dtype=np.int32).ravel())
