@@ -145,9 +145,9 @@ def test_split_points_are_equal_and_aligned():
 
 def test_the_cost_model_charges_the_busiest_sm_and_the_handoff():
     cost = vp.PieceCost()
-    even = cost.predict(np.full(132, 8192), 1, 1, 132)
-    doubled = cost.predict(np.concatenate([np.full(132, 8192), [8192]]), 2, 1, 132)
-    split = cost.predict(np.full(132, 8192), 1, 4, 132)
+    even = cost.time(vp.cost_terms(np.full(132, 8192), 1, 1, 132))
+    doubled = cost.time(vp.cost_terms(np.concatenate([np.full(132, 8192), [8192]]), 2, 1, 132))
+    split = cost.time(vp.cost_terms(np.full(132, 8192), 1, 4, 132))
     assert doubled > even and split == pytest.approx(even + cost.handoff_us + 4 * cost.handoff_per_piece_us)
 
 

@@ -42,9 +42,8 @@ class PieceCost:
     device_gbs: float = 4300.0   # the D2D copy's bandwidth on the H200
     sm_gbs: float = 60.0         # what one SM's blocks draw at most
 
-    def predict(self, work: np.ndarray, blocks_per_sm_busiest: int, split_pieces: int, sms: int) -> float:
-        """`work`: elements per block in launch order; `split_pieces`: pieces of the most split row (1: none)."""
-        terms = cost_terms(work, blocks_per_sm_busiest, split_pieces, sms)
+    def time(self, terms: dict) -> float:
+        """Microseconds of a plan from its cost_terms."""
         memory_us = max(terms["total_bytes"] / (self.device_gbs * 1e3), terms["busiest_sm_bytes"] / (self.sm_gbs * 1e3))
         return (self.launch_us + self.block_us * terms["blocks_per_sm"] + self.handoff_us * terms["split"]
                 + self.handoff_per_piece_us * terms["split_pieces"] + memory_us)
@@ -66,7 +65,7 @@ def fit_cost(plans, measured_us, device_gbs=(2000.0, 3000.0, 4300.0, 6000.0, 900
              sm_gbs=(30.0, 45.0, 60.0, 80.0, 100.0, 130.0, 170.0, 220.0)) -> tuple[PieceCost, float]:
     """The PieceCost that fits measured times of plans best (least squares over the fixed costs, non-negative,
     for each pair of bandwidths on the grids) -> (cost, root-mean-square residual in us)."""
-    terms = [cost_terms(p.work(), -(-p.grid // p.sms), int(p.pieces_per_row.max()), p.sms) for p in plans]
+    terms = [p.terms() for p in plans]
     measured = np.asarray(measured_us, dtype=np.float64)
     if len(terms) != measured.size or measured.size < 5:
         raise ValueError("fit_cost needs one measured time per plan, and at least five plans")
@@ -79,7 +78,7 @@ def fit_cost(plans, measured_us, device_gbs=(2000.0, 3000.0, 4300.0, 6000.0, 900
             coefficients = _nonnegative_least_squares(fixed, measured - memory)
             residual = float(np.sqrt(np.mean((fixed @ coefficients + memory - measured) ** 2)))
             if best is None or residual < best[1]:
-                best = (PieceCost(*coefficients, device_gbs=device, sm_gbs=sm), residual)
+                best = (PieceCost(*map(float, coefficients), device_gbs=device, sm_gbs=sm), residual)
     return best
 
 
@@ -120,6 +119,13 @@ class Plan:
     @property
     def pieces_per_row(self) -> np.ndarray:
         return np.diff(self.row_first_slot)
+
+    def terms(self) -> dict:
+        """What the cost model reads of this plan (cost_terms)."""
+        return cost_terms(self.work(), -(-self.grid // self.sms), int(self.pieces_per_row.max()), self.sms)
+
+    def predict(self, cost: PieceCost) -> float:
+        return cost.time(self.terms())
 
     def work(self) -> np.ndarray:
         """Elements each block runs, in launch order."""
@@ -201,11 +207,9 @@ def plan_for(lengths, threads: int, piece_target: int, slots: int, sms: int, cos
     if blocks.size and np.abs(blocks).max() >= 2**31:
         raise ValueError("the varlen kernel indexes with 32-bit integers")
     row_first_slot = np.concatenate([[0], np.cumsum(k)])
-    work = block_work(blocks, pack_rows, lengths)
-    busiest = -(-len(rows) // sms)
-    return Plan(threads, int(piece_target), blocks.astype(np.int32), row_first_slot.astype(np.int32),
-                pack_rows.astype(np.int32), int(slots), int(sms), float(cost.predict(work, busiest, int(k.max()), sms)),
-                lengths)
+    plan = Plan(threads, int(piece_target), blocks.astype(np.int32), row_first_slot.astype(np.int32),
+                pack_rows.astype(np.int32), int(slots), int(sms), 0.0, lengths)
+    return dataclasses.replace(plan, predicted_us=plan.predict(cost))
 
 
 def _pack(lengths: np.ndarray, short_rows: np.ndarray, per_block: int, most_work: int):
