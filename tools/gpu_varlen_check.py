@@ -2,6 +2,8 @@
 chapter 3's fused row kernel, on the tiled cases, for a development run on a GPU host:
 
     python3 tools/gpu_varlen_check.py --out results/ [--cases balanced,ragged,loguniform,giant] [--rounds 9]
+    compute-sanitizer --tool memcheck python3 tools/gpu_varlen_check.py --sanitize
+                                     # small irregular rows, every tier, once from the stream and as a graph
 
 Development evidence only (it never enters a run; the chapter measures the design with its frozen protocol).
 Per case, on the case's one TiledPath: the three-kernel graph, the fused row kernel's graph, the varlen design's
@@ -161,14 +163,49 @@ def print_table(result) -> None:
         print("FAILED:", failed, json.dumps({n: result["checks"][n] for n in failed})[:2000])
 
 
+SANITIZE_ROWS = [1, 1023, 1025, 5000, 3, 2048, 70001, 4096, 777, 33, 512, 513]
+
+
+def sanitize() -> int:
+    """Small irregular rows under every plan kind (register pieces, streamed pieces, packed rows), each once
+    from the stream and once as a graph replay, against the oracle; prints one line per run, non-zero on a
+    failure."""
+    from launchlab.chapters.megakernels import varlen
+    from launchlab.gpu.backend import CupyBackend
+    from launchlab.gpu.capture import GraphReplay
+    from launchlab.model import varlen_partition as vp
+    from launchlab.model import workloads
+
+    backend, built = CupyBackend(), varlen.load()
+    chosen = varlen.VarlenRows(built, SANITIZE_ROWS)
+    plans = {"chosen": chosen.layout,
+             "t256_w1024": vp.plan_for(SANITIZE_ROWS, 256, 1024, chosen.capacity_by_threads[256], chosen.layout.sms),
+             "t512_streamed": vp.plan_for(SANITIZE_ROWS, 512, 1 << 20, chosen.capacity_by_threads[512],
+                                          chosen.layout.sms)}
+    status = 0
+    fixture = with_oracle(workloads.packed_fixture(FIXTURE_SEED, 0, SANITIZE_ROWS), chosen.row_offsets)
+    for name, plan in plans.items():
+        target = varlen.VarlenRows(built, chosen.path, plan=plan)
+        for submission, runner in (("stream", target), ("graph", GraphReplay(target, backend.stream))):
+            result = validate(name, target, runner, fixture, chosen.row_offsets)
+            print(f"sanitize {name} {submission}: {'ok' if result['passed'] else 'FAILED'} {result}", flush=True)
+            status |= not result["passed"]
+    return status
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--out", type=Path)
+    parser.add_argument("--sanitize", action="store_true", help="small rows once each (under compute-sanitizer)")
     parser.add_argument("--cases", default="balanced,ragged,loguniform,giant")
     parser.add_argument("--rounds", type=int, default=9)
     parser.add_argument("--batch", type=int, default=64)
     parser.add_argument("--no-sweep", action="store_true")
     args = parser.parse_args(argv)
+    if args.sanitize:
+        return sanitize()
+    if args.out is None:
+        parser.error("--out is needed (or --sanitize)")
     from launchlab.gpu.backend import CupyBackend
     from launchlab.measure import protocol as measure
 
