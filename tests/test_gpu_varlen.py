@@ -91,17 +91,25 @@ def test_a_plan_beyond_one_wave_is_refused_before_launch(built):
 
 
 def test_a_wait_that_runs_out_leaves_error_words(backend, built):
-    """A zero wait limit: the pieces of a split row that arrive before the last give up at once."""
+    """A plan with one piece of a split row left out: the row's other pieces wait for it until their bound (1 ms
+    here) runs out, leave the error words and write nothing; the rows that need no wait are still right."""
+    import dataclasses
+
     from launchlab.chapters.megakernels import varlen
 
     lengths = [65536, 100, 4096]
     probe = varlen.VarlenRows(built, lengths)
     plan = vp.plan_for(lengths, 256, 1024, probe.capacity_by_threads[256], probe.layout.sms)
-    target = varlen.VarlenRows(built, probe.path, plan=plan, wait_limit_ns=0)
+    missing = np.flatnonzero((plan.blocks[:, 0] == 0) & (plan.blocks[:, 3] == 5))
+    broken = dataclasses.replace(plan, blocks=np.delete(plan.blocks, missing, axis=0))
+    target = varlen.VarlenRows(built, probe.path, plan=broken, wait_limit_ns=1_000_000)
     values = workloads.packed_fixture(FRESH_SEED, 0, target.path.lengths)
     out = target.compute(values)
     with pytest.raises(varlen.VarlenError, match="ran out"):
         target.check_error()
-    assert np.isnan(out[:65536]).any()  # the pieces that gave up wrote nothing
+    assert np.isnan(out[:65536]).all()  # every piece of the row gave up (and one never ran)
+    reference = oracles.rms_softmax_packed(values, target.row_offsets)
+    assert np.allclose(out[65536:65636], reference[65536:65636], rtol=1e-4, atol=1e-6)  # the packed row ran
+    assert not target.counters_consistent()
     target.reset()
     assert target.words()[0].tolist() == [0, 0, 0, 0, 1]

@@ -85,6 +85,14 @@ def validate(name, target, runner, fixture, row_offsets) -> dict:
     return out
 
 
+def variant_id(name: str, case: str):
+    """'varlen_t256_w4096_graph' -> varlen-t256-w4096.<case>.graph"""
+    from launchlab.measure.variant import VariantId
+
+    target, submission = name.rsplit("_", 1)
+    return VariantId(target.replace("_", "-"), case, submission)
+
+
 def with_oracle(values, row_offsets):
     from launchlab.model import oracles
 
@@ -95,7 +103,6 @@ def run_case(case, modules, instruments, limit, backend, protocol, sweep) -> dic
     from launchlab.gpu import device
     from launchlab.gpu.instruments import ColdL2
     from launchlab.measure import protocol as measure, stats
-    from launchlab.measure.variant import VariantId
     from launchlab.model import workloads
 
     made = contenders(modules, case, limit, backend.stream, sweep)
@@ -106,9 +113,10 @@ def run_case(case, modules, instruments, limit, backend, protocol, sweep) -> dic
         for name, (target, runner) in made.items():
             checks[name].append(validate(name, target, runner, fixture, path.row_offsets))
     ok = {name: all(c["passed"] for c in results) for name, results in checks.items()}
-    timed = [measure.Measured(VariantId(name.rsplit("_", 1)[0].replace("_", "-"), case, name.rsplit("_", 1)[1]),
-                              runner.invoke) for name, (_, runner) in made.items() if ok[name]]
-    ids = {str(m.id): name for m in timed}
+    ids = {str(variant_id(name, case)): name for name in made if ok[name]}
+    timed = [measure.Measured(variant_id(name, case), made[name][1].invoke) for name in ids.values()]
+    for name, results in checks.items():
+        print(f"  {case} {name}: {'ok' if ok[name] else 'FAILED ' + json.dumps(results)[:600]}", flush=True)
     warm = measure.measure_warm(timed, backend, protocol)
     cold_l2 = ColdL2(modules["instruments"], device.identity()["l2_bytes"], device.sm_count(), protocol.cold_wait_ns)
     cold = measure.measure_cold([m for m in timed if m.id.submission == "graph"], backend, cold_l2.flush, protocol)
@@ -121,16 +129,16 @@ def run_case(case, modules, instruments, limit, backend, protocol, sweep) -> dic
                                  "passed": bool((found == expected).all())})
         checks[name].append(validate(name, target, runner, held, path.row_offsets))
     summary = stats.summarize(warm + cold)
-    base = next(str(m.id) for m in timed if ids[str(m.id)] == "tiled3_graph")
+    base = str(variant_id("tiled3_graph", case)) if ok["tiled3_graph"] else None
     rows = {}
     for m in timed:
         vid, name = str(m.id), ids[str(m.id)]
         row = {"warm_us": summary[vid]["warm_batch"]["event_us"]["median"]}
-        if vid != base:
+        if base and vid != base:
             row["speedup_warm"] = stats.paired_ratio(warm, base, vid)
         if "cold" in summary[vid]:
             row["cold_us"] = summary[vid]["cold"]["event_us"]["median"]
-            if vid != base:
+            if base and vid != base:
                 row["speedup_cold"] = stats.paired_ratio(cold, base, vid, measurement="cold")
         target = made[name][0]
         if hasattr(target, "layout"):
