@@ -2,17 +2,21 @@
 //   y_rj = rho_r * exp(x_rj - m_r) / z_r,  rho_r = sqrt(mean_j x_rj^2)
 // the output of every other chapter 4 design, from one launch whose blocks are cut from the rows by a
 // partition rule on the host (launchlab/model/varlen_partition.py):
-//   piece block   (j >= 0) piece j of row r, elements [start, start + len) of x: a whole row when the row has
-//                 one piece; a long row is split over several blocks, each of equal work;
+//   piece block   (j >= 0) piece j of the k pieces of row r, elements [start, start + len) of x: a whole row
+//                 when k = 1; a long row is split over several blocks, each of equal work;
 //   packed block  (j < 0)  several short rows, one warp per row: rows pack_rows[first .. first + count).
+// A block's descriptor (8 ints) holds everything it needs before it loads x: {r, start, len, j, k, first slot,
+// row length, 0}, or {first, count, 0, -1, 0, 0, 0, 0}.
 // x is read once and y written once: a piece keeps its values in registers between its statistics and its
 // output (REG_CHUNKS 16-byte chunks per thread; a longer piece reads x again in its output pass).
 //
 // Split rows: each piece reduces its values to one partial (q = sum x^2, m = max x, z = sum exp(x - m)),
-// publishes it at partials[row_first_slot[r] + j], then counts itself in the row's 64-bit arrival counter.
-// An arrival with old value `old` belongs to invocation old / k (k pieces) and waits, bounded by %globaltimer,
-// until the counter reaches (old / k + 1) k: every piece of the row has published. Counters are never reset
-// between invocations (64 bits never wrap), so nothing is cleared inside timing. The pieces of a row wait for
+// publishes it at partials[first slot + j] (one 16-byte store), then counts itself in the row's 64-bit arrival
+// counter with a release reduction (no reply to wait for). Invocation n starts with the counter at n k (the
+// previous one completed every arrival) and this piece's own arrival is still missing when it reads the counter,
+// before it loads x: that read c lies in [n k, n k + k - 1], so n k = floor(c / k) k, and the piece waits, bounded
+// by %globaltimer, until the counter reaches n k + k: every piece of the row has published. Counters are never
+// reset between invocations (64 bits never wrap), so nothing is cleared inside timing. The pieces of a row wait for
 // each other, so every block of the grid must be co-resident: the host checks the occupancy API before it
 // launches (and launches cooperatively); a wait that runs out leaves an error word instead of a hang.
 //
@@ -43,12 +47,15 @@ __device__ __forceinline__ unsigned long long load_acquire(const unsigned long l
     return value;
 }
 
-// The arrival: release orders this thread's partial before it, acquire (for the last piece, which does not
-// wait) orders the other pieces' partials after it; no separate fence.
-__device__ __forceinline__ unsigned long long arrive_acq_rel(unsigned long long* address) {
-    unsigned long long old;
-    asm volatile("atom.acq_rel.gpu.global.add.u64 %0, [%1], 1;" : "=l"(old) : "l"(address) : "memory");
-    return old;
+__device__ __forceinline__ unsigned long long load_relaxed(const unsigned long long* address) {
+    unsigned long long value;
+    asm volatile("ld.relaxed.gpu.global.u64 %0, [%1];" : "=l"(value) : "l"(address) : "memory");
+    return value;
+}
+
+// The arrival: release orders this thread's partial before it; a reduction, so nothing comes back.
+__device__ __forceinline__ void arrive_release(unsigned long long* address) {
+    asm volatile("red.release.gpu.global.add.u64 [%0], 1;" ::"l"(address) : "memory");
 }
 
 __device__ __forceinline__ void raise_error(int* error, int code, int block, long long seen, long long needed) {
@@ -60,13 +67,20 @@ __device__ __forceinline__ void raise_error(int* error, int code, int block, lon
     }
 }
 
-// Where the pieces of split rows meet: partial slots, arrival counters, error words, the wait's bound.
+// Where the pieces of split rows meet: partial slots (q, m, z, unused), arrival counters, error words, the wait's
+// bound.
 struct Rendezvous {
-    const int* row_first_slot;
-    float* partials;
+    float4* partials;
     unsigned long long* arrivals;
     int* error;
     unsigned long long wait_limit_ns;
+};
+
+// What a piece block knows from its descriptor; `counted` is the row's arrival counter as thread 0 read it at
+// the block's start (split rows only).
+struct Piece {
+    int r, j, k, first_slot, length;
+    unsigned long long counted;
 };
 
 // (q, m, z) of a set of values: z = sum exp(v - m); an empty set is (0, -inf, 0).
@@ -113,40 +127,32 @@ __device__ __forceinline__ void absorb(float4 v, Partial& p) {
     p.m = grown;
 }
 
-// The row's (rho / z, m) once every piece of it has published: thread 0 counts this piece and waits; warp 0
+// The row's (rho / z, m) in every thread: a whole row's from the block's merge (every thread has it); a split
+// row's once every piece has published: thread 0 publishes this piece's partial, counts it and waits, warp 0
 // merges the row's partials (read from L2). Returns false (after raising the error word) if the wait ran out.
-template <int THREADS>
-__device__ __forceinline__ bool row_result(Partial block, int r, int j, int length, const Rendezvous& meet,
-                                           float2* result) {
+__device__ __forceinline__ bool row_result(Partial block, const Piece& piece, const Rendezvous& meet, float2* row) {
     __shared__ int ok;
-    const int first = meet.row_first_slot[r], k = meet.row_first_slot[r + 1] - first;
-    if (k == 1) {
-        if (threadIdx.x == 0) *result = make_float2(sqrtf(block.q / (float)length) / block.z, block.m);
-        __syncthreads();
+    __shared__ float2 result;
+    if (piece.k == 1) {
+        *row = make_float2(sqrtf(block.q / (float)piece.length) / block.z, block.m);
         return true;
     }
     if (threadIdx.x == 0) {
-        float* mine = meet.partials + 3 * (first + j);
-        mine[0] = block.q;
-        mine[1] = block.m;
-        mine[2] = block.z;
-        const unsigned long long need = (unsigned long long)k;
-        const unsigned long long old = arrive_acq_rel(meet.arrivals + r);
-        const unsigned long long target = (old / need + 1ull) * need;
-        unsigned long long seen = old + 1ull;
-        int fine = 1;
-        if (seen < target) {
-            const unsigned long long deadline = now_ns() + meet.wait_limit_ns;
-            unsigned pause_ns = 32;
-            while ((seen = load_acquire(meet.arrivals + r)) < target) {
-                if (*(volatile const int*)meet.error != 0 || now_ns() > deadline) {
-                    raise_error(meet.error, ERROR_WAIT_EXPIRED, blockIdx.x, (long long)seen, (long long)target);
-                    fine = 0;
-                    break;
-                }
-                __nanosleep(pause_ns);
-                pause_ns = min(2u * pause_ns, 128u);
+        meet.partials[piece.first_slot + piece.j] = make_float4(block.q, block.m, block.z, 0.0f);
+        unsigned long long* counter = meet.arrivals + piece.r;
+        arrive_release(counter);
+        const unsigned long long need = (unsigned long long)piece.k;
+        const unsigned long long target = (piece.counted / need + 1ull) * need;
+        const unsigned long long deadline = now_ns() + meet.wait_limit_ns;
+        unsigned long long seen;
+        int fine = 1, polls = 0;
+        while ((seen = load_acquire(counter)) < target) {
+            if (*(volatile const int*)meet.error != 0 || now_ns() > deadline) {
+                raise_error(meet.error, ERROR_WAIT_EXPIRED, blockIdx.x, (long long)seen, (long long)target);
+                fine = 0;
+                break;
             }
+            if (++polls > 8) __nanosleep(64);  // the first polls back to back: the other pieces are close
         }
         ok = fine;
     }
@@ -154,26 +160,28 @@ __device__ __forceinline__ bool row_result(Partial block, int r, int j, int leng
     if (!ok) return false;
     if (threadIdx.x < 32) {
         Partial p = {0.0f, NEG_INF, 0.0f};
-        for (int s = first + (int)threadIdx.x; s < first + k; s += 32)
-            p = merge(p, {__ldcg(meet.partials + 3 * s), __ldcg(meet.partials + 3 * s + 1),
-                          __ldcg(meet.partials + 3 * s + 2)});
+        for (int s = (int)threadIdx.x; s < piece.k; s += 32) {
+            const float4 other = __ldcg(meet.partials + piece.first_slot + s);
+            p = merge(p, {other.x, other.y, other.z});
+        }
         p = warp_merge(p);
-        if (threadIdx.x == 0) *result = make_float2(sqrtf(p.q / (float)length) / p.z, p.m);
+        if (threadIdx.x == 0) result = make_float2(sqrtf(p.q / (float)piece.length) / p.z, p.m);
     }
     __syncthreads();
+    *row = result;
     return true;
 }
 
 // A piece held in registers: the thread's maximum, then its exponentials and their sum; the block merges,
 // the row's result arrives, and each thread scales its exponentials by (rho / z) exp(m_t - m).
 template <int THREADS>
-__device__ __forceinline__ void piece_in_registers(const Row& piece, int r, int j, int length, const Rendezvous& meet,
-                                                   Partial* scratch, float2* result) {
+__device__ __forceinline__ void piece_in_registers(const Row& values, const Piece& piece, const Rendezvous& meet,
+                                                   Partial* scratch) {
     float4 v[REG_CHUNKS];
 #pragma unroll
     for (int i = 0; i < REG_CHUNKS; ++i) {
         const int c = threadIdx.x + i * THREADS;
-        v[i] = c < piece.chunks ? load_chunk(piece, c) : neg_inf4();
+        v[i] = c < values.chunks ? load_chunk(values, c) : neg_inf4();
     }
     Partial p = {0.0f, NEG_INF, 0.0f};  // a thread without chunks keeps it: it adds nothing to the merge
 #pragma unroll
@@ -189,29 +197,29 @@ __device__ __forceinline__ void piece_in_registers(const Row& piece, int r, int 
         }
     }
     const Partial block = block_merge<THREADS>(p, scratch);
-    if (!row_result<THREADS>(block, r, j, length, meet, result)) return;
-    const float2 row = *result;
+    float2 row;
+    if (!row_result(block, piece, meet, &row)) return;
     const float factor = p.m == NEG_INF ? 0.0f : row.x * exp_shifted(p.m, row.y);
 #pragma unroll
     for (int i = 0; i < REG_CHUNKS; ++i) {
         const int c = threadIdx.x + i * THREADS;
-        if (c < piece.chunks) store_chunk(piece, c, scale4(v[i], factor));
+        if (c < values.chunks) store_chunk(values, c, scale4(v[i], factor));
     }
 }
 
 // A piece longer than the registers hold: the same statistics in a streamed pass, then x read again.
 template <int THREADS>
-__device__ __forceinline__ void piece_streamed(const Row& piece, int r, int j, int length, const Rendezvous& meet,
-                                               Partial* scratch, float2* result) {
+__device__ __forceinline__ void piece_streamed(const Row& values, const Piece& piece, const Rendezvous& meet,
+                                               Partial* scratch) {
     Partial p = {0.0f, NEG_INF, 0.0f};
-    for (int c = threadIdx.x; c < piece.chunks; c += THREADS) {
-        absorb(load_chunk(piece, c), p);
+    for (int c = threadIdx.x; c < values.chunks; c += THREADS) {
+        absorb(load_chunk(values, c), p);
     }
     const Partial block = block_merge<THREADS>(p, scratch);
-    if (!row_result<THREADS>(block, r, j, length, meet, result)) return;
-    const float2 row = *result;
-    for (int c = threadIdx.x; c < piece.chunks; c += THREADS)
-        store_chunk(piece, c, scale4(exp4(load_chunk(piece, c), row.y), row.x));
+    float2 row;
+    if (!row_result(block, piece, meet, &row)) return;
+    for (int c = threadIdx.x; c < values.chunks; c += THREADS)
+        store_chunk(values, c, scale4(exp4(load_chunk(values, c), row.y), row.x));
 }
 
 // One short row by one warp: a streamed pass of (q, m, z) over the row's chunks, a warp merge, then the
@@ -228,38 +236,39 @@ __device__ __forceinline__ void row_by_warp(const float* x, float* y, const int*
     for (int c = lane; c < row.chunks; c += 32) store_chunk(row, c, scale4(exp4(load_chunk(row, c), p.m), factor));
 }
 
-// blocks[4 b .. 4 b + 3] = {row, start, len, j} for a piece block, {first, count, 0, -1} for a packed block.
+// blocks[8 b .. 8 b + 7]: the block's descriptor (see the top of this file).
 template <int THREADS>
 __device__ __forceinline__ void varlen_block(const float* __restrict__ x, float* __restrict__ y,
                                              const int* __restrict__ row_offsets, const int* __restrict__ blocks,
-                                             const int* __restrict__ row_first_slot, const int* __restrict__ pack_rows,
-                                             float* partials, unsigned long long* arrivals, int* error,
+                                             const int* __restrict__ pack_rows, float4* partials,
+                                             unsigned long long* arrivals, int* error,
                                              unsigned long long wait_limit_ns) {
     __shared__ Partial scratch[THREADS / 32];
-    __shared__ float2 result;
     if (blockDim.x != THREADS) {
         if (threadIdx.x == 0) raise_error(error, ERROR_BAD_BLOCK, blockIdx.x, blockDim.x, THREADS);
         return;
     }
-    const int4 d = reinterpret_cast<const int4*>(blocks)[blockIdx.x];
+    const int4 d = reinterpret_cast<const int4*>(blocks)[2 * blockIdx.x];
     if (d.w < 0) {
         for (int w = threadIdx.x >> 5; w < d.y; w += THREADS / 32) row_by_warp(x, y, row_offsets, pack_rows[d.x + w]);
         return;
     }
-    const int r = d.x, length = row_offsets[r + 1] - row_offsets[r];
-    const Row piece = row_from(x, y, d.y, d.z);
-    const Rendezvous meet = {row_first_slot, partials, arrivals, error, wait_limit_ns};
-    if (piece.chunks <= REG_CHUNKS * THREADS)
-        piece_in_registers<THREADS>(piece, r, d.w, length, meet, scratch, &result);
+    const int4 e = reinterpret_cast<const int4*>(blocks)[2 * blockIdx.x + 1];
+    Piece piece = {d.x, d.w, e.x, e.y, e.z, 0ull};
+    if (piece.k > 1 && threadIdx.x == 0) piece.counted = load_relaxed(arrivals + piece.r);  // in flight with x
+    const Row values = row_from(x, y, d.y, d.z);
+    const Rendezvous meet = {partials, arrivals, error, wait_limit_ns};
+    if (values.chunks <= REG_CHUNKS * THREADS)
+        piece_in_registers<THREADS>(values, piece, meet, scratch);
     else
-        piece_streamed<THREADS>(piece, r, d.w, length, meet, scratch, &result);
+        piece_streamed<THREADS>(values, piece, meet, scratch);
 }
 
-#define VARLEN_PARAMS                                                                                             \
-    const float *__restrict__ x, float *__restrict__ y, const int *__restrict__ row_offsets,                      \
-        const int *__restrict__ blocks, const int *__restrict__ row_first_slot, const int *__restrict__ pack_rows, \
-        float *partials, unsigned long long *arrivals, int *error, unsigned long long wait_limit_ns
-#define VARLEN_ARGS x, y, row_offsets, blocks, row_first_slot, pack_rows, partials, arrivals, error, wait_limit_ns
+#define VARLEN_PARAMS                                                                                        \
+    const float *__restrict__ x, float *__restrict__ y, const int *__restrict__ row_offsets,                 \
+        const int *__restrict__ blocks, const int *__restrict__ pack_rows, float4 *partials,                  \
+        unsigned long long *arrivals, int *error, unsigned long long wait_limit_ns
+#define VARLEN_ARGS x, y, row_offsets, blocks, pack_rows, partials, arrivals, error, wait_limit_ns
 
 // docs:begin varlen-entries
 extern "C" __global__ void __launch_bounds__(256, SM_THREADS / 512) varlen_rows_256(VARLEN_PARAMS) {

@@ -181,3 +181,42 @@ def test_fit_cost_recovers_the_model_that_made_the_times():
     assert fitted.handoff_us == pytest.approx(truth.handoff_us)
     with pytest.raises(ValueError, match="one measured time per plan"):
         vp.fit_cost(plans, [1.0])
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_descriptors_hold_what_each_block_needs_before_it_loads(case):
+    plan = vp.choose(CASES[case], H200_SLOTS, H200_SMS)
+    d = plan.descriptors()
+    assert d.shape == (plan.grid, 8) and d.dtype == np.int32
+    piece = d[:, 3] >= 0
+    assert (d[piece, 4] == plan.pieces_per_row[d[piece, 0]]).all() and (d[piece, 3] < d[piece, 4]).all()
+    assert (d[piece, 6] == plan.lengths[d[piece, 0]]).all()
+    slots = d[piece, 5] + d[piece, 3]  # every piece its own partial slot
+    assert len(np.unique(slots)) == piece.sum() and slots.max() < plan.row_first_slot[-1]
+    assert (d[~piece, 2:] == [0, -1, 0, 0, 0, 0]).all()
+
+
+def test_streamed_pieces_only_where_nothing_else_fits():
+    ragged = CASES["ragged"]
+    for plan in (vp.choose(ragged, H200_SLOTS, H200_SMS), vp.choose(CASES["loguniform"], H200_SLOTS, H200_SMS)):
+        assert not plan.terms()["streamed"]
+    crowded = vp.choose([60_000] * 40, {256: 60, 512: 30}, 30)  # 40 rows of 60,000 on 60 or 30 slots
+    assert crowded.terms()["streamed"] and crowded.grid <= 60
+
+
+def test_the_default_cost_is_the_fit_of_the_committed_measurements():
+    import json
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
+    import fit_varlen_cost
+
+    source = vp.PieceCost.__doc__.split("evidence/development/")[1].split(" ")[0]
+    results = json.loads((Path(__file__).resolve().parents[1] / "evidence" / "development" / source).read_text())
+    fitted, _, rows = fit_varlen_cost.fit(results)
+    assert len(rows) >= 20
+    default = vp.PieceCost()
+    for field in ("launch_us", "block_us", "handoff_us", "streamed_us", "device_gbs", "sm_gbs"):
+        assert getattr(default, field) == pytest.approx(getattr(fitted, field), abs=6e-4), field
+    assert default.handoff_per_piece_us == pytest.approx(fitted.handoff_per_piece_us, abs=6e-5)

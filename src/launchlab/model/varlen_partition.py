@@ -34,42 +34,46 @@ MIN_PIECE = 1024      # smallest piece target tried: below it a block's fixed co
 @dataclasses.dataclass(frozen=True)
 class PieceCost:
     """Predicted microseconds of one invocation (see the module's docstring). `handoff_per_piece_us` is the
-    row counter's atomics, which serialise at one L2 address."""
-    launch_us: float = 2.0
-    block_us: float = 0.4
-    handoff_us: float = 1.0
-    handoff_per_piece_us: float = 0.004
-    device_gbs: float = 4300.0   # the D2D copy's bandwidth on the H200
-    sm_gbs: float = 60.0         # what one SM's blocks draw at most
+    row counter's arrivals, which serialise at one L2 address. The defaults are the fit (`fit_cost`) of the
+    warm times of every plan measured in evidence/development/varlen_check_batch2.json (tests check it)."""
+    launch_us: float = 2.271
+    block_us: float = 0.408
+    handoff_us: float = 1.694
+    handoff_per_piece_us: float = 0.0074
+    streamed_us: float = 1.699   # a piece longer than the registers hold reads x a second time
+    device_gbs: float = 4300.0   # all bytes over the device's bandwidth
+    sm_gbs: float = 30.0         # the busiest SM's bytes over what one SM's blocks draw
 
     def time(self, terms: dict) -> float:
         """Microseconds of a plan from its cost_terms."""
         memory_us = max(terms["total_bytes"] / (self.device_gbs * 1e3), terms["busiest_sm_bytes"] / (self.sm_gbs * 1e3))
         return (self.launch_us + self.block_us * terms["blocks_per_sm"] + self.handoff_us * terms["split"]
-                + self.handoff_per_piece_us * terms["split_pieces"] + memory_us)
+                + self.handoff_per_piece_us * terms["split_pieces"] + self.streamed_us * terms["streamed"] + memory_us)
 
 
-def cost_terms(work: np.ndarray, blocks_per_sm_busiest: int, split_pieces: int, sms: int) -> dict:
+def cost_terms(work: np.ndarray, blocks_per_sm_busiest: int, split_pieces: int, sms: int,
+               streamed: bool = False) -> dict:
     """What the cost model reads of a plan: blocks on the busiest SM, whether a row is split and into how many
-    pieces (0 where none is), the bytes of all blocks and of the busiest SM's (blocks placed round-robin in
-    launch order)."""
+    pieces (0 where none is), whether a piece is streamed, the bytes of all blocks and of the busiest SM's (blocks
+    placed round-robin in launch order)."""
     per_sm = np.zeros(sms)
     np.add.at(per_sm, np.arange(work.size) % sms, work)
     split = split_pieces > 1
     return {"blocks_per_sm": blocks_per_sm_busiest, "split": float(split), "split_pieces": split_pieces if split else 0,
+            "streamed": float(streamed),
             "total_bytes": float(work.sum() * BYTES_PER_ELEMENT),
             "busiest_sm_bytes": float(per_sm.max() * BYTES_PER_ELEMENT)}
 
 
 def fit_cost(plans, measured_us, device_gbs=(2000.0, 3000.0, 4300.0, 6000.0, 9000.0, 14000.0),
-             sm_gbs=(30.0, 45.0, 60.0, 80.0, 100.0, 130.0, 170.0, 220.0)) -> tuple[PieceCost, float]:
+             sm_gbs=(10.0, 15.0, 20.0, 30.0, 45.0, 60.0, 80.0, 100.0, 130.0, 170.0, 220.0)) -> tuple[PieceCost, float]:
     """The PieceCost that fits measured times of plans best (least squares over the fixed costs, non-negative,
     for each pair of bandwidths on the grids) -> (cost, root-mean-square residual in us)."""
     terms = [p.terms() for p in plans]
     measured = np.asarray(measured_us, dtype=np.float64)
     if len(terms) != measured.size or measured.size < 5:
         raise ValueError("fit_cost needs one measured time per plan, and at least five plans")
-    fixed = np.array([[1.0, t["blocks_per_sm"], t["split"], t["split_pieces"]] for t in terms])
+    fixed = np.array([[1.0, t["blocks_per_sm"], t["split"], t["split_pieces"], t["streamed"]] for t in terms])
     best = None
     for device in device_gbs:
         for sm in sm_gbs:
@@ -122,7 +126,21 @@ class Plan:
 
     def terms(self) -> dict:
         """What the cost model reads of this plan (cost_terms)."""
-        return cost_terms(self.work(), -(-self.grid // self.sms), int(self.pieces_per_row.max()), self.sms)
+        pieces = self.blocks[self.blocks[:, 3] >= 0]
+        streamed = bool((span(pieces[:, 1], pieces[:, 2]) > register_capacity(self.threads)).any())
+        return cost_terms(self.work(), -(-self.grid // self.sms), int(self.pieces_per_row.max()), self.sms, streamed)
+
+    def descriptors(self) -> np.ndarray:
+        """What the kernel reads per block (B x 8 int32): {row, start, length, j, pieces of the row, its first
+        partial slot, row length, 0} for a piece, {first, count, 0, -1, 0, 0, 0, 0} for a packed block."""
+        out = np.zeros((self.grid, 8), dtype=np.int64)
+        out[:, :4] = self.blocks
+        piece = self.blocks[:, 3] >= 0
+        rows = self.blocks[piece, 0]
+        out[piece, 4] = self.pieces_per_row[rows]
+        out[piece, 5] = self.row_first_slot[rows]
+        out[piece, 6] = self.lengths[rows]
+        return out.astype(np.int32)
 
     def predict(self, cost: PieceCost) -> float:
         return cost.time(self.terms())
@@ -233,28 +251,46 @@ def _pack(lengths: np.ndarray, short_rows: np.ndarray, per_block: int, most_work
     return np.array(pack_rows, dtype=np.int64), packed
 
 
+def register_capacity(threads: int) -> int:
+    """Elements a block of `threads` keeps in registers (REG_CHUNKS 16-byte chunks per thread)."""
+    return threads * REG_CHUNKS * 4
+
+
 def piece_targets(lengths, threads: int, slots: int, sms: int) -> list[int]:
     """Targets tried for one block size: the register tier's capacity and its halvings down to MIN_PIECE, and
-    the equal shares of the elements over m blocks per SM (m = 1 .. slots / sms), on ALIGN multiples."""
+    the equal shares of the elements over m blocks per SM (m = 1 .. slots / sms) that fit the registers, on
+    ALIGN multiples."""
     total = int(_checked(lengths).sum())
-    capacity = threads * REG_CHUNKS * 4
+    capacity = register_capacity(threads)
     targets = {capacity >> i for i in range(8) if capacity >> i >= MIN_PIECE}
     for m in range(1, max(1, slots // sms) + 1):
         share = -(-total // (m * sms))
-        targets.add(max(MIN_PIECE, -(-share // ALIGN) * ALIGN))
+        share = max(MIN_PIECE, -(-share // ALIGN) * ALIGN)
+        if share <= capacity:
+            targets.add(share)
     return sorted(targets)
+
+
+def streamed_targets(lengths, threads: int) -> list[int]:
+    """Targets beyond the registers (pieces streamed, x read twice): tried only where no plan within them fits."""
+    longest, capacity = int(_checked(lengths).max()), register_capacity(threads)
+    return [capacity << i for i in range(1, 64) if capacity << (i - 1) < longest]
 
 
 def choose(lengths, slots_by_threads: dict, sms: int, cost: PieceCost = PieceCost()) -> Plan:
     """The plan with the least predicted time over the block sizes (`slots_by_threads`: {threads: co-resident
-    blocks}) and their piece targets; ties go to fewer blocks. ValueError where no plan fits one wave."""
+    blocks}) and their piece targets within the registers (beyond them where none fits); ties go to fewer blocks.
+    ValueError where no plan fits one wave."""
     plans = []
-    for threads, slots in sorted(slots_by_threads.items()):
-        for target in piece_targets(lengths, threads, slots, sms):
-            try:
-                plans.append(plan_for(lengths, threads, target, slots, sms, cost))
-            except ValueError:
-                continue
+    for targets in (piece_targets, lambda lengths, threads, *_: streamed_targets(lengths, threads)):
+        for threads, slots in sorted(slots_by_threads.items()):
+            for target in targets(lengths, threads, slots, sms):
+                try:
+                    plans.append(plan_for(lengths, threads, target, slots, sms, cost))
+                except ValueError:
+                    continue
+        if plans:
+            break
     if not plans:
         raise ValueError(f"no varlen plan fits one wave of {slots_by_threads} co-resident blocks for "
                          f"{len(_checked(lengths))} rows")

@@ -82,14 +82,13 @@ class VarlenRows(Target):
                                 "that can be co-resident: a split row's pieces would wait on blocks that never start")
         self.kernel = built.kernel(f"varlen_rows_{self.threads}")
         self.cooperative = bool(cooperative)
-        self.blocks = cupy.asarray(np.ascontiguousarray(self.layout.blocks, dtype=np.int32).ravel())
-        self.row_first_slot = cupy.asarray(self.layout.row_first_slot)
+        self.blocks = cupy.asarray(np.ascontiguousarray(self.layout.descriptors()).ravel())
         self.pack_rows = cupy.asarray(np.concatenate([self.layout.pack_rows, [0]]).astype(np.int32))  # never empty
-        self.partials = cupy.zeros(3 * max(1, int(self.layout.row_first_slot[-1])), dtype=cupy.float32)
+        self.partials = cupy.zeros(4 * max(1, int(self.layout.row_first_slot[-1])), dtype=cupy.float32)  # float4s
         self.arrivals = cupy.zeros(self.rows, dtype=cupy.uint64)
         self.error = cupy.zeros(4, dtype=cupy.int32)
-        self.args = (self.path.x, self.path.y, self.path.table["row_offsets"], self.blocks, self.row_first_slot,
-                     self.pack_rows, self.partials, self.arrivals, self.error, np.uint64(wait_limit_ns))
+        self.args = (self.path.x, self.path.y, self.path.table["row_offsets"], self.blocks, self.pack_rows,
+                     self.partials, self.arrivals, self.error, np.uint64(wait_limit_ns))
         self.launches = ((self.kernel, (self.layout.grid,), (self.threads,), self.args),)
 
     def invoke(self) -> None:
