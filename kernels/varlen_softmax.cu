@@ -32,6 +32,9 @@
 #ifndef REG_CHUNKS
 #define REG_CHUNKS 4  // 16-byte chunks per thread kept in registers
 #endif
+#ifndef VARLEN_HANDOFF
+#define VARLEN_HANDOFF 0
+#endif
 #define ERROR_WAIT_EXPIRED 1
 #define ERROR_BAD_BLOCK 2  // the block's size is not the kernel's
 
@@ -133,7 +136,7 @@ __device__ __forceinline__ void absorb(float4 v, Partial& p) {
 __device__ __forceinline__ bool row_result(Partial block, const Piece& piece, const Rendezvous& meet, float2* row) {
     __shared__ int ok;
     __shared__ float2 result;
-    if (piece.k == 1) {
+    if (piece.k == 1 || VARLEN_HANDOFF == 3) {
         *row = make_float2(sqrtf(block.q / (float)piece.length) / block.z, block.m);
         return true;
     }
@@ -146,7 +149,11 @@ __device__ __forceinline__ bool row_result(Partial block, const Piece& piece, co
         const unsigned long long deadline = now_ns() + meet.wait_limit_ns;
         unsigned long long seen;
         int fine = 1, polls = 0;
+#if VARLEN_HANDOFF == 1
+        while ((seen = load_relaxed(counter)) < target) {
+#else
         while ((seen = load_acquire(counter)) < target) {
+#endif
             if (*(volatile const int*)meet.error != 0 || now_ns() > deadline) {
                 raise_error(meet.error, ERROR_WAIT_EXPIRED, blockIdx.x, (long long)seen, (long long)target);
                 fine = 0;
@@ -154,10 +161,17 @@ __device__ __forceinline__ bool row_result(Partial block, const Piece& piece, co
             }
             if (++polls > 8) __nanosleep(64);  // the first polls back to back: the other pieces are close
         }
+#if VARLEN_HANDOFF == 1
+        __threadfence();
+#endif
         ok = fine;
     }
     __syncthreads();
     if (!ok) return false;
+#if VARLEN_HANDOFF == 2
+    *row = make_float2(sqrtf(block.q / (float)piece.length) / block.z, block.m);
+    return true;
+#endif
     if (threadIdx.x < 32) {
         Partial p = {0.0f, NEG_INF, 0.0f};
         for (int s = (int)threadIdx.x; s < piece.k; s += 32) {
