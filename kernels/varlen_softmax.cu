@@ -10,15 +10,19 @@
 // x is read once and y written once: a piece keeps its values in registers between its statistics and its
 // output (REG_CHUNKS 16-byte chunks per thread; a longer piece reads x again in its output pass).
 //
-// Split rows: each piece reduces its values to one partial (q = sum x^2, m = max x, z = sum exp(x - m)),
-// publishes it at partials[first slot + j] (one 16-byte store), then counts itself in the row's 64-bit arrival
-// counter with a release reduction (no reply to wait for). Invocation n starts with the counter at n k (the
-// previous one completed every arrival) and this piece's own arrival is still missing when it reads the counter,
-// before it loads x: that read c lies in [n k, n k + k - 1], so n k = floor(c / k) k, and the piece waits, bounded
-// by %globaltimer, until the counter reaches n k + k: every piece of the row has published. Counters are never
-// reset between invocations (64 bits never wrap), so nothing is cleared inside timing. The pieces of a row wait for
-// each other, so every block of the grid must be co-resident: the host checks the occupancy API before it
-// launches (and launches cooperatively); a wait that runs out leaves an error word instead of a hang.
+// Split rows: each piece reduces its values to one partial (q = sum x^2, m = max x, z = sum exp(x - m)) and
+// publishes it as three 64-bit words {value, stamp} at partials[3 (first slot + j) ..]: a 64-bit access is
+// single-copy atomic, so a word read with its stamp holds that stamp's value, and no fence orders the words. Warp 0
+// then reads the row's k slots (lane s: slot s, s + 32, ...) until every word carries this invocation's stamp, and
+// merges them where they arrive: the wait and the read are the same loads, one L2 round trip per poll.
+// The stamp is n + 1 for invocation n, which a piece learns from the row's 64-bit arrival counter: invocation n
+// starts with it at n k (the previous invocation's k pieces have each added 1, and kernel boundaries order them
+// before this one), and a piece reads it before it adds its own 1, so the read c lies in [n k, n k + k - 1] and
+// n = floor(c / k). The counter is read before x is loaded (in flight with it) and incremented after the partial is
+// written; nothing is reset between invocations (32-bit stamps repeat after 2^32 invocations, the 64-bit counter
+// never wraps). The pieces of a row wait for each other, so every block of the grid must be co-resident: the host
+// checks the occupancy API before it launches; a wait that runs out (bounded by %globaltimer) leaves an error word
+// instead of a hang.
 //
 // Each thread keeps its own running maximum m_t and sum z_t = sum exp(x - m_t) over its values (one pass, the
 // exponentials kept in registers), so a block needs one reduction of (q, m, z), and the output is
@@ -32,9 +36,6 @@
 #ifndef REG_CHUNKS
 #define REG_CHUNKS 4  // 16-byte chunks per thread kept in registers
 #endif
-#ifndef VARLEN_HANDOFF
-#define VARLEN_HANDOFF 0
-#endif
 #define ERROR_WAIT_EXPIRED 1
 #define ERROR_BAD_BLOCK 2  // the block's size is not the kernel's
 
@@ -44,36 +45,39 @@ __device__ __forceinline__ unsigned long long now_ns() {
     return t;
 }
 
-__device__ __forceinline__ unsigned long long load_acquire(const unsigned long long* address) {
-    unsigned long long value;
-    asm volatile("ld.acquire.gpu.global.u64 %0, [%1];" : "=l"(value) : "l"(address) : "memory");
-    return value;
-}
-
 __device__ __forceinline__ unsigned long long load_relaxed(const unsigned long long* address) {
     unsigned long long value;
     asm volatile("ld.relaxed.gpu.global.u64 %0, [%1];" : "=l"(value) : "l"(address) : "memory");
     return value;
 }
 
-// The arrival: release orders this thread's partial before it; a reduction, so nothing comes back.
-__device__ __forceinline__ void arrive_release(unsigned long long* address) {
-    asm volatile("red.release.gpu.global.add.u64 [%0], 1;" ::"l"(address) : "memory");
+__device__ __forceinline__ void store_relaxed(unsigned long long* address, unsigned long long value) {
+    asm volatile("st.relaxed.gpu.global.u64 [%0], %1;" ::"l"(address), "l"(value) : "memory");
 }
 
-__device__ __forceinline__ void raise_error(int* error, int code, int block, long long seen, long long needed) {
+// The arrival: only the next invocation reads the counter (after a kernel boundary), so it orders nothing.
+__device__ __forceinline__ void arrive(unsigned long long* address) {
+    asm volatile("red.relaxed.gpu.global.add.u64 [%0], 1;" ::"l"(address) : "memory");
+}
+
+__device__ __forceinline__ unsigned long long stamped(float value, unsigned stamp) {
+    return ((unsigned long long)stamp << 32) | (unsigned long long)__float_as_uint(value);
+}
+
+// The first error wins: {code, block, detail, detail} (wait: the slot and the stamp it waited for).
+__device__ __forceinline__ void raise_error(int* error, int code, int block, long long first, long long second) {
     if (atomicCAS(error, 0, code) == 0) {
         error[1] = block;
-        error[2] = (int)seen;
-        error[3] = (int)needed;
+        error[2] = (int)first;
+        error[3] = (int)second;
         __threadfence();
     }
 }
 
-// Where the pieces of split rows meet: partial slots (q, m, z, unused), arrival counters, error words, the wait's
-// bound.
+// Where the pieces of split rows meet: partial slots (three stamped words each), arrival counters, error words,
+// the wait's bound.
 struct Rendezvous {
-    float4* partials;
+    unsigned long long* partials;
     unsigned long long* arrivals;
     int* error;
     unsigned long long wait_limit_ns;
@@ -130,60 +134,62 @@ __device__ __forceinline__ void absorb(float4 v, Partial& p) {
     p.m = grown;
 }
 
-// The row's (rho / z, m) in every thread: a whole row's from the block's merge (every thread has it); a split
-// row's once every piece has published: thread 0 publishes this piece's partial, counts it and waits, warp 0
-// merges the row's partials (read from L2). Returns false (after raising the error word) if the wait ran out.
-__device__ __forceinline__ bool row_result(Partial block, const Piece& piece, const Rendezvous& meet, float2* row) {
-    __shared__ int ok;
-    __shared__ float2 result;
-    if (piece.k == 1 || VARLEN_HANDOFF == 3) {
-        *row = make_float2(sqrtf(block.q / (float)piece.length) / block.z, block.m);
-        return true;
-    }
-    if (threadIdx.x == 0) {
-        meet.partials[piece.first_slot + piece.j] = make_float4(block.q, block.m, block.z, 0.0f);
-        unsigned long long* counter = meet.arrivals + piece.r;
-        arrive_release(counter);
-        const unsigned long long need = (unsigned long long)piece.k;
-        const unsigned long long target = (piece.counted / need + 1ull) * need;
-        const unsigned long long deadline = now_ns() + meet.wait_limit_ns;
-        unsigned long long seen;
-        int fine = 1, polls = 0;
-#if VARLEN_HANDOFF == 1
-        while ((seen = load_relaxed(counter)) < target) {
-#else
-        while ((seen = load_acquire(counter)) < target) {
-#endif
+// Lane `lane` of warp 0 merges slots lane, lane + 32, ... of the row (k slots from `slot`) as each carries
+// `stamp` in all three words; false if the wait ran out or another block raised the error word.
+__device__ __forceinline__ bool gather_partials(const unsigned long long* slot, int k, unsigned stamp,
+                                                const Rendezvous& meet, Partial* merged) {
+    const unsigned long long deadline = now_ns() + meet.wait_limit_ns;
+    Partial p = {0.0f, NEG_INF, 0.0f};
+    for (int s = (int)(threadIdx.x & 31); s < k; s += 32) {
+        unsigned long long q, m, z;
+        int polls = 0;
+        while (true) {
+            q = load_relaxed(slot + 3 * s);
+            m = load_relaxed(slot + 3 * s + 1);
+            z = load_relaxed(slot + 3 * s + 2);
+            if ((unsigned)(q >> 32) == stamp && (unsigned)(m >> 32) == stamp && (unsigned)(z >> 32) == stamp) break;
             if (*(volatile const int*)meet.error != 0 || now_ns() > deadline) {
-                raise_error(meet.error, ERROR_WAIT_EXPIRED, blockIdx.x, (long long)seen, (long long)target);
-                fine = 0;
-                break;
+                raise_error(meet.error, ERROR_WAIT_EXPIRED, blockIdx.x, s, (long long)stamp);
+                return false;
             }
             if (++polls > 8) __nanosleep(64);  // the first polls back to back: the other pieces are close
         }
-#if VARLEN_HANDOFF == 1
-        __threadfence();
-#endif
-        ok = fine;
+        p = merge(p, {__uint_as_float((unsigned)q), __uint_as_float((unsigned)m), __uint_as_float((unsigned)z)});
     }
-    __syncthreads();
-    if (!ok) return false;
-#if VARLEN_HANDOFF == 2
-    *row = make_float2(sqrtf(block.q / (float)piece.length) / block.z, block.m);
+    *merged = p;
     return true;
-#endif
+}
+
+// The row's (rho / z, m) in every thread: a whole row's from the block's merge (every thread has it); a split
+// row's once every piece has published: thread 0 publishes this piece's partial and counts it, warp 0 gathers
+// and merges the row's partials. Returns false (after raising the error word) if the wait ran out.
+__device__ __forceinline__ bool row_result(Partial block, const Piece& piece, const Rendezvous& meet, float2* row) {
+    __shared__ int ok;
+    __shared__ float2 result;
+    if (piece.k == 1) {
+        *row = make_float2(sqrtf(block.q / (float)piece.length) / block.z, block.m);
+        return true;
+    }
+    unsigned long long* slots = meet.partials + 3ull * piece.first_slot;
     if (threadIdx.x < 32) {
-        Partial p = {0.0f, NEG_INF, 0.0f};
-        for (int s = (int)threadIdx.x; s < piece.k; s += 32) {
-            const float4 other = __ldcg(meet.partials + piece.first_slot + s);
-            p = merge(p, {other.x, other.y, other.z});
+        const unsigned stamp = (unsigned)__shfl_sync(0xffffffffu, piece.counted / (unsigned long long)piece.k, 0) + 1u;
+        if (threadIdx.x == 0) {
+            store_relaxed(slots + 3 * piece.j, stamped(block.q, stamp));
+            store_relaxed(slots + 3 * piece.j + 1, stamped(block.m, stamp));
+            store_relaxed(slots + 3 * piece.j + 2, stamped(block.z, stamp));
+            arrive(meet.arrivals + piece.r);
         }
-        p = warp_merge(p);
-        if (threadIdx.x == 0) result = make_float2(sqrtf(p.q / (float)piece.length) / p.z, p.m);
+        Partial p;
+        const bool fine = __all_sync(0xffffffffu, gather_partials(slots, piece.k, stamp, meet, &p));
+        if (fine) p = warp_merge(p);
+        if (threadIdx.x == 0) {
+            ok = fine;
+            result = make_float2(sqrtf(p.q / (float)piece.length) / p.z, p.m);
+        }
     }
     __syncthreads();
     *row = result;
-    return true;
+    return ok != 0;
 }
 
 // A piece held in registers: the thread's maximum, then its exponentials and their sum; the block merges,
@@ -254,7 +260,7 @@ __device__ __forceinline__ void row_by_warp(const float* x, float* y, const int*
 template <int THREADS>
 __device__ __forceinline__ void varlen_block(const float* __restrict__ x, float* __restrict__ y,
                                              const int* __restrict__ row_offsets, const int* __restrict__ blocks,
-                                             const int* __restrict__ pack_rows, float4* partials,
+                                             const int* __restrict__ pack_rows, unsigned long long* partials,
                                              unsigned long long* arrivals, int* error,
                                              unsigned long long wait_limit_ns) {
     __shared__ Partial scratch[THREADS / 32];
@@ -280,7 +286,7 @@ __device__ __forceinline__ void varlen_block(const float* __restrict__ x, float*
 
 #define VARLEN_PARAMS                                                                                        \
     const float *__restrict__ x, float *__restrict__ y, const int *__restrict__ row_offsets,                 \
-        const int *__restrict__ blocks, const int *__restrict__ pack_rows, float4 *partials,                  \
+        const int *__restrict__ blocks, const int *__restrict__ pack_rows, unsigned long long *partials,      \
         unsigned long long *arrivals, int *error, unsigned long long wait_limit_ns
 #define VARLEN_ARGS x, y, row_offsets, blocks, pack_rows, partials, arrivals, error, wait_limit_ns
 

@@ -113,3 +113,23 @@ def test_a_wait_that_runs_out_leaves_error_words(backend, built):
     assert not target.counters_consistent()
     target.reset()
     assert target.words()[0].tolist() == [0, 0, 0, 0, 1]
+
+
+def test_a_reset_never_lets_a_piece_read_an_earlier_invocations_partials(backend, built):
+    """After reset() the stamps start again at 1: slots written before it must not pass for this invocation's.
+    Two fixtures, a reset between them, the second checked."""
+    from launchlab.chapters.megakernels import varlen
+
+    target = varlen.VarlenRows(built, LENGTH_SETS["ragged"])
+    first = workloads.packed_fixture(FRESH_SEED, 0, target.path.lengths)
+    second = workloads.packed_fixture(FRESH_SEED + 1, 0, target.path.lengths)
+    target.reset()
+    target.load(first)
+    target.invoke()
+    target.reset()
+    target.load(second)
+    target.path.y.fill(np.nan)  # no poison() here: it would clear the slots itself
+    target.invoke()
+    reference = oracles.rms_softmax_packed(second, target.row_offsets)
+    result = oracles.compare(target.output(), reference, oracles.RMS_SOFTMAX_TOLERANCE, target.row_offsets)
+    assert result["passed"], f"seed {FRESH_SEED}: {result}"

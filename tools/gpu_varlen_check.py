@@ -7,7 +7,7 @@ chapter 3's fused row kernel, on the tiled cases, for a development run on a GPU
 
 Development evidence only (it never enters a run; the chapter measures the design with its frozen protocol).
 Per case, on the case's one TiledPath: the three-kernel graph, the fused row kernel's graph, the varlen design's
-chosen plan (graph and stream, and graph without the cooperative launch), and a sweep of its plans (every block
+chosen plan (graph and stream, and graph with a cooperative launch), and a sweep of its plans (every block
 size and piece target the partition rule tries): each validated against the float64 oracle on fixtures 0-2
 (poisoned outputs) before timing and on the held-out fixture after, its error words and counters checked; timed
 warm (graph replays back to back between events) and cold (an L2 flush before each) with a shortened protocol;
@@ -53,8 +53,8 @@ def contenders(modules, case, limit, stream, sweep: bool) -> dict:
             "varlen_stream": (chosen, chosen)}
     fused = targets.make_fused_row(context, case)
     made["fused_row_graph"] = (fused, GraphReplay(fused, stream))
-    plain = varlen.VarlenRows(modules[varlen.FAMILY], path, plan=chosen.layout, cooperative=False)
-    made["varlen_noncoop_graph"] = (plain, GraphReplay(plain, stream))
+    cooperative = varlen.VarlenRows(modules[varlen.FAMILY], path, plan=chosen.layout, cooperative=True)
+    made["varlen_coop_graph"] = (cooperative, GraphReplay(cooperative, stream))
     if sweep:
         slots, sms = chosen.capacity_by_threads, device.sm_count()
         for threads, capacity in sorted(slots.items()):
@@ -201,57 +201,10 @@ def sanitize() -> int:
     return status
 
 
-HANDOFF_VARIANTS = {0: "acquire polls", 1: "relaxed polls, one fence", 2: "diagnostic: no partial read",
-                    3: "diagnostic: no handoff"}
-
-
-def handoff_variants(out: Path, rounds: int, batch: int) -> int:
-    """Development diagnostic: the kernel built with each VARLEN_HANDOFF variant (2 and 3 give wrong output for
-    split rows on purpose: they time what the partial read and the whole handoff cost), on fixed plans, warm."""
-    from launchlab.chapters.megakernels import varlen
-    from launchlab.gpu import build, device
-    from launchlab.gpu.backend import CupyBackend
-    from launchlab.gpu.capture import GraphReplay
-    from launchlab.measure import protocol as measure, stats
-    from launchlab.measure.variant import VariantId
-    from launchlab.model import varlen_partition as vp
-    from launchlab.model import workloads
-
-    backend = CupyBackend()
-    protocol = measure.MeasurementProtocol(warmups=5, rounds=rounds, batch=batch)
-    plans = {"balanced": (256, 4096), "ragged": (256, 4096), "giant": (512, 4096), "loguniform": (512, 8192)}
-    variants, names, passed = [], {}, {}
-    for handoff in HANDOFF_VARIANTS:
-        built = build.load_module(varlen.FAMILY, {"VARLEN_HANDOFF": handoff})
-        for case, (threads, target) in plans.items():
-            lengths = workloads.tiled_row_lengths(case)
-            probe = varlen.VarlenRows(built, lengths)
-            plan = vp.plan_for(lengths, threads, target, probe.capacity_by_threads[threads], device.sm_count())
-            for cooperative in (True, False):
-                made = varlen.VarlenRows(built, probe.path, plan=plan, cooperative=cooperative)
-                replay = GraphReplay(made, backend.stream)
-                name = f"h{handoff}-{'coop' if cooperative else 'plain'}"
-                if handoff < 2:
-                    fixture = with_oracle(workloads.packed_fixture(FIXTURE_SEED, 0, lengths), made.row_offsets)
-                    passed[f"{name}.{case}"] = validate(name, made, replay, fixture, made.row_offsets)["passed"]
-                vid = VariantId(name, case, "graph")
-                names[str(vid)] = (handoff, cooperative, case)
-                variants.append(measure.Measured(vid, replay.invoke))
-    summary = stats.summarize(measure.measure_warm(variants, backend, protocol))
-    table = {vid: {"handoff": HANDOFF_VARIANTS[h], "cooperative": c, "case": case,
-                   "warm_us": summary[vid]["warm_batch"]["event_us"]["median"]} for vid, (h, c, case) in names.items()}
-    for vid, row in sorted(table.items(), key=lambda item: (item[1]["case"], item[0])):
-        print(f"{vid:32s} {row['warm_us']:7.2f} us  {row['handoff']}")
-    print("validated (variants 0, 1):", passed)
-    (out / "handoff_variants.json").write_text(json.dumps({"table": table, "passed": passed}, indent=1))
-    return int(not all(passed.values()))
-
-
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path)
     parser.add_argument("--sanitize", action="store_true", help="small rows once each (under compute-sanitizer)")
-    parser.add_argument("--handoff-variants", action="store_true", help="time the kernel's handoff variants")
     parser.add_argument("--cases", default="balanced,ragged,loguniform,giant")
     parser.add_argument("--rounds", type=int, default=9)
     parser.add_argument("--batch", type=int, default=64)
@@ -259,9 +212,6 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     if args.sanitize:
         return sanitize()
-    if args.handoff_variants:
-        args.out.mkdir(parents=True, exist_ok=True)
-        return handoff_variants(args.out, args.rounds, args.batch)
     if args.out is None:
         parser.error("--out is needed (or --sanitize)")
     from launchlab.gpu.backend import CupyBackend

@@ -3,8 +3,10 @@
 `VarlenRows` turns a partition plan (model/varlen_partition.py: long rows split into equal-work pieces over
 several blocks, short rows packed one warp per row) into device arrays and launches ONE kernel per invocation.
 The pieces of a split row wait for each other inside the launch, so before it launches the target checks with
-the occupancy API that the whole grid can be co-resident (NotCoResident otherwise), and it launches
-cooperatively, which makes the driver hold it to that. A wait that runs out leaves error words (`check_error`).
+the occupancy API that the whole grid can be co-resident (NotCoResident otherwise). It launches plainly: a
+cooperative launch (the driver then refuses a grid that cannot be co-resident) timed slower with the same plan
+(evidence/development/varlen_handoff_batch4.txt); `cooperative=True` gives it. A wait that runs out leaves error
+words (`check_error`) instead of a hang.
 
 Imports CuPy; only GPU mode reaches this module.
 """
@@ -24,6 +26,7 @@ KERNELS = tuple(f"varlen_rows_{threads}" for threads in partition.BLOCK_SIZES)
 WAIT_LIMIT_NS = 1_000_000_000  # a piece gives up after waiting 1 s for the other pieces of its row
 ERROR_CODES = {1: "a piece's wait for the other pieces of its row ran out",
                2: "the launch's block size is not the kernel's"}
+ERROR_DETAILS = {1: ("slot", "stamp"), 2: ("block size", "expected")}
 
 
 class VarlenError(RuntimeError):
@@ -62,7 +65,7 @@ class VarlenRows(Target):
     design = "varlen"
     name = "varlen"
 
-    def __init__(self, built, path_or_lengths, plan: partition.Plan | None = None, cooperative: bool = True,
+    def __init__(self, built, path_or_lengths, plan: partition.Plan | None = None, cooperative: bool = False,
                  cost: partition.PieceCost = partition.PieceCost(), wait_limit_ns: int = WAIT_LIMIT_NS):
         self.path = path_or_lengths if hasattr(path_or_lengths, "table") else _Buffers(path_or_lengths)
         self.row_offsets, self.rows = self.path.row_offsets, self.path.rows
@@ -84,7 +87,8 @@ class VarlenRows(Target):
         self.cooperative = bool(cooperative)
         self.blocks = cupy.asarray(np.ascontiguousarray(self.layout.descriptors()).ravel())
         self.pack_rows = cupy.asarray(np.concatenate([self.layout.pack_rows, [0]]).astype(np.int32))  # never empty
-        self.partials = cupy.zeros(4 * max(1, int(self.layout.row_first_slot[-1])), dtype=cupy.float32)  # float4s
+        # three stamped 64-bit words per slot; stamp 0 is never an invocation's
+        self.partials = cupy.zeros(3 * max(1, int(self.layout.row_first_slot[-1])), dtype=cupy.uint64)
         self.arrivals = cupy.zeros(self.rows, dtype=cupy.uint64)
         self.error = cupy.zeros(4, dtype=cupy.int32)
         self.args = (self.path.x, self.path.y, self.path.table["row_offsets"], self.blocks, self.pack_rows,
@@ -95,8 +99,9 @@ class VarlenRows(Target):
         self.kernel.kernel((self.layout.grid,), (self.threads,), self.args, enable_cooperative_groups=self.cooperative)
 
     def poison(self) -> None:
+        """NaN in y; every partial slot unpublished (stamp 0), so a piece that never publishes fails its row."""
         self.path.y.fill(np.nan)
-        self.partials.fill(np.nan)
+        self.partials.fill(0)
 
     def load(self, values: np.ndarray) -> None:
         self.path.x.set(np.ascontiguousarray(values, dtype=np.float32))
@@ -106,17 +111,21 @@ class VarlenRows(Target):
 
     # ------------------------------------------------------------------ error words and counters
     def reset(self) -> None:
-        """Zero the counters and error words (outside timing; after an error they are inconsistent)."""
+        """Zero the counters, the partial slots and the error words (outside timing; after an error the counters
+        are inconsistent). The slots go with the counters: restarted counters give the stamps of earlier
+        invocations again, which old slots still carry."""
         self.arrivals.fill(0)
+        self.partials.fill(0)
         self.error.fill(0)
         cupy.cuda.get_current_stream().synchronize()
 
     def check_error(self) -> None:
         cupy.cuda.get_current_stream().synchronize()
-        code, block, seen, needed = (int(v) for v in self.error.get())
+        code, block, first, second = (int(v) for v in self.error.get())
         if code:
-            raise VarlenError(f"varlen block {block}: {ERROR_CODES.get(code, code)} (counter seen {seen}, "
-                              f"needed {needed})")
+            names = ERROR_DETAILS.get(code, ("word 2", "word 3"))
+            raise VarlenError(f"varlen block {block}: {ERROR_CODES.get(code, code)} ({names[0]} {first}, "
+                              f"{names[1]} {second})")
 
     def counters_consistent(self) -> bool:
         """After complete invocations: every split row's counter is the same number of invocations times its
