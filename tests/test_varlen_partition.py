@@ -217,6 +217,6 @@ def test_the_default_cost_is_the_fit_of_the_committed_measurements():
     fitted, _, rows = fit_varlen_cost.fit(results)
     assert len(rows) >= 20
     default = vp.PieceCost()
-    for field in ("launch_us", "block_us", "handoff_us", "streamed_us", "device_gbs", "sm_gbs"):
+    for field in ("launch_us", "block_us", "handoff_us", "wide_handoff_us", "streamed_us", "device_gbs", "sm_gbs"):
         assert getattr(default, field) == pytest.approx(getattr(fitted, field), abs=6e-4), field
     assert default.handoff_per_piece_us == pytest.approx(fitted.handoff_per_piece_us, abs=6e-5)

@@ -35,32 +35,35 @@ MIN_PIECE = 1024      # smallest piece target tried: below it a block's fixed co
 class PieceCost:
     """Predicted microseconds of one invocation (see the module's docstring). `handoff_per_piece_us` is the
     row counter's arrivals, which serialise at one L2 address. The defaults are the fit (`fit_cost`) of the
-    warm times of every plan measured in evidence/development/varlen_check_batch2.json (tests check it)."""
-    launch_us: float = 2.271
-    block_us: float = 0.408
-    handoff_us: float = 1.694
-    handoff_per_piece_us: float = 0.0074
-    streamed_us: float = 1.699   # a piece longer than the registers hold reads x a second time
+    warm times of every plan measured in evidence/development/varlen_check_batch5.json (tests check it)."""
+    launch_us: float = 2.329
+    block_us: float = 0.363
+    handoff_us: float = 0.201
+    handoff_per_piece_us: float = 0.0192
+    wide_handoff_us: float = 0.607  # more per split row with blocks of 512 threads (twice the warps to wait for)
+    streamed_us: float = 0.0     # a piece beyond the registers reads x twice (0: no streamed plan was measured)
     device_gbs: float = 4300.0   # all bytes over the device's bandwidth
-    sm_gbs: float = 30.0         # the busiest SM's bytes over what one SM's blocks draw
+    sm_gbs: float = 45.0         # the busiest SM's bytes over what one SM's blocks draw
 
     def time(self, terms: dict) -> float:
         """Microseconds of a plan from its cost_terms."""
         memory_us = max(terms["total_bytes"] / (self.device_gbs * 1e3), terms["busiest_sm_bytes"] / (self.sm_gbs * 1e3))
         return (self.launch_us + self.block_us * terms["blocks_per_sm"] + self.handoff_us * terms["split"]
-                + self.handoff_per_piece_us * terms["split_pieces"] + self.streamed_us * terms["streamed"] + memory_us)
+                + self.handoff_per_piece_us * terms["split_pieces"] + self.wide_handoff_us * terms["split_wide"]
+                + self.streamed_us * terms["streamed"] + memory_us)
 
 
 def cost_terms(work: np.ndarray, blocks_per_sm_busiest: int, split_pieces: int, sms: int,
-               streamed: bool = False) -> dict:
+               streamed: bool = False, threads: int = BLOCK_SIZES[0]) -> dict:
     """What the cost model reads of a plan: blocks on the busiest SM, whether a row is split and into how many
-    pieces (0 where none is), whether a piece is streamed, the bytes of all blocks and of the busiest SM's (blocks
+    pieces (0 where none is), the same for blocks wider than the narrowest (in units of it), whether a piece is
+    streamed, the bytes of all blocks and of the busiest SM's (blocks
     placed round-robin in launch order)."""
     per_sm = np.zeros(sms)
     np.add.at(per_sm, np.arange(work.size) % sms, work)
     split = split_pieces > 1
     return {"blocks_per_sm": blocks_per_sm_busiest, "split": float(split), "split_pieces": split_pieces if split else 0,
-            "streamed": float(streamed),
+            "split_wide": float(split) * (threads / BLOCK_SIZES[0] - 1), "streamed": float(streamed),
             "total_bytes": float(work.sum() * BYTES_PER_ELEMENT),
             "busiest_sm_bytes": float(per_sm.max() * BYTES_PER_ELEMENT)}
 
@@ -73,7 +76,8 @@ def fit_cost(plans, measured_us, device_gbs=(2000.0, 3000.0, 4300.0, 6000.0, 900
     measured = np.asarray(measured_us, dtype=np.float64)
     if len(terms) != measured.size or measured.size < 5:
         raise ValueError("fit_cost needs one measured time per plan, and at least five plans")
-    fixed = np.array([[1.0, t["blocks_per_sm"], t["split"], t["split_pieces"], t["streamed"]] for t in terms])
+    fixed = np.array([[1.0, t["blocks_per_sm"], t["split"], t["split_pieces"], t["split_wide"], t["streamed"]]
+                      for t in terms])
     best = None
     for device in device_gbs:
         for sm in sm_gbs:
@@ -128,7 +132,8 @@ class Plan:
         """What the cost model reads of this plan (cost_terms)."""
         pieces = self.blocks[self.blocks[:, 3] >= 0]
         streamed = bool((span(pieces[:, 1], pieces[:, 2]) > register_capacity(self.threads)).any())
-        return cost_terms(self.work(), -(-self.grid // self.sms), int(self.pieces_per_row.max()), self.sms, streamed)
+        return cost_terms(self.work(), -(-self.grid // self.sms), int(self.pieces_per_row.max()), self.sms, streamed,
+                          self.threads)
 
     def descriptors(self) -> np.ndarray:
         """What the kernel reads per block (B x 8 int32): {row, start, length, j, pieces of the row, its first
