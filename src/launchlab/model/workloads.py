@@ -53,16 +53,31 @@ TILE = 1024  # elements per tile; kernels/tiled.cuh's TILE
 STAGE_KERNELS = ("tile_producer", "row_combiner", "tile_consumer")
 
 
-def tiled_row_lengths(case: str) -> np.ndarray:
-    """balanced: 128 rows of 8192; ragged: rows r % 8 == 0 hold 36,864, the others 4,096.
+TILED_CASES = ("balanced", "ragged", "loguniform", "giant")
+LOGUNIFORM_SEED = 20261201  # fixed before the case's first run: the case is the same 128 lengths on every run
+LOGUNIFORM_ROWS, LOGUNIFORM_LONGEST = 128, 65536
+GIANT_ROW, GIANT_SHORT_ROWS, GIANT_SHORT_LENGTH = 262_144, 200, 33
+GIANT_POSITION = GIANT_SHORT_ROWS // 2  # the long row sits among the short ones, not at either end
 
-    Both hold 1,048,576 elements in 1024 tiles and 128 rows."""
-    rows = np.arange(128)
+
+def tiled_row_lengths(case: str) -> np.ndarray:
+    """The tiled cases' row lengths (int64):
+
+    balanced: 128 rows of 8192; ragged: rows r % 8 == 0 hold 36,864, the others 4,096 (both 1,048,576 elements in
+    1024 tiles); loguniform: 128 rows whose lengths are log-uniform over 1 .. 65,536 (drawn from LOGUNIFORM_SEED);
+    giant: one row of 262,144 among 200 rows of 33 (201 rows)."""
     if case == "balanced":
         return np.full(128, 8192, dtype=np.int64)
     if case == "ragged":
-        return np.where(rows % 8 == 0, 36864, 4096).astype(np.int64)
-    raise ValueError(f"unknown tiled case {case!r}; expected 'balanced' or 'ragged'")
+        return np.where(np.arange(128) % 8 == 0, 36864, 4096).astype(np.int64)
+    if case == "loguniform":
+        exponent = np.random.default_rng(LOGUNIFORM_SEED).uniform(0.0, np.log(LOGUNIFORM_LONGEST), LOGUNIFORM_ROWS)
+        return np.clip(np.rint(np.exp(exponent)), 1, LOGUNIFORM_LONGEST).astype(np.int64)
+    if case == "giant":
+        lengths = np.full(GIANT_SHORT_ROWS + 1, GIANT_SHORT_LENGTH, dtype=np.int64)
+        lengths[GIANT_POSITION] = GIANT_ROW
+        return lengths
+    raise ValueError(f"unknown tiled case {case!r}; expected one of {', '.join(TILED_CASES)}")
 
 
 def tile_table(lengths: np.ndarray, tile: int = TILE) -> dict:
