@@ -51,6 +51,7 @@ BUILDS = [
     ("megakernel", TRACED, ()),
     ("megakernel_designs", None, ()),
     ("megakernel_designs", TRACED, ()),
+    ("varlen_softmax", None, ()),
     ("pointwise", None, pointwise.COMPILE_OPTIONS),
     ("jobs", None, ()),
     ("jobs", TRACED, ()),
