@@ -1016,7 +1016,7 @@ def fake_gpu_modules(monkeypatch, broken_library="triton") -> dict:
     import types
 
     import launchlab.gpu
-    from launchlab.chapters.fusion import sweep
+    from launchlab.chapters.fusion import copy_kernel, sweep
     from launchlab.gpu import sanitizer
 
     asked = {"designs": [], "ncu": [], "sanitizer": []}
@@ -1095,6 +1095,7 @@ def fake_gpu_modules(monkeypatch, broken_library="triton") -> dict:
     monkeypatch.setattr(fusion, "baselines", baselines, raising=False)
     monkeypatch.setitem(sys.modules, "cupy", numpy_as_cupy())
     monkeypatch.setattr(sweep, "device_fixture", workloads.rms_softmax_fixture)
+    monkeypatch.setattr(copy_kernel, "make", lambda built, x: FakeTarget(x, lambda v: v.copy(), 8, "copy4"))
 
     def dram_bytes(rows, cols, plan, names):
         asked["ncu"].append((rows, cols, plan, list(names)))
@@ -1157,9 +1158,18 @@ def fake_session(writer, parameters):
     return session
 
 
-# Small fixed shapes (a narrow design and the row kernel), a profile at one of them and two sweep points of 128 rows.
+# Small fixed shapes (a narrow design and the row kernel), a profile at one of them, two sweep points of 128 rows and
+# a plane of FAKE_PLANE_POINTS points drawn below FAKE_PLANE_BYTES (small_plane).
 FAKE_RUN = {"shapes": "64x128,16x1001", "profile_shapes": "64x128", "sweep_4096": "", "sweep_128": "7,100",
-            "sanitizer_tools": "memcheck"}
+            "sanitizer_tools": "memcheck", "plane_points": 3}
+FAKE_PLANE_BYTES = 64 << 10
+
+
+def small_plane(monkeypatch, most_bytes: int = FAKE_PLANE_BYTES) -> None:
+    """The plane's draws kept below `most_bytes` a matrix, so that the fakes' host arrays stay small."""
+    from launchlab.chapters.fusion import plane
+
+    monkeypatch.setattr(plane, "PLANE_MAX_BYTES", most_bytes)
 
 
 def run_on_fakes(tmp_path, monkeypatch):
@@ -1167,6 +1177,7 @@ def run_on_fakes(tmp_path, monkeypatch):
     from launchlab.chapters.fusion import run as chapter_run
 
     asked = fake_gpu_modules(monkeypatch)
+    small_plane(monkeypatch)
     writer = evidence.RunWriter("20990101T000000Z-fake", tmp_path)
     session = fake_session(writer, typed(**FAKE_RUN))
     chapter_run.run(session)
@@ -1191,12 +1202,16 @@ def test_run_py_end_to_end_on_fake_gpu_modules(tmp_path, monkeypatch):
     details = session.record.details
     plans = details["fused_plans"]
     assert plans == fusion.fused_plans(parameters, session.record.device)
-    assert {shape: plan["design"] for shape, plan in plans.items()} == {
+    drawn = fusion.plane_shapes(parameters)
+    assert len(drawn) == 3 and all(4 * r * c <= FAKE_PLANE_BYTES for r, c in drawn)
+    assert {shape: plan["design"] for shape, plan in plans.items() if shape in ("64x128", "16x1001", "128x7", "128x100")} == {
         "64x128": "narrow", "16x1001": "row", "128x7": "narrow", "128x100": "narrow"}
-    assert set(session.builds) == {"row_softmax", "instruments"} | {plan["module"] for plan in plans.values()}
+    assert set(plans) == {"64x128", "16x1001", "128x7", "128x100"} | {workloads.shape_name(*s) for s in drawn}
+    assert set(session.builds) == {"row_softmax", "copy_vec4", "instruments"} | {plan["module"] for plan in plans.values()}
     assert {(design, rows, cols, mode) for design, rows, cols, mode, _ in asked["designs"]} == {
-        (design, rows, cols, mode) for rows, cols in ((64, 128), (128, 7), (128, 100)) for mode in ("rms", "plain")
-        for design in ("narrow",)}   # the row kernel (FusedRow) serves 16x1001
+        (plans[workloads.shape_name(rows, cols)]["design"], rows, cols, mode)
+        for rows, cols in ((64, 128), (128, 7), (128, 100), *drawn) for mode in ("rms", "plain")
+        if plans[workloads.shape_name(rows, cols)]["design"] != "row"}   # the row kernel (FusedRow) serves the rest
     assert asked["ncu"] == [(64, 128, plans["64x128"], ["copy", "row4", "fused_rms", "fused_plain", "cudnn"])]
     assert asked["sanitizer"] == [("launchlab.chapters.fusion.sanitize", ("memcheck",))]
     assert json.loads((writer.path / "sanitizer/memcheck.json").read_text())["errors"] == 0
@@ -1204,7 +1219,7 @@ def test_run_py_end_to_end_on_fake_gpu_modules(tmp_path, monkeypatch):
     assert summaries["sanitizer"]["memcheck"]["clean"] and "racecheck" not in summaries["sanitizer"]
     assert [p["shape"] for p in summaries["sweep"]["128"]] == ["128x7", "128x100"] and summaries["sweep"]["4096"] == []
     assert "PyTorch cannot be imported" in details["baselines"]["torch"]["unavailable"]["64x128"]
-    assert set(details["baselines"]["triton"]["unavailable"]) == {"64x128", "16x1001", "128x7", "128x100"}
+    assert set(details["baselines"]["triton"]["unavailable"]) == set(plans)
     assert all(reason.startswith("failed the float64 softmax oracle before timing (")
                for reason in details["baselines"]["triton"]["unavailable"].values())
     assert session.record.environment["libraries"] == {"cudnn": "1.0", "triton": "1.0"}
@@ -1212,7 +1227,10 @@ def test_run_py_end_to_end_on_fake_gpu_modules(tmp_path, monkeypatch):
     phases = {c["phase"] for c in session.checks}
     assert phases == {"before", "after"} and all(c["passed"] for c in session.checks)
     assert {c["variant"] for c in session.checks if c.get("on_device")} == {
-        v for v in measured if VariantId.parse(v).case in ("128x7", "128x100")}
+        v for v in measured if VariantId.parse(v).case in {"128x7", "128x100"} | {workloads.shape_name(*s) for s in drawn}}
+    assert details["plane_protocol"]["rounds"] == parameters.plane_rounds == fusion.PLANE_ROUNDS
+    assert [p["shape"] for p in summaries["plane"]["points"]] == [workloads.shape_name(*s) for s in drawn]
+    assert headline["plane.points"] == 3
     setup = json.loads((writer.path / "graphs/setup.json").read_text())
     assert setup["row4.64x128.graph32"]["nodes"] == 32 and setup["row4.64x128.graph"]["nodes"] == 1
     assert setup["copy.128x7.graph32"]["nodes"] == 32

@@ -1,12 +1,16 @@
 """Chapter 3 on the GPU: build, make every declared row at each fixed shape on one input matrix, validate it,
 capture its graphs, time warm and cold through the protocol, validate again on the held-out fixture; then the
-sweep (sweep.py); then DRAM bytes with Nsight Compute (profile.py) and compute-sanitizer over every fused
+sweep and the random plane (sweep.py; the plane with its shorter protocol); then DRAM bytes with Nsight Compute (profile.py) and compute-sanitizer over every fused
 design, each in a separate process.
 
 Every variant comes from the declaration (CHAPTER.variants): what it enters (`table`, `sweep`) says where it
 is timed, its L2 states whether it is timed warm, cold or both, its row how it is made and checked."""
 from __future__ import annotations
 
+import contextlib
+import dataclasses
+
+from launchlab.chapters.fusion import copy_kernel
 from launchlab.chapters.fusion import (CALLS_PER_GRAPH, CHAPTER, ROW_KERNELS, contenders, dims, fused_plan, fused_plans, large,
                                        plan_kernels, requested_libraries, row, rows_entering)
 from launchlab.chapters.fusion.targets import Context, by_case, invocations, make_rows, screen_libraries
@@ -52,9 +56,12 @@ def run(session) -> None:
     del fixed
     context.inputs.clear()
 
-    run_sweep(session, context, libraries, cold, setup, [v for v in declared if "table" not in v.enters])
-    session.writer.write_json("graphs/setup.json", setup)
+    run_sweep(session, context, libraries, cold, setup, [v for v in declared if "sweep" in v.enters and "table" not in v.enters])
     session.phase("sweep")
+    with plane_protocol(session):
+        run_sweep(session, context, libraries, cold, setup, [v for v in declared if "plane" in v.enters])
+    session.writer.write_json("graphs/setup.json", setup)
+    session.phase("plane")
 
     profile(session, plans)
     session.phase("profile")
@@ -62,9 +69,24 @@ def run(session) -> None:
     session.phase("compute-sanitizer")
 
 
+@contextlib.contextmanager
+def plane_protocol(session):
+    """The plane's shorter protocol: the frozen one with `plane_rounds` rounds, recorded in run.json's details
+    ("plane_protocol") and restored afterwards."""
+    frozen = session.protocol
+    session.protocol = dataclasses.replace(frozen, rounds=session.parameters.plane_rounds)
+    session.note("plane_protocol", session.protocol.record())
+    try:
+        yield
+    finally:
+        session.protocol = frozen
+
+
 def build_modules(session, plans: dict) -> dict:
-    """{label: module}: the row path's, and one per distinct fused build of the plans."""
-    modules = {"row_softmax": session.build("row_softmax", "row_softmax", ROW_KERNELS)}
+    """{label: module}: the row path's, the copy kernel's, and one per distinct fused build of the plans."""
+    modules = {"row_softmax": session.build("row_softmax", "row_softmax", ROW_KERNELS),
+               copy_kernel.MODULE: session.build(copy_kernel.MODULE, copy_kernel.FAMILY, copy_kernel.KERNELS,
+                                                 copy_kernel.DEFINES)}
     for plan in plans.values():
         if plan["module"] not in modules:
             modules[plan["module"]] = session.build(plan["module"], plan["family"], plan_kernels(plan), plan["defines"])

@@ -30,6 +30,7 @@ fixed shape), its cold figures from flushed stream calls.
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections import defaultdict
 from pathlib import Path
@@ -38,6 +39,7 @@ from launchlab.chapters.fusion import (CHAPTER, COPY_RATIO_SHAPES, COPY_RATIO_TA
                                        CUDNN_SPEEDUP_TARGET, DEVICE, L2_STATES, LIBRARIES, SWEEP_COPY_TARGETS, Parameters,
                                        calls_per_invocation, contenders, device_submission, is_library,
                                        logical_bytes_per_call, submission_paths, sweep_contenders, sweep_grid)
+from launchlab.chapters.fusion.summary_plane import headline as plane_headline, summarize_plane
 from launchlab.measure import stats
 from launchlab.measure.variant import VariantId
 from launchlab.model import workloads
@@ -82,10 +84,16 @@ def by_variant(samples: list[dict]) -> dict[str, list[dict]]:
     return grouped
 
 
+def parameters_of(record) -> Parameters:
+    """The run's typed parameters; a run made before the plane existed recorded no plane_points and measured none."""
+    parameters = CHAPTER.parameters_of(record)
+    return parameters if "plane_points" in record.parameters else dataclasses.replace(parameters, plane_points=0)
+
+
 def summarize(run_dir: Path, record) -> dict:
     run_dir = Path(run_dir)
     samples = read_jsonl(run_dir / SAMPLES_FILE)
-    parameters = CHAPTER.parameters_of(record)
+    parameters = parameters_of(record)
     shapes = [workloads.shape_name(*s) for s in parameters.shapes]
     timing = stats.summarize(samples)
     grouped = by_variant(samples)
@@ -108,6 +116,8 @@ def summarize(run_dir: Path, record) -> dict:
         "graph_setup": json.loads((run_dir / "graphs/setup.json").read_text()),
         "configs": record.details["fused_plans"],
         "sweep": summarize_sweep(grouped, timing, parameters, record.details["fused_plans"]),
+        "plane": summarize_plane(grouped, timing, parameters, record.details["fused_plans"], record.device,
+                                 record.details.get("baselines", {})),
         "sanitizer": read_sanitizer(run_dir),
         "baselines": record.details.get("baselines", {}),
         "cold_l2": record.details.get("cold_l2", {}),
@@ -427,5 +437,7 @@ def headline(summaries: dict) -> dict:
     for target in summaries["sweep"]["targets"]:
         if target["met"] is not None:
             figures[f"sweep_target_met.{target['key']}"] = target["met"]
+    if "plane" in summaries:
+        figures.update(plane_headline(summaries["plane"]))
     return figures
 
