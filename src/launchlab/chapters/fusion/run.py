@@ -145,10 +145,14 @@ def profile(session, plans: dict) -> None:
 
 
 def sanitize(session) -> None:
-    """compute-sanitizer's tools (the `sanitizer_tools` parameter) over every fused design, small, in a child
-    process (chapters/fusion/sanitize.py); kept under sanitizer/. A finding is recorded and shown, not a failed run."""
+    """compute-sanitizer's tools (the `sanitizer_tools` parameter) over every fused design, small, and over the plan
+    of the two smallest plane points of each design and the copy kernel, in a child process
+    (chapters/fusion/sanitize.py); kept under sanitizer/. A finding is recorded and shown, not a failed run."""
     from launchlab.chapters.fusion import sanitize as child
     from launchlab.gpu import sanitizer
 
     if session.parameters.sanitizer_tools and rows_entering("sanitizer"):
-        sanitizer.record(session, child.__name__, child.PROBLEM, tools=tuple(session.parameters.sanitizer_tools))
+        plane = f"{session.parameters.plane_points},{session.parameters.plane_seed}"
+        sanitizer.record(session, child.__name__, child.PROBLEM + child.PLANE_PROBLEM,
+                         tools=tuple(session.parameters.sanitizer_tools),
+                         environment={child.PLANE_ENVIRONMENT: plane})

@@ -116,12 +116,11 @@ def summarize(run_dir: Path, record) -> dict:
         "graph_setup": json.loads((run_dir / "graphs/setup.json").read_text()),
         "configs": record.details["fused_plans"],
         "sweep": summarize_sweep(grouped, timing, parameters, record.details["fused_plans"]),
-        "plane": summarize_plane(grouped, timing, parameters, record.details["fused_plans"], record.device,
-                                 record.details.get("baselines", {})),
         "sanitizer": read_sanitizer(run_dir),
         "baselines": record.details.get("baselines", {}),
         "cold_l2": record.details.get("cold_l2", {}),
-    }
+    } | ({"plane": summarize_plane(grouped, timing, parameters, record.details["fused_plans"], record.device,
+                                   record.details.get("baselines", {}))} if "plane_points" in record.parameters else {})
 
 
 def device_times(timing: dict, names: list[str], shapes: list[str]) -> dict:

@@ -82,17 +82,16 @@ def bootstrap(values, statistic, seed: int = SEED) -> dict:
     resampled with replacement)."""
     array = np.asarray(values, dtype=np.float64)
     picks = np.random.default_rng(seed).integers(0, array.size, size=(RESAMPLES, array.size))
-    resampled = np.apply_along_axis(statistic, 1, array[picks])
-    low, high = np.percentile(resampled, [2.5, 97.5])
+    low, high = np.percentile(statistic(array[picks], axis=1), [2.5, 97.5])
     return {"value": float(statistic(array)), "ci_low": float(low), "ci_high": float(high), "points": int(array.size)}
 
 
-def geomean(values) -> float:
-    return float(np.exp(np.mean(np.log(values))))
+def geomean(values, axis=None):
+    return np.exp(np.mean(np.log(values), axis=axis))
 
 
-def p90(values) -> float:
-    return float(np.percentile(values, 90))
+def p90(values, axis=None):
+    return np.percentile(values, 90, axis=axis)
 
 
 def extreme(pairs, pick=max) -> dict | None:
@@ -141,7 +140,8 @@ def model_statistics(points: list[dict], l2: str) -> dict:
     if not errors:
         return {"points": 0}
     values = [e for e, _ in errors]
-    return {"points": len(values), "median": float(np.median(values)), "p90": p90(values), "worst": extreme(errors)}
+    return {"points": len(values), "median": float(np.median(values)), "p90": float(p90(values)),
+            "worst": extreme(errors)}
 
 
 def copy_statistics(points: list[dict], l2: str) -> dict:
