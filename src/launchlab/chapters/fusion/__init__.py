@@ -332,6 +332,20 @@ CUDNN_SPEEDUP_SHAPE = "4096x4096"                     # ... at this shape; fused
 # The sweep: each fused mode at most this many times the copy's device time at every sweep point with N >= 1024,
 # and below N = 1024; fused plain faster than every library at every point (issue targets, declared before the run).
 SWEEP_COPY_TARGETS = {"max_n_ge_1024": 1.10, "max_n_lt_1024": 1.25}
+# The random plane, warm and cold, over its random points (declared before its first run; benchmark figures in
+# headline.json, never asserted by tests): (statistic key in the plane summary, which value, at most / at least).
+# Bandwidth regime: fused ÷ copy; latency regime: fused plain − copy in µs; the floor class its own worst ratio;
+# libraries: the share of points where fused plain is faster (interval above 1) and the smallest library ÷ fused
+# plain; the model: its median error.
+PLANE_TARGETS = (
+    ("fused_plain_over_copy", "geomean", "at most", 1.05), ("fused_plain_over_copy", "p90", "at most", 1.10),
+    ("fused_plain_over_copy", "max", "at most", 1.25), ("fused_rms_over_copy", "geomean", "at most", 1.08),
+    ("fused_rms_over_copy", "max", "at most", 1.30), ("fused_plain_minus_copy_us", "median", "at most", 0.5),
+    ("fused_plain_minus_copy_us", "p90", "at most", 1.0), ("floor", "max", "at most", 1.35),
+    *((f"faster_than.{lib}", "share", "at least", 0.95) for lib in LIBRARIES),
+    *((f"worst_library_ratio.{lib}", "min", "at least", 0.95) for lib in LIBRARIES),
+    ("model", "median", "at most", 0.10),
+)
 
 # ---------------------------------------------------------------- the fused kernel's build policy per shape
 # Declared before any run. A row walks in 16-byte chunks; a block holds up to REG_CHUNKS chunks per

@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from launchlab.chapters.fusion import (COPIES, L2_STATES, LIBRARIES, calls_per_invocation, logical_bytes_per_call,
-                                       plane_shapes, sweep_calls, sweep_contenders)
+from launchlab.chapters.fusion import (COPIES, L2_STATES, LIBRARIES, PLANE_TARGETS, calls_per_invocation,
+                                       logical_bytes_per_call, plane_shapes, sweep_calls, sweep_contenders)
 from launchlab.chapters.fusion.plane import floor_reason, regime
 from launchlab.measure import stats
 from launchlab.measure.variant import VariantId
@@ -176,7 +176,37 @@ def summarize_plane(grouped: dict, timing: dict, parameters, plans: dict, device
                       "copies": copy_statistics(points, l2),
                       "regimes": {name: sum(1 for p in points if p["regime"].get(l2) == name)
                                   for name in ("bandwidth", "latency")}}
+    result["targets"] = targets(result)
     return result
+
+
+def target_value(statistics: dict, key: str, which: str) -> tuple[float | None, str | None]:
+    """(value, shape where it was reached, if one point) of a declared target's statistic in one L2 state."""
+    if key.startswith("faster_than."):
+        entry = statistics["libraries"][key.split(".")[1]]
+        return (entry["share"], None) if entry["points"] else (None, None)
+    if key.startswith("worst_library_ratio."):
+        worst = statistics["libraries"][key.split(".")[1]].get("worst")
+        return (worst["value"], worst["shape"]) if worst else (None, None)
+    if key == "model":
+        entry = statistics["model"]
+        return (entry[which], None) if entry["points"] else (None, None)
+    found = statistics[key].get(which)
+    if not found:
+        return None, None
+    return found["value"], found.get("shape")
+
+
+def targets(plane: dict) -> list[dict]:
+    """The declared plane targets (PLANE_TARGETS) against this run, per L2 state: met, missed or not measured."""
+    found = []
+    for key, which, sense, threshold in PLANE_TARGETS:
+        for l2 in L2_STATES:
+            value, shape = target_value(plane[l2], key, which)
+            met = None if value is None else bool(value <= threshold if sense == "at most" else value >= threshold)
+            found.append({"key": key, "statistic": which, "sense": sense, "threshold": threshold, "l2": l2,
+                          "measured": value, "shape": shape, "met": met})
+    return found
 
 
 def headline(plane: dict) -> dict:
