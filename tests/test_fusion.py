@@ -1273,6 +1273,8 @@ def test_a_row_added_to_the_declaration_reaches_every_output(tmp_path, monkeypat
         assert set(summaries["ratios"]["submission"]["fused_plain_again_stream_over_graph"][shape]) == {"warm", "cold"}
     for point in summaries["sweep"]["128"]:
         assert set(point["device_us"]["fused_plain_again"]) == {"warm", "cold"}
+    for point in summaries["plane"]["points"]:                                                    # the plane
+        assert set(point["device_us"]["fused_plain_again"]) == {"warm", "cold"}
     run = open_run(writer.path, require_sealed=False)
     for table in (page.device_table, page.copy_ratio_table, page.submission_table, page.host_table, page.pacing_table):
         assert "fused plain, again" in set(table(run).raw.iloc[:, :2].astype(str).stack()), table.__name__
