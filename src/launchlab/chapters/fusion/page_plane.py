@@ -22,6 +22,19 @@ def plane_of(run) -> dict:
                                               **{l2: None for l2 in L2_STATES}}
 
 
+def no_plane_figure(what: str):
+    """The figure of a run without a plane (made before the plane existed): two panels that say so."""
+    from launchlab.present import figures
+
+    fig, axes = figures.figure(1, 2, height=1.6, layout="constrained")
+    for column, l2 in enumerate(L2_STATES):
+        ax = axes[0, column]
+        ax.text(0.5, 0.5, "this run has no random plane", transform=ax.transAxes, ha="center", va="center")
+        ax.set_axis_off()
+        ax.set_title(f"{what}, {l2} L2", fontsize=figures.FONT_PT)
+    return figures.describe(fig, f"Two empty panels: the run holds no random plane, so there is no {what} to draw.")
+
+
 def marker(design: str, designs: list[str]) -> str:
     if design in DESIGN_MARKERS:
         return DESIGN_MARKERS[design]
@@ -59,6 +72,8 @@ def ratio_map(run, value_of, colour_label: str, what: str):
     from launchlab.present import figures
 
     points = plane_of(run)["points"]
+    if not points:
+        return no_plane_figure(what)
     fig, axes = figures.figure(1, 2, height=3.3, layout="constrained", sharey=True)
     values = [value_of(p, l2) for p in points for l2 in L2_STATES]
     norm = _norm(values)
@@ -82,8 +97,6 @@ def ratio_map(run, value_of, colour_label: str, what: str):
         if column == 0:
             ax.set_ylabel("rows")
         ax.set_title(f"{what}, {l2} L2", fontsize=figures.FONT_PT)
-        if not points:
-            ax.text(0.5, 0.5, "no plane in this run", transform=ax.transAxes, ha="center", va="center")
     if mappable is not None:
         bar = fig.colorbar(mappable, ax=axes[0, :].tolist(), shrink=0.9, pad=0.02)
         bar.set_label(colour_label)
@@ -100,6 +113,8 @@ def plane_map_figure(run):
     """Fused plain ÷ the copy ceiling over the plane."""
     from launchlab.present import figures
 
+    if not plane_of(run)["points"]:
+        return no_plane_figure("fused plain ÷ copy")
     fig = ratio_map(run, copy_ratio, "fused plain ÷ copy ceiling", "fused plain ÷ copy")
     return figures.describe(fig, (
         "Two scatter maps of the random plane, rows against row length on log axes, warm L2 left and cold right: each "
@@ -111,6 +126,8 @@ def library_map_figure(run):
     """Fused plain ÷ the fastest library at each point."""
     from launchlab.present import figures
 
+    if not plane_of(run)["points"]:
+        return no_plane_figure("fused plain ÷ best library")
     fig = ratio_map(run, best_library_ratio, "fused plain ÷ fastest library", "fused plain ÷ best library")
     return figures.describe(fig, (
         "Two scatter maps of the random plane, rows against row length, warm L2 left and cold right: each point's "
@@ -131,6 +148,8 @@ def distribution_figure(run):
     from launchlab.present import figures
 
     plane = plane_of(run)
+    if not plane["points"]:
+        return no_plane_figure("distribution")
     fig, axes = figures.figure(2, 2, height=2.6, layout="constrained")
     for column, l2 in enumerate(L2_STATES):
         top, bottom = axes[0, column], axes[1, column]
@@ -182,6 +201,8 @@ def bandwidth_plane_figure(run):
     from launchlab.present import figures
 
     plane = plane_of(run)
+    if not plane["points"]:
+        return no_plane_figure("bandwidth")
     fig, axes = figures.figure(1, 2, height=3.0, layout="constrained", sharey=True)
     for column, l2 in enumerate(L2_STATES):
         ax = axes[0, column]
@@ -210,6 +231,8 @@ def model_figure(run):
     from launchlab.present import figures
 
     plane = plane_of(run)
+    if not plane["points"]:
+        return no_plane_figure("model")
     fig, axes = figures.figure(1, 2, height=3.0, layout="constrained", sharey=True)
     for column, l2 in enumerate(L2_STATES):
         ax = axes[0, column]

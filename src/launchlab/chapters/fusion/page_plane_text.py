@@ -157,6 +157,7 @@ def plane_targets_table(run):
     rows = [{"target": target_name(t), "L2": t["l2"], "threshold": f"{t['sense']} {t['threshold']:g}",
              "measured": "n/a" if t["measured"] is None else _measured(t), "verdict": verdict_text(t["met"]).replace(
                  "library absent", "not run")} for t in plane_of(run).get("targets", [])]
+    rows = rows or [{"target": "this run has no random plane", "L2": "n/a"}]
     return page_table(rows, index=["target", "L2"], caption="The plane's declared targets",
                       note="Bandwidth regime: the copy ceiling takes at least 10 µs; latency regime: less. The max "
                            "targets leave out the floor class, which has its own.")
@@ -186,7 +187,8 @@ def plane_rows(run) -> list[dict]:
 
 def plane_table(run):
     """Every plane point (the data page; its CSV holds the raw numbers)."""
-    return page_table(plane_rows(run), index=["shape"], caption="Every point of the plane",
+    rows = plane_rows(run) or [{"shape": "this run has no random plane"}]
+    return page_table(rows, index=["shape"], caption="Every point of the plane",
                       note="Device time per call: warm L2 from a graph of many calls, cold L2 from one call after "
                            "the flush; ratios paired per round, median [95 % interval].", csv="fusion-plane",
                       max_rows=20)
