@@ -82,15 +82,21 @@ def plane_protocol(session):
         session.protocol = frozen
 
 
+BUILD_THREADS = 8  # builds compiled at once: NVRTC and nvcc's reports run outside the GIL, each in its own folder
+
+
 def build_modules(session, plans: dict) -> dict:
-    """{label: module}: the row path's, the copy kernel's, and one per distinct fused build of the plans."""
-    modules = {"row_softmax": session.build("row_softmax", "row_softmax", ROW_KERNELS),
-               copy_kernel.MODULE: session.build(copy_kernel.MODULE, copy_kernel.FAMILY, copy_kernel.KERNELS,
-                                                 copy_kernel.DEFINES)}
+    """{label: module}: the row path's, the copy kernel's, and one per distinct fused build of the plans, compiled
+    BUILD_THREADS at a time (the plane needs a score of builds; each writes only its own builds/<label>/)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    wanted = {"row_softmax": ("row_softmax", ROW_KERNELS, None),
+              copy_kernel.MODULE: (copy_kernel.FAMILY, copy_kernel.KERNELS, copy_kernel.DEFINES)}
     for plan in plans.values():
-        if plan["module"] not in modules:
-            modules[plan["module"]] = session.build(plan["module"], plan["family"], plan_kernels(plan), plan["defines"])
-    return modules
+        wanted.setdefault(plan["module"], (plan["family"], plan_kernels(plan), plan["defines"]))
+    with ThreadPoolExecutor(BUILD_THREADS) as pool:
+        built = {label: pool.submit(session.build, label, *how) for label, how in wanted.items()}
+        return {label: future.result() for label, future in built.items()}
 
 
 def prepare_case(session, context: Context, libraries: dict, setup: dict, case: str, variants) -> dict:
