@@ -15,13 +15,17 @@ Every contender is a `Row` of ROWS and runs on the same input matrix and the sam
   * `<row>.<shape>.graph`: a graph of ONE call (rows declaring it: the row path and the fused kernels): what
     capturing a single invocation changes against its stream launch, warm and cold.
 
-At the sweep's points (4096 rows x 128 i, 128 rows x N) the rows entering the sweep have a `graph<k>` variant
-(warm L2, k = sweep_calls) and a `stream` variant (cold L2).
+At the sweep's points (128 rows x N, and 4096 rows x 128 i where asked) the rows entering the sweep have a
+`graph<k>` variant (warm L2, k = sweep_calls) and a `stream` variant (cold L2); so do the rows entering the plane
+at each of its random points (plane.draw: `plane_points` shapes from `plane_seed`), timed with the frozen protocol
+cut to `plane_rounds` rounds. There the copy ceiling has two contenders, cudaMemcpyAsync and the float4 copy
+kernel (kernels/copy.cu); the summary takes the faster at each point and L2 state.
 
 Comparisons (ratios, bandwidth, targets) use the device-time figures: graph replays warm, stream cold.
 
 What a variant enters (OUTPUTS): `table` (the fixed-shape tables), `submission` (a one-call graph against its
-stream launch), `sweep` (the sweep's points, the fixed shapes on its grid standing in), `profile` (Nsight
+stream launch), `sweep` (the sweep's points, the fixed shapes on its grid standing in), `plane` (the random
+plane's points), `profile` (Nsight
 Compute's DRAM bytes of one call at a profile shape) and, for a row, `sanitizer` (compute-sanitizer over every
 fused design).
 """

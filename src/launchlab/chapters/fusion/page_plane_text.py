@@ -260,7 +260,9 @@ def interactive_map(run, script: str | None = None):
         data = html.escape(json.dumps({l2: v for l2, v in p["l2"].items()}), quote=True)
         circles.append(f'<circle cx="{x:.1f}" cy="{y:.1f}" r="6" fill="{warm["colour"]}" stroke="#333" '
                        f'stroke-width="0.6" data-plane="{data}"><title>{html.escape(warm["text"])}</title></circle>')
-    axes = (f'<text x="{MAP_WIDTH / 2}" y="{MAP_HEIGHT - 8}" text-anchor="middle" font-size="13">row length (floats, '
+    axes = (f'<line x1="{MARGIN}" y1="{MAP_HEIGHT - MARGIN}" x2="{MAP_WIDTH - MARGIN}" y2="{MAP_HEIGHT - MARGIN}" '
+            f'stroke="#555"/><line x1="{MARGIN}" y1="{MARGIN}" x2="{MARGIN}" y2="{MAP_HEIGHT - MARGIN}" stroke="#555"/>'
+            f'<text x="{MAP_WIDTH / 2}" y="{MAP_HEIGHT - 8}" text-anchor="middle" font-size="13">row length (floats, '
             f'log scale)</text><text x="14" y="{MAP_HEIGHT / 2}" text-anchor="middle" font-size="13" '
             f'transform="rotate(-90 14 {MAP_HEIGHT / 2})">rows (log scale)</text>')
     ticks = "".join(
@@ -270,7 +272,8 @@ def interactive_map(run, script: str | None = None):
         f'<text x="{MARGIN - 6}" y="{MAP_HEIGHT - _position(10 ** k, y0, y1, MAP_HEIGHT) + 4:.1f}" text-anchor="end" '
         f'font-size="11">{10 ** k:,}</text>' for k in range(math.ceil(y0), math.floor(y1) + 1))
     return (f'<div class="ll-planemap"><p class="ll-planemap-switch">Showing <strong data-plane-l2>warm</strong> L2. '
-            f'Hover over a point for its shape, design and ratios.</p>'
+            f'Hover over a point for its shape, design and ratios. Colour: fused plain ÷ copy ceiling, purple below 1, '
+            f'white at 1, orange above (log scale, saturating at 4× either way).</p>'
             f'<svg role="img" aria-label="Interactive map of fused plain over copy on the plane" viewBox="0 0 '
             f'{MAP_WIDTH} {MAP_HEIGHT}" width="100%" style="max-width:{MAP_WIDTH}px">{axes}{ticks}{"".join(circles)}'
             f'</svg></div><script src="{script or script_path()}"></script>')

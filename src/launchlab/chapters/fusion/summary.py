@@ -23,6 +23,16 @@ Headline keys (<l2> is warm or cold):
   sweep.min_speedup.<lib>.<l2>            the smallest library time / fused plain time over the sweep's points
   sweep.price_of_rho.{min,median,max}.<l2>  fused RMS time / fused plain time over the sweep's points
   sweep_target_met.<target>.<l2>          verdicts on the sweep's declared targets
+  plane.points, plane.floor.points        the random plane's points, and those in its floor class
+  plane.fused_{plain,rms}_over_copy.{geomean,p90,max}.<l2>   over the bandwidth regime (copy ceiling >= 10 us; max
+                                          outside the floor class): device time over the faster copy, per point
+  plane.fused_plain_minus_copy_us.{median,p90}.<l2>   over the latency regime: µs added over the copy ceiling
+  plane.floor.fused_plain_over_copy.max.<l2>           the floor class's worst ratio
+  plane.faster_than.<lib>.share.<l2>      share of the points where <lib> ran with its time / fused plain's interval
+                                          above 1 (a tie is not faster)
+  plane.worst_library_ratio.<lib>.<l2>    the smallest <lib> time / fused plain time over the plane
+  plane.model_error.{median,p90}.<l2>     |predicted / measured - 1| of fused plain where the plan predicts
+  (summary_plane.py holds the plane's summary; a run recorded before the plane has none)
 
 The sweep (4096 x 128 i and 128 x N) is summarised under "sweep": per point and contender, device time per call,
 logical GB/s and paired ratios; its warm figures come from graphs of sweep_calls(rows, cols) calls (graph32 at a
