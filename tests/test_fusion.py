@@ -431,8 +431,9 @@ def test_ncu_csv_is_parsed_with_units():
 
 def test_ncu_dram_bytes_are_attributed_by_the_markers():
     rows = parse_ncu_csv(NCU_CSV)
-    order = fusion.rows_entering("profile")
-    assert tuple(order) == profile.ORDER_BEFORE_RECORDED == ("copy", "row4", "fused_rms", "fused_plain", "cudnn")
+    order = profile.ORDER_BEFORE_RECORDED
+    assert order == ("copy", "row4", "fused_rms", "fused_plain", "cudnn")   # the rows a run before the copy kernel had
+    assert fusion.rows_entering("profile") == ["copy", "copy4", "row4", "fused_rms", "fused_plain", "cudnn"]
     by_variant = ncu.dram_by_marker(rows, order)
     assert list(by_variant) == ["copy", "row4", "fused_rms", "cudnn"]  # fused plain launched nothing: left out
     assert by_variant["copy"] == {"read_bytes": 67108864, "write_bytes": 67108864, "kernels": 1}  # not the fixture's
@@ -1220,7 +1221,7 @@ def test_run_py_end_to_end_on_fake_gpu_modules(tmp_path, monkeypatch):
         (plans[workloads.shape_name(rows, cols)]["design"], rows, cols, mode)
         for rows, cols in ((64, 128), (128, 7), (128, 100), *drawn) for mode in ("rms", "plain")
         if plans[workloads.shape_name(rows, cols)]["design"] != "row"}   # the row kernel (FusedRow) serves the rest
-    assert asked["ncu"] == [(64, 128, plans["64x128"], ["copy", "row4", "fused_rms", "fused_plain", "cudnn"])]
+    assert asked["ncu"] == [(64, 128, plans["64x128"], ["copy", "copy4", "row4", "fused_rms", "fused_plain", "cudnn"])]
     assert asked["sanitizer"] == [("launchlab.chapters.fusion.sanitize", ("memcheck",))]
     assert json.loads((writer.path / "sanitizer/memcheck.json").read_text())["errors"] == 0
     assert details["sanitizer"]["tools"] == ["memcheck"] and details["sanitizer"]["clean"] is True

@@ -170,7 +170,7 @@ ROWS = (
     Row("copy", "copy (cudaMemcpyAsync)", make_copy, EXACT, ("stream", DEVICE), per_element(4, 4),
         l2=L2_STATES, outputs=frozenset({"table", "sweep", "plane", "profile"})),
     Row("copy4", "copy (float4 kernel)", make_copy_kernel, EXACT, ("stream", DEVICE), per_element(4, 4), l2=L2_STATES,
-        outputs=frozenset({"sweep", "plane"})),
+        outputs=frozenset({"sweep", "plane", "profile"})),
     Row("row4", "row path (4 kernels)", make_row_path, RMS_SOFTMAX, ONE_CALL_GRAPH,
         per_element(16, 8), l2=L2_STATES, outputs=frozenset({"table", "submission", "profile"})),  # x 3x, e 1x; e, y
     Row("fused_rms", "fused RMS", fused("rms"), RMS_SOFTMAX, ONE_CALL_GRAPH, per_element(4, 4), l2=L2_STATES,
