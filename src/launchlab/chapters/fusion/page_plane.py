@@ -206,13 +206,12 @@ def bandwidth_plane_figure(run):
     fig, axes = figures.figure(1, 2, height=3.0, layout="constrained", sharey=True)
     for column, l2 in enumerate(L2_STATES):
         ax = axes[0, column]
-        points = [p for p in plane["points"] if l2 in p["ceiling"]]
+        points = sorted((p for p in plane["points"] if l2 in p["ceiling"]), key=lambda p: p["bytes"])
         sizes = [p["bytes"] / 2**20 for p in points]
         ceiling = [p["gbs"][p["ceiling"][l2]["name"]][l2] for p in points]
         plain = [p["gbs"].get("fused_plain", {}).get(l2, math.nan) for p in points]
-        ax.scatter(sizes, ceiling, s=14, marker="s", color="#999999", label="copy ceiling (faster copy)")
         ax.scatter(sizes, plain, s=16, marker="o", color=figures.COLOURS[0], label=label("fused_plain"))
-        figures.bandwidth_references(ax, run.record.device_name)
+        figures.bandwidth_references(ax, run.record.device_name, ceiling, sizes)   # the copy ceiling dashed
         ax.set_xscale("log")
         ax.set_xlabel("bytes moved per call (MiB)")
         ax.set_ylim(bottom=0)
@@ -222,8 +221,8 @@ def bandwidth_plane_figure(run):
     fig = figures.finish(fig, legend_where="below")
     return figures.describe(fig, (
         "Scatter plots of logical bandwidth (bytes read and written per call over device time) against the bytes a "
-        "call moves, log scale, warm L2 left and cold right: the fused plain kernel and, at the same points, the "
-        "faster of the two copies; the dotted line is the GPU's peak DRAM bandwidth."))
+        "call moves, log scale, warm L2 left and cold right: the fused plain kernel as dots, the faster of the two "
+        "copies at the same points as a dashed line, and the GPU's peak DRAM bandwidth dotted."))
 
 
 def model_figure(run):
