@@ -1,7 +1,8 @@
-"""Chapter 3 on the GPU: build, make every declared row at each fixed shape on one input matrix, validate it,
-capture its graphs, time warm and cold through the protocol, validate again on the held-out fixture; then the
-sweep and the random plane (sweep.py; the plane with its shorter protocol); then DRAM bytes with Nsight Compute (profile.py) and compute-sanitizer over every fused
-design, each in a separate process.
+"""Chapter 3 on the GPU: build, make every declared row at each fixed shape on one input matrix, validate it
+(fixtures drawn and checked on the device, sweep.py), capture its graphs, time warm and cold through the protocol,
+validate again on the held-out fixture; then the sweep and the random plane (sweep.py; the plane with its shorter
+protocol); then DRAM bytes with Nsight Compute (profile.py) and compute-sanitizer over every fused design, each in
+a separate process.
 
 Every variant comes from the declaration (CHAPTER.variants): what it enters (`table`, `sweep`) says where it
 is timed, its L2 states whether it is timed warm, cold or both, its row how it is made and checked."""
@@ -10,18 +11,17 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 
-from launchlab.chapters.fusion import copy_kernel
-from launchlab.chapters.fusion import (CALLS_PER_GRAPH, CHAPTER, ROW_KERNELS, contenders, dims, fused_plan, fused_plans, large,
-                                       plan_kernels, requested_libraries, row, rows_entering)
-from launchlab.chapters.fusion.targets import Context, by_case, invocations, make_rows, screen_libraries
+from launchlab.chapters.fusion import (CALLS_PER_GRAPH, CHAPTER, ROW_KERNELS, contenders, copy_kernel, dims, fused_plan,
+                                       fused_plans, large, plan_kernels, requested_libraries, rows_entering)
+from launchlab.chapters.fusion.targets import Context, by_case, invocations, make_rows
 from launchlab.measure.protocol import Measured
-from launchlab.model import oracles, workloads
+from launchlab.model import workloads
 
 
 def run(session) -> None:
     from launchlab.gpu.instruments import KERNELS as INSTRUMENT_KERNELS, ColdL2
 
-    from launchlab.chapters.fusion.sweep import run_sweep
+    from launchlab.chapters.fusion.sweep import run_sweep, validate_on_device
 
     parameters, identity = session.parameters, session.record.device
     declared = CHAPTER.variants(parameters)
@@ -50,7 +50,7 @@ def run(session) -> None:
     session.phase("timing")
 
     for case, invoked in fixed.items():
-        validate(session, invoked, case, workloads.HELD_OUT_FIXTURE, "after")
+        validate_on_device(session, invoked, *dims(case), workloads.HELD_OUT_FIXTURE, "after")
     session.require_passed("after timing")
     session.phase("validation after timing")
     del fixed
@@ -100,36 +100,20 @@ def build_modules(session, plans: dict) -> dict:
 
 
 def prepare_case(session, context: Context, libraries: dict, setup: dict, case: str, variants) -> dict:
-    """One fixed shape's invocations ({VariantId: stream target or graph replay}), validated before timing: the
+    """One fixed shape's invocations ({VariantId: stream target or graph replay}), validated before timing on
+    fixtures drawn on the device (sweep.py: the float64 oracle run by CuPy, a large matrix on sampled rows): the
     stream targets on every fixture before timing, the graphs on fixture 0."""
+    from launchlab.chapters.fusion.sweep import screen_on_device, validate_on_device
+
     names = list(dict.fromkeys(v.id.target for v in variants))
     targets = make_rows(session, context, libraries, case, names)
-    x = workloads.rms_softmax_fixture(session.parameters.fixture_seed, 0, *dims(case))
-    screen_libraries(session, targets, case, libraries, lambda name, target: oracles.compare_by_row_blocks(
-        target.compute(x), reference(row(name).oracle, x), row(name).oracle.tolerance))
+    screen_on_device(session, targets, *dims(case), libraries)
     streamed = invocations([v for v in variants if v.id.submission == "stream"], targets, context.stream, setup)
     for index in range(workloads.FIXTURES_BEFORE_TIMING):
-        validate(session, streamed, case, index, "before")
+        validate_on_device(session, streamed, *dims(case), index, "before")
     graphs = invocations([v for v in variants if v.id.submission != "stream"], targets, context.stream, setup)
-    validate(session, graphs, case, 0, "before")
+    validate_on_device(session, graphs, *dims(case), 0, "before")
     return {**streamed, **graphs}
-
-
-def reference(oracle, x):
-    """The oracle's output on a host fixture: x itself for an exact oracle, else float64 by blocks of rows."""
-    return oracle.function(x) if oracle.tolerance is None else oracles.by_row_blocks(oracle.function, x)
-
-
-def validate(session, invoked: dict, case: str, index: int, phase: str) -> None:
-    """Every invocation's output on one fixture against its row's oracle (the copy: exactly x)."""
-    x = workloads.rms_softmax_fixture(session.parameters.fixture_seed, index, *dims(case))
-    references = {}
-    for vid, target in invoked.items():
-        oracle = row(vid.target).oracle
-        if oracle.name not in references:
-            references[oracle.name] = reference(oracle, x)
-        session.check({"variant": str(vid), "fixture": index, "phase": phase}, target.compute(x),
-                      references[oracle.name], oracle.tolerance, inputs=x)
 
 
 def measured(vid, target) -> Measured:
