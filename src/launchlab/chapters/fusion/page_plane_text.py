@@ -65,16 +65,14 @@ def summary_values(plane: dict, l2: str) -> dict:
     return values
 
 
-def target_sentence(plane: dict, l2: str) -> str:
-    """Which declared plane targets this run met and missed in one L2 state, the missed ones with their figures."""
+def target_sentences(plane: dict, l2: str) -> tuple[str, str]:
+    """(how many declared plane targets this run met in one L2 state, the missed ones with their figures)."""
     rows = [t for t in plane.get("targets", []) if t["l2"] == l2]
     measured = [t for t in rows if t["met"] is not None]
     missed = [f"{target_name(t)} {_measured(t)} against {t['sense']} {t['threshold']:g}" for t in measured if not t["met"]]
     if not measured:
-        return "no target could be measured"
-    if not missed:
-        return f"every one of the {len(measured)} measured targets was met"
-    return f"{len(measured) - len(missed)} of {len(measured)} measured targets were met; missed: " + "; ".join(missed)
+        return "no target could be measured", "none measured"
+    return f"{len(measured) - len(missed)} of {len(measured)} measured targets met", "; ".join(missed) or "none"
 
 
 def target_name(target: dict) -> str:
@@ -123,7 +121,7 @@ def plane_values(run) -> dict:
               "plane_designs": listing([f"{DESIGN_LABELS.get(d, d)} ({n})" for d, n in _design_counts(plane).items()])}
     for l2 in L2_STATES:
         values.update(summary_values(plane, l2))
-        values[f"plane_targets_{l2}"] = target_sentence(plane, l2)
+        values[f"plane_targets_{l2}"], values[f"plane_missed_{l2}"] = target_sentences(plane, l2)
         values[f"plane_worst_{l2}"] = worst_points(plane, l2) if plane["points"] else "n/a"
     return values
 
