@@ -212,6 +212,20 @@ def test_screen_on_device_drops_a_library_failing_the_oracle_and_says_why(fake_c
     assert session.skipped == [("triton", "4x8")]
 
 
+def test_screen_on_device_drops_a_library_that_raises_on_its_first_call(fake_cupy):
+    def refuses(x):
+        raise RuntimeError("BLOCK too large for the shape")
+
+    session = FakeSession(fusion.Parameters())
+    targets = {"torch": FakeVariant(refuses), "cudnn": FakeVariant(oracles.softmax)}
+    libraries = {name: {"unavailable": {}} for name in ("torch", "cudnn")}
+    sweep.screen_on_device(session, targets, 4, 8, libraries)
+    assert list(targets) == ["cudnn"] and session.skipped == [("torch", "4x8")]
+    assert libraries["torch"]["unavailable"]["4x8"] == (
+        "failed on its first call (RuntimeError: BLOCK too large for the shape); not timed")
+    assert session.checks == []   # screening records no check
+
+
 def sweep_variants(parameters) -> list:
     """The declared variants at the sweep's own points, as run.py hands them to run_sweep."""
     return [v for v in fusion.CHAPTER.variants(parameters) if "sweep" in v.enters and "table" not in v.enters]

@@ -9,7 +9,7 @@ record the generator and seed instead of array hashes.
 """
 from __future__ import annotations
 
-from launchlab.chapters.fusion import dims, large, row
+from launchlab.chapters.fusion import dims, is_library, large, row
 from launchlab.chapters.fusion.targets import by_case, invocations, make_rows, screen_libraries
 from launchlab.measure.protocol import Measured
 from launchlab.model import oracles, workloads
@@ -89,12 +89,22 @@ def validate_on_device(session, invoked: dict, rows: int, cols: int, index: int,
 
 
 def screen_on_device(session, targets: dict, rows: int, cols: int, libraries: dict) -> None:
-    """A library that fails its oracle on device fixture 0 is recorded and dropped, never timed."""
+    """A library that raises on its first call (a compiler that refuses the shape) or fails its oracle on device
+    fixture 0 is recorded with the reason and dropped, never timed."""
     x = device_fixture(session.parameters.fixture_seed, 0, rows, cols)
-    references = {}
+    references, outputs = {}, {}
     stream = session.backend.stream
-    screen_libraries(session, targets, workloads.shape_name(rows, cols), libraries, lambda name, target: compare_on_device(
-        row(name).oracle, compute_on_device(target, x, stream), x, references))
+    case = workloads.shape_name(rows, cols)
+    for name in [n for n in targets if is_library(n)]:
+        try:
+            outputs[name] = compute_on_device(targets[name], x, stream)
+        except Exception as error:  # the library's own failure: its variants at the shape are skipped with it
+            reason = f"failed on its first call ({type(error).__name__}: {error}); not timed"
+            libraries[name]["unavailable"][case] = reason
+            session.skip_all(reason, name, case)
+            del targets[name]
+    screen_libraries(session, targets, case, libraries, lambda name, target: compare_on_device(
+        row(name).oracle, outputs[name], x, references))
 
 
 def run_sweep(session, context, libraries: dict, cold, setup: dict, variants) -> None:
