@@ -9,7 +9,7 @@ from __future__ import annotations
 from launchlab.chapters.fusion import (CALLS_PER_GRAPH, COPY_RATIO_TARGET, CUDNN_SPEEDUP_TARGET, L2_STATES, LIBRARIES,
                                        ROWS)
 from launchlab.chapters.fusion.page_figures import bandwidth_figure, bytes_figure, ratio_figure  # noqa: F401
-from launchlab.chapters.fusion.page_format import (DESIGN_LABELS, columns_of, fmt, graph_ratio, interval_text, label,
+from launchlab.chapters.fusion.page_format import (columns_of, design_label, fmt, graph_ratio, interval_text, label,
                                                    listing, plan_place, ratio_number, shape_label, summaries_of,
                                                    verdict_text)
 from launchlab.chapters.fusion.page_plane import (bandwidth_plane_figure, distribution_figure,  # noqa: F401
@@ -86,7 +86,7 @@ def _config_values(s: dict) -> dict:
     values = {}
     for shape, config in s["configs"].items():
         values[f"tier_{shape}"] = plan_place(config)
-        values[f"design_{shape}"] = DESIGN_LABELS[config["design"]]
+        values[f"design_{shape}"] = design_label(config["design"])
         values[f"block_{shape}"] = str(config.get("block") or config["defines"]["BLOCK"])
         values[f"module_{shape}"] = config["module"]
     values["fused_builds"] = str(len({c["module"] for c in s["configs"].values()}))

@@ -1,14 +1,12 @@
-"""Chapter 3's random plane on the page: its maps, distribution, bandwidth and model figures, its tables and its
-glued values, all read from the run's summaries ("plane", summary_plane.py). A run without a plane gets figures
-that say so and "n/a" values."""
+"""Chapter 3's random plane on the page: its maps, distribution, bandwidth and model figures, read from the run's
+summaries ("plane", summary_plane.py); its words, tables and interactive map are in page_plane_text.py. A run
+without a plane gets figures that say so."""
 from __future__ import annotations
 
 import math
 
 from launchlab.chapters.fusion import L2_STATES, LIBRARIES, label
-from launchlab.chapters.fusion.page_figures import plain_log_ticks
-from launchlab.chapters.fusion.page_format import (DESIGN_LABELS, fmt, interval_text, listing, page_table,
-                                                   ratio_number, shape_label, summaries_of, verdict_text)
+from launchlab.chapters.fusion.page_format import design_label, summaries_of
 from launchlab.chapters.fusion.plane import BANDWIDTH_COPY_US
 
 CMAP = "PuOr_r"                 # ColorBrewer's purple-orange: diverging and readable with every common colour blindness
@@ -101,7 +99,7 @@ def ratio_map(run, value_of, colour_label: str, what: str):
         bar = fig.colorbar(mappable, ax=axes[0, :].tolist(), shrink=0.9, pad=0.02)
         bar.set_label(colour_label)
     handles = [Line2D([], [], linestyle="none", marker=marker(d, designs), color="#777777", markersize=6,
-                      label=DESIGN_LABELS.get(d, d)) for d in designs]
+                      label=design_label(d)) for d in designs]
     handles += [Line2D([], [], linestyle="none", marker="o", markersize=10, markerfacecolor="none",
                        markeredgecolor="black", label="floor class")] if any(p["floor"] for p in points) else []
     if handles:
@@ -240,7 +238,7 @@ def model_figure(run):
         for design in dict.fromkeys(p["design"] for p in points):
             chosen = [p for p in points if p["design"] == design]
             ax.scatter([p["device_us"]["fused_plain"][l2] for p in chosen], [p["predicted_us"][l2] for p in chosen],
-                       s=18, marker=marker(design, designs), label=DESIGN_LABELS.get(design, design))
+                       s=18, marker=marker(design, designs), label=design_label(design))
         if points:
             ends = [min(min(p["predicted_us"][l2], p["device_us"]["fused_plain"][l2]) for p in points),
                     max(max(p["predicted_us"][l2], p["device_us"]["fused_plain"][l2]) for p in points)]

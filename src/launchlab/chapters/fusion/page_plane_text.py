@@ -7,8 +7,8 @@ import html
 import json
 import math
 
-from launchlab.chapters.fusion import L2_STATES, LIBRARIES, PLANE_TARGETS, label
-from launchlab.chapters.fusion.page_format import (DESIGN_LABELS, fmt, listing, page_table, ratio_number, shape_label,
+from launchlab.chapters.fusion import L2_STATES, LIBRARIES, label
+from launchlab.chapters.fusion.page_format import (design_label, fmt, listing, page_table, ratio_number, shape_label,
                                                    verdict_text)
 from launchlab.chapters.fusion.page_plane import best_library_ratio, copy_ratio, plane_of
 from launchlab.chapters.fusion.plane import BANDWIDTH_COPY_US, PLANE_SEED
@@ -100,12 +100,12 @@ def worst_points(plane: dict, l2: str, count: int = WORST_SHOWN) -> str:
     found = []
     for p in plane["points"]:
         if p["regime"].get(l2) == "bandwidth" and copy_ratio(p, l2) is not None:
-            found.append((copy_ratio(p, l2) - 1, f"{shape_label(p['shape'])} ({DESIGN_LABELS.get(p['design'], p['design'])}"
+            found.append((copy_ratio(p, l2) - 1, f"{shape_label(p['shape'])} ({design_label(p['design'])}"
                           f", {ratio_number(copy_ratio(p, l2))}× the copy's {fmt(p['ceiling'][l2]['us'])} µs"
                           + (f"; floor class: {p['floor']}" if p["floor"] else "") + ")"))
         elif l2 in p["minus_copy_us"]:
             found.append((p["minus_copy_us"][l2] / BANDWIDTH_COPY_US,
-                          f"{shape_label(p['shape'])} ({DESIGN_LABELS.get(p['design'], p['design'])}, "
+                          f"{shape_label(p['shape'])} ({design_label(p['design'])}, "
                           f"{fmt(p['minus_copy_us'][l2])} µs over the copy's {fmt(p['ceiling'][l2]['us'])} µs)"))
     found.sort(key=lambda item: -item[0])
     return listing([text for _, text in found[:count]])
@@ -118,7 +118,7 @@ def plane_values(run) -> dict:
               "plane_seed": str(run.record.parameters.get("plane_seed", PLANE_SEED)),
               "plane_floor_points": str(sum(1 for p in plane["points"] if p["floor"])),
               "plane_bandwidth_us": f"{BANDWIDTH_COPY_US:g}",
-              "plane_designs": listing([f"{DESIGN_LABELS.get(d, d)} ({n})" for d, n in _design_counts(plane).items()])}
+              "plane_designs": listing([f"{design_label(d)} ({n})" for d, n in _design_counts(plane).items()])}
     for l2 in L2_STATES:
         values.update(summary_values(plane, l2))
         values[f"plane_targets_{l2}"], values[f"plane_missed_{l2}"] = target_sentences(plane, l2)
@@ -221,7 +221,7 @@ def map_points(run) -> list[dict]:
         entry = {"shape": p["shape"], "rows": p["rows"], "cols": p["cols"], "design": p["design"], "l2": {}}
         for l2 in L2_STATES:
             plain, rms, library = copy_ratio(p, l2), copy_ratio(p, l2, "fused_rms_over_copy"), best_library_ratio(p, l2)
-            text = (f"{shape_label(p['shape'])} · {DESIGN_LABELS.get(p['design'], p['design'])} · {l2} L2\n"
+            text = (f"{shape_label(p['shape'])} · {design_label(p['design'])} · {l2} L2\n"
                     f"fused plain ÷ copy {'n/a' if plain is None else ratio_number(plain)}, fused RMS ÷ copy "
                     f"{'n/a' if rms is None else ratio_number(rms)}, fused plain ÷ best library "
                     f"{'n/a' if library is None else ratio_number(library)}")
