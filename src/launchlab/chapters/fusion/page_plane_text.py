@@ -3,8 +3,6 @@ table of the data page (with its CSV of raw numbers), and the interactive map (a
 their figures as hover titles, enhanced by book/_static/planemap.js where scripts run)."""
 from __future__ import annotations
 
-import html
-import json
 import math
 
 from launchlab.chapters.fusion import L2_STATES, LIBRARIES, label
@@ -193,15 +191,8 @@ def plane_table(run):
 
 
 # ---------------------------------------------------------------- the interactive map
-MAP_WIDTH, MAP_HEIGHT, MARGIN = 720, 380, 48
-
-
-def _position(value: float, low: float, high: float, size: float) -> float:
-    return MARGIN + (math.log10(value) - low) / max(high - low, 1e-9) * (size - 2 * MARGIN)
-
-
 def _colour(ratio: float | None) -> str:
-    """The map's colour of a ratio (PuOr reversed, as the static map), by matplotlib."""
+    """The map's colour of a ratio (the static map's colour map), on a log scale saturating at RATIO_SPAN's end."""
     from matplotlib import colormaps
     from matplotlib.colors import to_hex
 
@@ -209,8 +200,7 @@ def _colour(ratio: float | None) -> str:
 
     if ratio is None:
         return "#cccccc"
-    span = RATIO_SPAN[1]
-    scaled = 0.5 + 0.5 * max(-1.0, min(1.0, math.log(ratio) / math.log(span)))
+    scaled = 0.5 + 0.5 * max(-1.0, min(1.0, math.log(ratio) / math.log(RATIO_SPAN[1])))
     return to_hex(colormaps[CMAP](scaled))
 
 
@@ -218,60 +208,28 @@ def map_points(run) -> list[dict]:
     """What the interactive map shows per point and L2 state: position, colour and the hover text."""
     found = []
     for p in plane_of(run)["points"]:
-        entry = {"shape": p["shape"], "rows": p["rows"], "cols": p["cols"], "design": p["design"], "l2": {}}
+        states = {}
         for l2 in L2_STATES:
             plain, rms, library = copy_ratio(p, l2), copy_ratio(p, l2, "fused_rms_over_copy"), best_library_ratio(p, l2)
             text = (f"{shape_label(p['shape'])} · {design_label(p['design'])} · {l2} L2\n"
                     f"fused plain ÷ copy {'n/a' if plain is None else ratio_number(plain)}, fused RMS ÷ copy "
                     f"{'n/a' if rms is None else ratio_number(rms)}, fused plain ÷ best library "
                     f"{'n/a' if library is None else ratio_number(library)}")
-            entry["l2"][l2] = {"colour": _colour(plain), "text": text}
-        found.append(entry)
+            states[f"{l2} L2"] = {"colour": _colour(plain), "text": text}
+        found.append({"x": p["cols"], "y": p["rows"], "states": states})
     return found
 
 
-def script_path() -> str:
-    """planemap.js relative to the page being executed (the book's _static folder), "_static/planemap.js" outside
-    the book."""
-    from launchlab.present import tables
+def interactive_map(run, script: str | None = None) -> str:
+    """The plane as a hover map (present/hovermap.py): log row length across, log rows up, one circle per point
+    coloured by fused plain ÷ copy, warm and cold L2 switched by book/_static/planemap.js. The static map is the
+    fallback."""
+    from launchlab.present import hovermap
 
-    try:
-        return f"{tables.static_dir()[1]}/planemap.js"
-    except FileNotFoundError:
-        return "_static/planemap.js"
-
-
-def interactive_map(run, script: str | None = None):
-    """An HTML block: the plane as an SVG (log row length across, log rows up), one circle per point coloured by fused
-    plain ÷ copy, its figures in a <title> each (a hover tooltip in every browser); `script` adds a warm/cold switch
-    and a tooltip box where scripts run. The static map above it is the fallback."""
     points = map_points(run)
     if not points:
         return "<p>No plane in this run.</p>"
-    xs, ys = [math.log10(p["cols"]) for p in points], [math.log10(p["rows"]) for p in points]
-    x0, x1, y0, y1 = min(xs) - 0.1, max(xs) + 0.1, min(ys) - 0.1, max(ys) + 0.1
-    circles = []
-    for p in points:
-        x = _position(p["cols"], x0, x1, MAP_WIDTH)
-        y = MAP_HEIGHT - _position(p["rows"], y0, y1, MAP_HEIGHT)
-        warm = p["l2"]["warm"]
-        data = html.escape(json.dumps({l2: v for l2, v in p["l2"].items()}), quote=True)
-        circles.append(f'<circle cx="{x:.1f}" cy="{y:.1f}" r="6" fill="{warm["colour"]}" stroke="#333" '
-                       f'stroke-width="0.6" data-plane="{data}"><title>{html.escape(warm["text"])}</title></circle>')
-    axes = (f'<line x1="{MARGIN}" y1="{MAP_HEIGHT - MARGIN}" x2="{MAP_WIDTH - MARGIN}" y2="{MAP_HEIGHT - MARGIN}" '
-            f'stroke="#555"/><line x1="{MARGIN}" y1="{MARGIN}" x2="{MARGIN}" y2="{MAP_HEIGHT - MARGIN}" stroke="#555"/>'
-            f'<text x="{MAP_WIDTH / 2}" y="{MAP_HEIGHT - 8}" text-anchor="middle" font-size="13">row length (floats, '
-            f'log scale)</text><text x="14" y="{MAP_HEIGHT / 2}" text-anchor="middle" font-size="13" '
-            f'transform="rotate(-90 14 {MAP_HEIGHT / 2})">rows (log scale)</text>')
-    ticks = "".join(
-        f'<text x="{_position(10 ** k, x0, x1, MAP_WIDTH):.1f}" y="{MAP_HEIGHT - MARGIN + 16}" text-anchor="middle" '
-        f'font-size="11">{10 ** k:,}</text>' for k in range(math.ceil(x0), math.floor(x1) + 1))
-    ticks += "".join(
-        f'<text x="{MARGIN - 6}" y="{MAP_HEIGHT - _position(10 ** k, y0, y1, MAP_HEIGHT) + 4:.1f}" text-anchor="end" '
-        f'font-size="11">{10 ** k:,}</text>' for k in range(math.ceil(y0), math.floor(y1) + 1))
-    return (f'<div class="ll-planemap"><p class="ll-planemap-switch">Showing <strong data-plane-l2>warm</strong> L2. '
-            f'Hover over a point for its shape, design and ratios. Colour: fused plain ÷ copy ceiling, purple below 1, '
-            f'white at 1, orange above (log scale, saturating at 4× either way).</p>'
-            f'<svg role="img" aria-label="Interactive map of fused plain over copy on the plane" viewBox="0 0 '
-            f'{MAP_WIDTH} {MAP_HEIGHT}" width="100%" style="max-width:{MAP_WIDTH}px">{axes}{ticks}{"".join(circles)}'
-            f'</svg></div><script src="{script or script_path()}"></script>')
+    return hovermap.html(points, "row length (floats, log scale)", "rows (log scale)",
+                         tuple(f"{l2} L2" for l2 in L2_STATES), intro="Hover over a point for its shape, design and ratios. Colour: fused plain ÷ copy "
+                               "ceiling, purple below 1, white at 1, orange above (log scale, saturating at 4× either "
+                               "way).", label="Interactive map of fused plain over copy on the plane", script=script)
