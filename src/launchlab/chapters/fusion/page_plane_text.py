@@ -67,7 +67,7 @@ def target_sentences(plane: dict, l2: str) -> tuple[str, str]:
     """(how many declared plane targets this run met in one L2 state, the missed ones with their figures)."""
     rows = [t for t in plane.get("targets", []) if t["l2"] == l2]
     measured = [t for t in rows if t["met"] is not None]
-    missed = [f"{target_name(t)} {_measured(t)} against {t['sense']} {t['threshold']:g}" for t in measured if not t["met"]]
+    missed = [f"{target_name(t)} {_measured(t)} against {_threshold(t)}" for t in measured if not t["met"]]
     if not measured:
         return "no target could be measured", "none measured"
     return f"{len(measured) - len(missed)} of {len(measured)} measured targets met", "; ".join(missed) or "none"
@@ -85,11 +85,21 @@ def target_name(target: dict) -> str:
     return f"{words}, {STATISTIC_WORDS[target['statistic']]}"
 
 
+def _in_percent(target: dict) -> bool:
+    """A share of points and the model's error read as percentages."""
+    return target["key"].startswith("faster_than.") or target["key"] == "model"
+
+
+def _number(target: dict, value: float) -> str:
+    return f"{100 * value:.0f} %" if _in_percent(target) else f"{value:.2f}"
+
+
 def _measured(target: dict) -> str:
-    value = target["measured"]
-    text = f"{100 * value:.0f} %" if target["key"].startswith("faster_than.") or target["key"] == "model" else \
-        f"{value:.2f}"
-    return text + (f" (at {shape_label(target['shape'])})" if target.get("shape") else "")
+    return _number(target, target["measured"]) + (f" (at {shape_label(target['shape'])})" if target.get("shape") else "")
+
+
+def _threshold(target: dict) -> str:
+    return f"{target['sense']} {_number(target, target['threshold'])}"
 
 
 def worst_points(plane: dict, l2: str, count: int = WORST_SHOWN) -> str:
@@ -150,7 +160,7 @@ def plane_default_names() -> list[str]:
 # ---------------------------------------------------------------- tables
 def plane_targets_table(run):
     """The declared plane targets, warm and cold: threshold, this run's figure, where, verdict."""
-    rows = [{"target": target_name(t), "L2": t["l2"], "threshold": f"{t['sense']} {t['threshold']:g}",
+    rows = [{"target": target_name(t), "L2": t["l2"], "threshold": _threshold(t),
              "measured": "n/a" if t["measured"] is None else _measured(t), "verdict": verdict_text(t["met"]).replace(
                  "library absent", "not run")} for t in plane_of(run).get("targets", [])]
     rows = rows or [{"target": "this run has no random plane", "L2": "n/a"}]
