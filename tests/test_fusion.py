@@ -94,8 +94,9 @@ def test_variant_table_has_every_contender_submission_and_bytes_per_invocation()
     shapes = [workloads.shape_name(*s) for s in workloads.FUSION_SHAPES]
     assert fusion.Parameters().shapes.text() == ",".join(shapes)
     for shape in shapes:
-        for name in (row.name for row in fusion.ROWS):
+        for name in (row.name for row in fusion.ROWS if "table" in row.outputs):
             assert f"{name}.{shape}.stream" in table and f"{name}.{shape}.graph32" in table
+        assert f"copy4.{shape}.stream" not in table   # the copy kernel stands beside the copy in the sweep and plane only
         for name in ("row4", "fused_rms", "fused_plain"):
             assert f"{name}.{shape}.graph" in table
     rows, cols = 4096, 1024
@@ -103,12 +104,12 @@ def test_variant_table_has_every_contender_submission_and_bytes_per_invocation()
     assert table["copy.4096x1024.stream"].logical_bytes == 8 * rows * cols
     assert table["row4.4096x1024.stream"].bytes_read == 16 * rows * cols
     assert table["row4.4096x1024.graph32"].logical_bytes == 32 * 24 * rows * cols  # one replay = 32 calls
-    # the sweep: 4096 x 128 i for i = 2, 4, .., 98 (49 shapes, 3 of them fixed: 512, 1024, 4096) and 12 of
-    # 128 x N (one fixed: 65536), each with a graph<k> and a stream variant of the copy, both fused modes and the
-    # three libraries; never the row path
-    assert len(table) == 6 * (7 * 2 + 3) + (46 + 11) * 6 * 2
-    assert table["copy.4096x2560.graph2"].logical_bytes == 2 * 8 * 4096 * 2560   # 2^28 / 80 MiB: 3 -> 2 calls
-    assert table["fused_rms.4096x256.graph32"].logical_bytes == 32 * 8 * 4096 * 256
+    # the sweep: 12 of 128 x N (one fixed: 65536) and the plane's 96 points, each with a graph<k> and a stream variant
+    # of both copies, both fused modes and the three libraries; never the row path
+    assert len(table) == 6 * (7 * 2 + 3) + (11 + 96) * 7 * 2
+    swept = {str(spec.id): spec for spec in fusion.CHAPTER.variants(typed(sweep_4096="2:98:2", plane_points=0))}
+    assert swept["copy.4096x2560.graph2"].logical_bytes == 2 * 8 * 4096 * 2560   # 2^28 / 80 MiB: 3 -> 2 calls
+    assert swept["fused_rms.4096x256.graph32"].logical_bytes == 32 * 8 * 4096 * 256
     assert table["triton.128x262144.graph1"].bytes_written == 4 * 128 * 262144
     assert "cudnn.128x100003.stream" in table and "row4.4096x256.stream" not in table
     assert not any(key.startswith("row4.") and spec.id.case not in shapes for key, spec in table.items())
@@ -117,9 +118,9 @@ def test_variant_table_has_every_contender_submission_and_bytes_per_invocation()
 
 def test_libraries_follow_the_parameter_and_unknown_ones_are_refused():
     only_cudnn = typed(baselines="cudnn")
-    assert fusion.contenders(only_cudnn) == ["copy", "row4", "fused_rms", "fused_plain", "cudnn"]
+    assert fusion.contenders(only_cudnn) == ["copy", "copy4", "row4", "fused_rms", "fused_plain", "cudnn"]
     assert not any(spec.id.target in ("torch", "triton") for spec in fusion.CHAPTER.variants(only_cudnn))
-    assert fusion.contenders(typed(baselines="")) == ["copy", "row4", "fused_rms", "fused_plain"]
+    assert fusion.contenders(typed(baselines="")) == ["copy", "copy4", "row4", "fused_rms", "fused_plain"]
     with pytest.raises(ValueError, match="unknown baselines"):
         fusion.CHAPTER.variants(typed(baselines="cudnn,mkl"))
 
@@ -141,24 +142,27 @@ def test_sweep_grid_parses_both_series_with_the_fixed_shapes_on_them():
     assert grid == {"4096": [(4096, 256), (4096, 768), (4096, 1280)],
                     "128": [(128, 4096), (128, 65536), (128, 100003)]}  # a repeated N once, in the order given
     default = fusion.sweep_grid(fusion.Parameters())
-    assert [cols for _, cols in default["4096"]] == list(range(256, 12544 + 1, 256))  # 128 i, i = 2, 4, .., 98
+    assert default["4096"] == []                     # the random plane took the 4096-row series' place
+    assert [cols for _, cols in fusion.sweep_grid(typed(sweep_4096="2:98:2"))["4096"]] == list(range(256, 12544 + 1, 256))
     assert [cols for _, cols in default["128"]] == [4096, 5000, 8192, 12345, 16384, 32768, 50000, 65536, 100003,
                                                     131072, 200000, 262144]
-    assert (4096, 4096) in default["4096"] and (128, 65536) in default["128"]  # fixed shapes stay on the grid
+    assert (128, 65536) in default["128"]  # fixed shapes stay on the grid
     assert fusion.sweep_grid(typed(sweep_4096="3:3:1", sweep_128=" 7 ")) == {"4096": [(4096, 384)],
                                                                                  "128": [(128, 7)]}
     assert fusion.sweep_grid(typed(sweep_4096="", sweep_128=" ")) == {"4096": [], "128": []}
 
 
 def test_sweep_shapes_leave_out_the_fixed_shapes_and_all_shapes_put_those_first():
-    given = typed(shapes="4096x1024,128x65536", sweep_4096="6:10:2", sweep_128="65536,4096,4096")
+    given = typed(shapes="4096x1024,128x65536", sweep_4096="6:10:2", sweep_128="65536,4096,4096", plane_points=0)
     assert fusion.sweep_shapes(given) == [(4096, 768), (4096, 1280), (128, 4096)]
     assert fusion.all_shapes(given) == [(4096, 1024), (128, 65536), (4096, 768), (4096, 1280), (128, 4096)]
     assert fusion.device_submission(given, 4096, 1024) == fusion.DEVICE == "graph32"  # fixed: graph32
     assert fusion.device_submission(given, 4096, 768) == "graph8"
     assert fusion.device_submission(given, 4096, 1280) == "graph4"
     assert fusion.sweep_shapes(typed(sweep_4096="", sweep_128="")) == []
-    assert fusion.all_shapes(typed(sweep_4096="", sweep_128="")) == list(workloads.FUSION_SHAPES)
+    assert fusion.all_shapes(typed(sweep_4096="", sweep_128="", plane_points=0)) == list(workloads.FUSION_SHAPES)
+    with_plane = typed(sweep_4096="", sweep_128="", plane_points=2)
+    assert fusion.all_shapes(with_plane) == list(workloads.FUSION_SHAPES) + fusion.plane_shapes(with_plane)
 
 
 @pytest.mark.parametrize("field, text, message", [
@@ -192,14 +196,15 @@ def test_sweep_calls_are_powers_of_two_from_1_to_32():
 
 
 def test_sweep_contenders_are_the_copy_the_fused_modes_and_the_libraries():
-    assert fusion.sweep_contenders(fusion.Parameters()) == ["copy", "fused_rms", "fused_plain", "cudnn", "torch", "triton"]
-    assert fusion.sweep_contenders(typed(baselines="")) == ["copy", "fused_rms", "fused_plain"]
+    assert fusion.sweep_contenders(fusion.Parameters()) == ["copy", "copy4", "fused_rms", "fused_plain", "cudnn", "torch",
+                                                            "triton"]
+    assert fusion.sweep_contenders(typed(baselines="")) == ["copy", "copy4", "fused_rms", "fused_plain"]
 
 
 # ---------------------------------------------------------------- the fused plans (launch policy per shape)
 def test_fused_plans_follow_the_declared_policy_at_fixed_and_swept_shapes():
     plans = fusion.fused_plans(typed(shapes="4096x128,4096x4096,128x65536", sweep_4096="",
-                                          sweep_128="131072,1000003"), H200)
+                                          sweep_128="131072,1000003", plane_points=0), H200)
     assert list(plans) == ["4096x128", "4096x4096", "128x65536", "128x131072", "128x1000003"]
     assert {shape: plan["design"] for shape, plan in plans.items()} == {
         "4096x128": "narrow", "4096x4096": "row", "128x65536": "row", "128x131072": "cluster", "128x1000003": "split"}
@@ -218,7 +223,7 @@ def test_the_accepted_run_was_planned_by_the_declared_policy():
     """The accepted chapter 3 run: its plans are what the code declares for its parameters and device, every plan's
     module was built, and its summaries and headline recompute exactly from its raw files."""
     run = open_run(evidence.accepted_run("fusion"))
-    parameters = fusion.CHAPTER.parameters_of(run.record)
+    parameters = summary.parameters_of(run.record)
     plans = run.record.details["fused_plans"]
     assert plans == fusion.fused_plans(parameters, run.record.device)
     assert {plan["module"] for plan in plans.values()} <= {p.name for p in (run.path / "builds").iterdir()}
@@ -426,8 +431,9 @@ def test_ncu_csv_is_parsed_with_units():
 
 def test_ncu_dram_bytes_are_attributed_by_the_markers():
     rows = parse_ncu_csv(NCU_CSV)
-    order = fusion.rows_entering("profile")
-    assert tuple(order) == profile.ORDER_BEFORE_RECORDED == ("copy", "row4", "fused_rms", "fused_plain", "cudnn")
+    order = profile.ORDER_BEFORE_RECORDED
+    assert order == ("copy", "row4", "fused_rms", "fused_plain", "cudnn")   # the rows a run before the copy kernel had
+    assert fusion.rows_entering("profile") == ["copy", "copy4", "row4", "fused_rms", "fused_plain", "cudnn"]
     by_variant = ncu.dram_by_marker(rows, order)
     assert list(by_variant) == ["copy", "row4", "fused_rms", "cudnn"]  # fused plain launched nothing: left out
     assert by_variant["copy"] == {"read_bytes": 67108864, "write_bytes": 67108864, "kernels": 1}  # not the fixture's
@@ -477,13 +483,13 @@ def test_ncu_runs_the_chapter_child_with_the_plan_and_the_rows(monkeypatch, tmp_
 # ---------------------------------------------------------------- a synthetic run of every declared variant
 # Device time per call (µs) at 4096x4096; other shapes scale by their elements. torch is declared but absent
 # (but in `every_library_run`).
-DEVICE_US = {"copy": 30.0, "row4": 100.0, "fused_rms": 33.0, "fused_plain": 32.0, "cudnn": 48.0, "triton": 36.0,
+DEVICE_US = {"copy": 30.0, "copy4": 29.0, "row4": 100.0, "fused_rms": 33.0, "fused_plain": 32.0, "cudnn": 48.0, "triton": 36.0,
              "torch": 40.0}  # torch: in the run with every library
 HOST_US = {"row4": 16.0}  # host enqueue per stream call; 4 µs for the others
 ABSENT = "torch"
 # The chapter's fixed shapes with a small sweep (sweep-only points 4096x256, 4096x768, 128x4096 and 128x262144;
 # 4096x512, 4096x1024 and 128x65536 are fixed shapes on its grid).
-SYNTHETIC_PARAMETERS = typed(sweep_4096="2:8:2", sweep_128="4096,65536,262144")
+SYNTHETIC_PARAMETERS = typed(sweep_4096="2:8:2", sweep_128="4096,65536,262144", plane_points=8)
 SANITIZER_CHECKS = 44
 
 
@@ -635,7 +641,7 @@ def test_the_sweep_holds_its_points_with_the_fixed_shapes_standing_in(synthetic_
     assert [(p["shape"], p["design"], p["calls_per_replay"]) for p in sweep["128"]] == [
         ("128x4096", "row", 32), ("128x65536", "row", 32), ("128x262144", "cluster", 1)]
     point = sweep["128"][2]
-    assert sorted(point["device_us"]) == ["copy", "cudnn", "fused_plain", "fused_rms", "triton"]  # torch absent
+    assert sorted(point["device_us"]) == ["copy", "copy4", "cudnn", "fused_plain", "fused_rms", "triton"]  # torch absent
     assert point["device_us"]["fused_rms"]["warm"] == pytest.approx(33.0 * 2 * 1.02)  # 2 x 4096^2 elements
     assert point["device_us"]["fused_rms"]["cold"] == pytest.approx(1.5 * 33.0 * 2 * 1.02)
     assert point["ratios"]["triton_over_fused_plain"]["warm"]["median"] == pytest.approx(36 / 32)
@@ -656,7 +662,7 @@ def test_the_sweep_holds_its_points_with_the_fixed_shapes_standing_in(synthetic_
 
 # ---------------------------------------------------------------- the sweep's summary on hand-set timings
 SWEEP_PARAMETERS = typed(shapes="4096x1024,128x65536", baselines="cudnn", sweep_4096="4:10:2",
-                                     sweep_128="4096,65536,131072")
+                                     sweep_128="4096,65536,131072", plane_points=0)
 # Per point, warm L2: (fused plain / copy, fused RMS / fused plain, cuDNN / fused plain); the copy takes 10 µs a call.
 # Cold L2 every time doubles, except fused plain at 4096x512 (1.3 times the copy's, fused RMS and cuDNN unchanged)
 # and cuDNN at 4096x1280 (1.1 times fused plain's).
@@ -667,7 +673,8 @@ SWEEP_TIMES = {"4096x512": (1.22, 1.02, 2.0), "4096x768": (1.20, 1.05, 2.0), "40
 
 def sweep_warm_us(name: str, shape: str) -> float:
     plain, rho, cudnn = SWEEP_TIMES[shape]
-    return 10.0 * {"copy": 1.0, "fused_plain": plain, "fused_rms": plain * rho, "cudnn": plain * cudnn, "row4": 3.0}[name]
+    return 10.0 * {"copy": 1.0, "copy4": 1.0, "fused_plain": plain, "fused_rms": plain * rho, "cudnn": plain * cudnn,
+                   "row4": 3.0}[name]
 
 
 def sweep_cold_us(name: str, shape: str) -> float:
@@ -696,7 +703,7 @@ def test_sweep_points_on_hand_set_timings(hand_sweep):
         "4096x512": 16, "4096x768": 8, "4096x1024": 32, "4096x1280": 4, "128x4096": 32, "128x65536": 32,
         "128x131072": 2}
     point = points["4096x768"]
-    assert set(point["device_us"]) == {"copy", "fused_rms", "fused_plain", "cudnn"}  # never the row path
+    assert set(point["device_us"]) == {"copy", "copy4", "fused_rms", "fused_plain", "cudnn"}  # never the row path
     assert point["device_us"]["copy"] == {"warm": pytest.approx(10.2), "cold": pytest.approx(20.4)}  # wobble 1.02
     assert point["device_us"]["fused_rms"]["warm"] == pytest.approx(10.2 * 1.2 * 1.05)
     assert point["gbs"]["copy"]["warm"] == pytest.approx(8 * 4096 * 768 / 10.2e3)
@@ -774,7 +781,7 @@ def test_sweep_headline_keys_on_hand_set_timings(hand_sweep):
 
 
 def test_an_empty_sweep_summarises_to_nothing():
-    parameters = typed(shapes="4096x1024", baselines="", sweep_4096="", sweep_128="")
+    parameters = typed(shapes="4096x1024", baselines="", sweep_4096="", sweep_128="", plane_points=0)
     samples = synthetic_samples(parameters, sweep_warm_us, sweep_cold_us)
     sweep = summary.summarize_sweep(by_variant(samples), stats.summarize(samples), parameters,
                                     fusion.fused_plans(parameters, H200))
@@ -822,7 +829,9 @@ def test_tables_figures_and_page_values_render(synthetic_run):
     assert values["torch_4096x4096_warm_us"] == "n/a" and "torch" in values["libraries_absent"].lower()
     assert values["tier_128x65536"] == "streamed"
     assert values["tier_4096x128"] == "registers, 32 lanes" and values["design_4096x128"].startswith("narrow rows")
-    assert values["fused_builds"] == "8"  # narrow at 128, 256 and 512 floats, 4 of the row kernel, 1 cluster
+    # narrow at 128, 256 and 512 floats, 4 of the row kernel, 1 cluster; the plane's 8 points add narrow with 2, 4 and
+    # 8 lanes, the row kernel of 128 threads and the split design
+    assert values["fused_builds"] == "13"
     assert values["dram_4096x4096_status"] == "read by Nsight Compute"
     assert values["dram_128x65536_status"].startswith("not read: ncu exited with status 1")
     assert values["dram_fused_plain_4096x4096_ratio"] == "n/a"
@@ -1016,7 +1025,7 @@ def fake_gpu_modules(monkeypatch, broken_library="triton") -> dict:
     import types
 
     import launchlab.gpu
-    from launchlab.chapters.fusion import sweep
+    from launchlab.chapters.fusion import copy_kernel, sweep
     from launchlab.gpu import sanitizer
 
     asked = {"designs": [], "ncu": [], "sanitizer": []}
@@ -1095,6 +1104,7 @@ def fake_gpu_modules(monkeypatch, broken_library="triton") -> dict:
     monkeypatch.setattr(fusion, "baselines", baselines, raising=False)
     monkeypatch.setitem(sys.modules, "cupy", numpy_as_cupy())
     monkeypatch.setattr(sweep, "device_fixture", workloads.rms_softmax_fixture)
+    monkeypatch.setattr(copy_kernel, "make", lambda built, x: FakeTarget(x, lambda v: v.copy(), 8, "copy4"))
 
     def dram_bytes(rows, cols, plan, names):
         asked["ncu"].append((rows, cols, plan, list(names)))
@@ -1157,9 +1167,18 @@ def fake_session(writer, parameters):
     return session
 
 
-# Small fixed shapes (a narrow design and the row kernel), a profile at one of them and two sweep points of 128 rows.
+# Small fixed shapes (a narrow design and the row kernel), a profile at one of them, two sweep points of 128 rows and
+# a plane of FAKE_PLANE_POINTS points drawn below FAKE_PLANE_BYTES (small_plane).
 FAKE_RUN = {"shapes": "64x128,16x1001", "profile_shapes": "64x128", "sweep_4096": "", "sweep_128": "7,100",
-            "sanitizer_tools": "memcheck"}
+            "sanitizer_tools": "memcheck", "plane_points": 3}
+FAKE_PLANE_BYTES = 64 << 10
+
+
+def small_plane(monkeypatch, most_bytes: int = FAKE_PLANE_BYTES) -> None:
+    """The plane's draws kept below `most_bytes` a matrix, so that the fakes' host arrays stay small."""
+    from launchlab.chapters.fusion import plane
+
+    monkeypatch.setattr(plane, "PLANE_MAX_BYTES", most_bytes)
 
 
 def run_on_fakes(tmp_path, monkeypatch):
@@ -1167,6 +1186,7 @@ def run_on_fakes(tmp_path, monkeypatch):
     from launchlab.chapters.fusion import run as chapter_run
 
     asked = fake_gpu_modules(monkeypatch)
+    small_plane(monkeypatch)
     writer = evidence.RunWriter("20990101T000000Z-fake", tmp_path)
     session = fake_session(writer, typed(**FAKE_RUN))
     chapter_run.run(session)
@@ -1191,28 +1211,35 @@ def test_run_py_end_to_end_on_fake_gpu_modules(tmp_path, monkeypatch):
     details = session.record.details
     plans = details["fused_plans"]
     assert plans == fusion.fused_plans(parameters, session.record.device)
-    assert {shape: plan["design"] for shape, plan in plans.items()} == {
+    drawn = fusion.plane_shapes(parameters)
+    assert len(drawn) == 3 and all(4 * r * c <= FAKE_PLANE_BYTES for r, c in drawn)
+    assert {shape: plan["design"] for shape, plan in plans.items() if shape in ("64x128", "16x1001", "128x7", "128x100")} == {
         "64x128": "narrow", "16x1001": "row", "128x7": "narrow", "128x100": "narrow"}
-    assert set(session.builds) == {"row_softmax", "instruments"} | {plan["module"] for plan in plans.values()}
+    assert set(plans) == {"64x128", "16x1001", "128x7", "128x100"} | {workloads.shape_name(*s) for s in drawn}
+    assert set(session.builds) == {"row_softmax", "copy_vec4", "instruments"} | {plan["module"] for plan in plans.values()}
     assert {(design, rows, cols, mode) for design, rows, cols, mode, _ in asked["designs"]} == {
-        (design, rows, cols, mode) for rows, cols in ((64, 128), (128, 7), (128, 100)) for mode in ("rms", "plain")
-        for design in ("narrow",)}   # the row kernel (FusedRow) serves 16x1001
-    assert asked["ncu"] == [(64, 128, plans["64x128"], ["copy", "row4", "fused_rms", "fused_plain", "cudnn"])]
+        (plans[workloads.shape_name(rows, cols)]["design"], rows, cols, mode)
+        for rows, cols in ((64, 128), (128, 7), (128, 100), *drawn) for mode in ("rms", "plain")
+        if plans[workloads.shape_name(rows, cols)]["design"] != "row"}   # the row kernel (FusedRow) serves the rest
+    assert asked["ncu"] == [(64, 128, plans["64x128"], ["copy", "copy4", "row4", "fused_rms", "fused_plain", "cudnn"])]
     assert asked["sanitizer"] == [("launchlab.chapters.fusion.sanitize", ("memcheck",))]
     assert json.loads((writer.path / "sanitizer/memcheck.json").read_text())["errors"] == 0
     assert details["sanitizer"]["tools"] == ["memcheck"] and details["sanitizer"]["clean"] is True
     assert summaries["sanitizer"]["memcheck"]["clean"] and "racecheck" not in summaries["sanitizer"]
     assert [p["shape"] for p in summaries["sweep"]["128"]] == ["128x7", "128x100"] and summaries["sweep"]["4096"] == []
     assert "PyTorch cannot be imported" in details["baselines"]["torch"]["unavailable"]["64x128"]
-    assert set(details["baselines"]["triton"]["unavailable"]) == {"64x128", "16x1001", "128x7", "128x100"}
+    assert set(details["baselines"]["triton"]["unavailable"]) == set(plans)
     assert all(reason.startswith("failed the float64 softmax oracle before timing (")
                for reason in details["baselines"]["triton"]["unavailable"].values())
     assert session.record.environment["libraries"] == {"cudnn": "1.0", "triton": "1.0"}
     assert details["baselines"]["cudnn"]["setup"]["16x1001"] == {"call": "cudnn (fake)"}
     phases = {c["phase"] for c in session.checks}
     assert phases == {"before", "after"} and all(c["passed"] for c in session.checks)
-    assert {c["variant"] for c in session.checks if c.get("on_device")} == {
-        v for v in measured if VariantId.parse(v).case in ("128x7", "128x100")}
+    assert all(c.get("on_device") for c in session.checks)     # every fixture drawn and checked on the device
+    assert {c["variant"] for c in session.checks} == measured
+    assert details["plane_protocol"]["rounds"] == parameters.plane_rounds == fusion.PLANE_ROUNDS
+    assert [p["shape"] for p in summaries["plane"]["points"]] == [workloads.shape_name(*s) for s in drawn]
+    assert headline["plane.points"] == 3
     setup = json.loads((writer.path / "graphs/setup.json").read_text())
     assert setup["row4.64x128.graph32"]["nodes"] == 32 and setup["row4.64x128.graph"]["nodes"] == 1
     assert setup["copy.128x7.graph32"]["nodes"] == 32
@@ -1246,6 +1273,8 @@ def test_a_row_added_to_the_declaration_reaches_every_output(tmp_path, monkeypat
         assert set(summaries["ratios"]["graph"]["fused_plain_again_over_copy"][shape]) == {"warm", "cold"}
         assert set(summaries["ratios"]["submission"]["fused_plain_again_stream_over_graph"][shape]) == {"warm", "cold"}
     for point in summaries["sweep"]["128"]:
+        assert set(point["device_us"]["fused_plain_again"]) == {"warm", "cold"}
+    for point in summaries["plane"]["points"]:                                                    # the plane
         assert set(point["device_us"]["fused_plain_again"]) == {"warm", "cold"}
     run = open_run(writer.path, require_sealed=False)
     for table in (page.device_table, page.copy_ratio_table, page.submission_table, page.host_table, page.pacing_table):

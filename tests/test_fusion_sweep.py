@@ -55,21 +55,22 @@ def test_a_bad_grid_string_is_a_value_error_naming_the_text(field, text, message
 
 
 def test_sweep_shapes_are_the_grid_once_without_the_fixed_shapes_and_all_shapes_put_the_fixed_first():
-    parameters = fusion.Parameters()
+    parameters = typed(sweep_4096="2:98:2")
     fixed = parameters.shapes
     grid = fusion.sweep_grid(parameters)
     swept = fusion.sweep_shapes(parameters)
     assert len(swept) == len(set(swept)) == 46 + 11       # 49 - 3 and 12 - 1 fixed shapes on the grid
     assert not set(swept) & set(fixed)
     assert set(swept) | set(fixed) == set(grid["4096"] + grid["128"]) | set(fixed)
-    assert fusion.all_shapes(parameters) == list(fixed) + swept
+    assert fusion.all_shapes(parameters) == list(fixed) + swept + fusion.plane_shapes(parameters)
+    assert len(fusion.sweep_shapes(fusion.Parameters())) == 11   # by default the 128-row slice alone
 
 
 def test_sweep_calls_are_a_power_of_two_from_1_to_32_moving_about_256_mib():
     budget = fusion.SWEEP_BYTES_PER_REPLAY
     assert budget == 256 * MIB and fusion.SWEEP_MAX_CALLS == 32
     previous = fusion.SWEEP_MAX_CALLS
-    for rows, cols in sorted(fusion.sweep_grid(fusion.Parameters())["4096"]):  # growing rows: never more calls
+    for rows, cols in sorted(fusion.sweep_grid(typed(sweep_4096="2:98:2"))["4096"]):  # growing rows: never more calls
         calls, copy_bytes = fusion.sweep_calls(rows, cols), 8 * rows * cols
         assert calls in (1, 2, 4, 8, 16, 32) and calls <= previous
         if 1 < calls < fusion.SWEEP_MAX_CALLS:  # neither capped: within a factor 2 below the budget
@@ -91,9 +92,9 @@ def test_a_sweep_shape_is_timed_warm_from_a_graph_of_sweep_calls_and_cold_from_t
 
 
 @pytest.mark.parametrize("baselines, expected", [
-    ("cudnn,torch,triton", ["copy", "fused_rms", "fused_plain", "cudnn", "torch", "triton"]),
-    ("triton, cudnn", ["copy", "fused_rms", "fused_plain", "cudnn", "triton"]),   # the declared order
-    ("", ["copy", "fused_rms", "fused_plain"])])
+    ("cudnn,torch,triton", ["copy", "copy4", "fused_rms", "fused_plain", "cudnn", "torch", "triton"]),
+    ("triton, cudnn", ["copy", "copy4", "fused_rms", "fused_plain", "cudnn", "triton"]),   # the declared order
+    ("", ["copy", "copy4", "fused_rms", "fused_plain"])])
 def test_sweep_contenders_never_include_the_row_path(baselines, expected):
     assert fusion.sweep_contenders(typed(baselines=baselines)) == expected
 
@@ -211,9 +212,23 @@ def test_screen_on_device_drops_a_library_failing_the_oracle_and_says_why(fake_c
     assert session.skipped == [("triton", "4x8")]
 
 
+def test_screen_on_device_drops_a_library_that_raises_on_its_first_call(fake_cupy):
+    def refuses(x):
+        raise RuntimeError("BLOCK too large for the shape")
+
+    session = FakeSession(fusion.Parameters())
+    targets = {"torch": FakeVariant(refuses), "cudnn": FakeVariant(oracles.softmax)}
+    libraries = {name: {"unavailable": {}} for name in ("torch", "cudnn")}
+    sweep.screen_on_device(session, targets, 4, 8, libraries)
+    assert list(targets) == ["cudnn"] and session.skipped == [("torch", "4x8")]
+    assert libraries["torch"]["unavailable"]["4x8"] == (
+        "failed on its first call (RuntimeError: BLOCK too large for the shape); not timed")
+    assert session.checks == []   # screening records no check
+
+
 def sweep_variants(parameters) -> list:
     """The declared variants at the sweep's own points, as run.py hands them to run_sweep."""
-    return [v for v in fusion.CHAPTER.variants(parameters) if "table" not in v.enters]
+    return [v for v in fusion.CHAPTER.variants(parameters) if "sweep" in v.enters and "table" not in v.enters]
 
 
 def sweep_point_fakes(monkeypatch) -> list:

@@ -186,3 +186,33 @@ def test_library_captures_into_a_graph_of_many_calls_on_our_stream(stream, name)
     assert nodes is None or nodes % fusion.CALLS_PER_GRAPH == 0, nodes
     result = oracles.compare(replay.compute(x), oracles.softmax(x), oracles.SOFTMAX_TOLERANCE)
     assert result["passed"], f"seed {FRESH_SEED}, {name} graph: {result}"
+
+
+# ---------------------------------------------------------------- the float4 copy kernel (the copy ceiling's second side)
+@pytest.mark.parametrize("elements", [1, 3, 4, 5, 1023, 4 * 256 * 4, 4 * 256 * 4 + 7, 1_000_003])
+def test_copy_kernel_copies_every_length_bit_for_bit(stream, elements):
+    import cupy
+
+    from launchlab.chapters.fusion import copy_kernel
+    from launchlab.gpu import build
+    from launchlab.gpu.capture import GraphReplay
+
+    built = build.load_module(copy_kernel.FAMILY, copy_kernel.DEFINES)
+    x = np.random.default_rng(FRESH_SEED).standard_normal(elements).astype(np.float32)
+    target = copy_kernel.make(built, cupy.empty(elements, dtype=cupy.float32))
+    for how in (target, GraphReplay(target, stream)):
+        assert np.array_equal(how.compute(x).view(np.uint32), x.view(np.uint32)), (elements, FRESH_SEED)
+
+
+@pytest.mark.parametrize("offset", [1, 2, 3])
+def test_copy_kernel_copies_a_view_off_a_16_byte_boundary(offset):
+    import cupy
+
+    from launchlab.chapters.fusion import copy_kernel
+    from launchlab.gpu import build
+
+    built = build.load_module(copy_kernel.FAMILY, copy_kernel.DEFINES)
+    view = cupy.empty(5000, dtype=cupy.float32)[offset:offset + 4001]   # x starts 4 offset bytes off: the scalar path
+    x = np.random.default_rng(FRESH_SEED + offset).standard_normal(view.size).astype(np.float32)
+    target = copy_kernel.make(built, view)
+    assert np.array_equal(target.compute(x), x), (offset, FRESH_SEED)

@@ -15,13 +15,17 @@ Every contender is a `Row` of ROWS and runs on the same input matrix and the sam
   * `<row>.<shape>.graph`: a graph of ONE call (rows declaring it: the row path and the fused kernels): what
     capturing a single invocation changes against its stream launch, warm and cold.
 
-At the sweep's points (4096 rows x 128 i, 128 rows x N) the rows entering the sweep have a `graph<k>` variant
-(warm L2, k = sweep_calls) and a `stream` variant (cold L2).
+At the sweep's points (128 rows x N, and 4096 rows x 128 i where asked) the rows entering the sweep have a
+`graph<k>` variant (warm L2, k = sweep_calls) and a `stream` variant (cold L2); so do the rows entering the plane
+at each of its random points (plane.draw: `plane_points` shapes from `plane_seed`), timed with the frozen protocol
+cut to `plane_rounds` rounds. There the copy ceiling has two contenders, cudaMemcpyAsync and the float4 copy
+kernel (kernels/copy.cu); the summary takes the faster at each point and L2 state.
 
 Comparisons (ratios, bandwidth, targets) use the device-time figures: graph replays warm, stream cold.
 
 What a variant enters (OUTPUTS): `table` (the fixed-shape tables), `submission` (a one-call graph against its
-stream launch), `sweep` (the sweep's points, the fixed shapes on its grid standing in), `profile` (Nsight
+stream launch), `sweep` (the sweep's points, the fixed shapes on its grid standing in), `plane` (the random
+plane's points), `profile` (Nsight
 Compute's DRAM bytes of one call at a profile shape) and, for a row, `sanitizer` (compute-sanitizer over every
 fused design).
 """
@@ -32,6 +36,8 @@ import re
 
 from launchlab.chapters.declaration import Chapter, Counts, Names, Oracle, Requires, Row, Shapes, Variant
 from launchlab.measure.variant import VariantId
+from launchlab.chapters.fusion import plane
+from launchlab.chapters.fusion.plane import PLANE_MIN_POINTS, PLANE_SEED
 from launchlab.model import fused_policy, oracles, workloads
 
 CALLS_PER_GRAPH = 32                      # calls of a contender captured in one graph32 replay
@@ -41,9 +47,11 @@ ROW_KERNELS = ("row_rms", "row_max", "row_exp_sum", "row_scale")
 FUSED_KERNELS = ("fused_rms_softmax", "fused_softmax")
 LIBRARIES = ("cudnn", "torch", "triton")
 L2_STATES = ("warm", "cold")
-OUTPUTS = ("table", "submission", "sweep", "profile", "sanitizer")
+OUTPUTS = ("table", "submission", "sweep", "plane", "profile", "sanitizer")
 SWEEP_BYTES_PER_REPLAY = 1 << 28             # a sweep graph holds enough calls to move this many logical bytes ...
 SWEEP_MAX_CALLS = CALLS_PER_GRAPH            # ... up to this many calls (a power of two)
+PLANE_ROUNDS = 7                             # the plane's points: the frozen protocol with this many rounds
+COPIES = ("copy", "copy4")                   # the copy ceiling's contenders: the faster at a point and L2 state
 
 
 # ---------------------------------------------------------------- parameters
@@ -76,9 +84,17 @@ class Parameters:
     fixture_seed: int = 2026
     baselines: Names = Names.parse("cudnn,torch,triton")  # libraries to time where installed (skipped with a note where not)
     profile_shapes: Shapes = Shapes.parse("4096x4096,128x65536")  # Nsight Compute's DRAM bytes at these shapes
-    sweep_4096: Steps = Steps("2:98:2")  # 4096 rows x N = 128 i for i = first:last:step ("" for none)
+    sweep_4096: Steps = Steps("")  # 4096 rows x N = 128 i for i = first:last:step ("" for none: the plane covers it)
     sweep_128: Counts = Counts.parse("4096,5000,8192,12345,16384,32768,50000,65536,100003,131072,200000,262144")  # 128 rows x N
-    sanitizer_tools: Names = Names.parse("memcheck,racecheck")  # compute-sanitizer tools over every fused design
+    sanitizer_tools: Names = Names.parse("memcheck,racecheck,synccheck")  # compute-sanitizer tools over every fused design
+    plane_points: int = PLANE_MIN_POINTS  # random (rows, row length) points of the plane (plane.draw)
+    plane_seed: int = PLANE_SEED          # the plane's seed: fixed with the chapter, never retuned
+    plane_rounds: int = PLANE_ROUNDS      # rounds of the shorter protocol the plane's points are timed with
+
+    def __post_init__(self):
+        if self.plane_points < 0 or self.plane_rounds < 1:
+            raise ValueError(f"plane_points must be >= 0 and plane_rounds >= 1, not {self.plane_points} and "
+                             f"{self.plane_rounds}")
 
 
 # ---------------------------------------------------------------- rows: what makes each contender, its oracle and bytes
@@ -100,6 +116,12 @@ def make_copy(context, case: str):
     from launchlab.gpu.targets import DeviceCopy
 
     return DeviceCopy(context.input(case))
+
+
+def make_copy_kernel(context, case: str):
+    from launchlab.chapters.fusion import copy_kernel
+
+    return copy_kernel.make(context.modules[copy_kernel.MODULE], context.input(case))
 
 
 def make_row_path(context, case: str):
@@ -146,7 +168,9 @@ ONE_CALL_GRAPH = ("stream", "graph", DEVICE)
 # (fused_plan): the one-block-per-row kernel, or a design of kernels/softmax_designs.cu.
 ROWS = (
     Row("copy", "copy (cudaMemcpyAsync)", make_copy, EXACT, ("stream", DEVICE), per_element(4, 4),
-        l2=L2_STATES, outputs=frozenset({"table", "sweep", "profile"})),
+        l2=L2_STATES, outputs=frozenset({"table", "sweep", "plane", "profile"})),
+    Row("copy4", "copy (float4 kernel)", make_copy_kernel, EXACT, ("stream", DEVICE), per_element(4, 4), l2=L2_STATES,
+        outputs=frozenset({"sweep", "plane", "profile"})),
     Row("row4", "row path (4 kernels)", make_row_path, RMS_SOFTMAX, ONE_CALL_GRAPH,
         per_element(16, 8), l2=L2_STATES, outputs=frozenset({"table", "submission", "profile"})),  # x 3x, e 1x; e, y
     Row("fused_rms", "fused RMS", fused("rms"), RMS_SOFTMAX, ONE_CALL_GRAPH, per_element(4, 4), l2=L2_STATES,
@@ -154,11 +178,11 @@ ROWS = (
     Row("fused_plain", "fused plain", fused("plain"), SOFTMAX, ONE_CALL_GRAPH, per_element(4, 4), l2=L2_STATES,
         outputs=EVERY_OUTPUT),
     Row("cudnn", "cuDNN softmax", library("cudnn"), SOFTMAX, ("stream", DEVICE), per_element(4, 4), l2=L2_STATES,
-        outputs=frozenset({"table", "sweep", "profile"}), requires=Requires(library="cudnn")),
+        outputs=frozenset({"table", "sweep", "plane", "profile"}), requires=Requires(library="cudnn")),
     Row("torch", "torch.softmax", library("torch"), SOFTMAX, ("stream", DEVICE), per_element(4, 4), l2=L2_STATES,
-        outputs=frozenset({"table", "sweep"}), requires=Requires(library="torch")),
+        outputs=frozenset({"table", "sweep", "plane"}), requires=Requires(library="torch")),
     Row("triton", "Triton softmax", library("triton"), SOFTMAX, ("stream", DEVICE), per_element(4, 4), l2=L2_STATES,
-        outputs=frozenset({"table", "sweep"}), requires=Requires(library="triton")),
+        outputs=frozenset({"table", "sweep", "plane"}), requires=Requires(library="triton")),
 )
 
 
@@ -208,6 +232,18 @@ def sweep_shapes(parameters: Parameters) -> list[tuple[int, int]]:
     return [shape for shape in dict.fromkeys(grid["4096"] + grid["128"]) if shape not in fixed]
 
 
+def plane_shapes(parameters: Parameters) -> list[tuple[int, int]]:
+    """The plane's random points (plane.draw with the run's point count and seed). A point that is also a fixed
+    shape or a sweep shape would declare its variants twice: an error naming it (the plane's seed never changes,
+    so this fails at once or never)."""
+    drawn = plane.draw(parameters.plane_points, parameters.plane_seed) if parameters.plane_points else []
+    taken = set(parameters.shapes) | set(sweep_shapes(parameters))
+    clashing = [workloads.shape_name(*shape) for shape in drawn if shape in taken]
+    if clashing:
+        raise ValueError(f"plane points {', '.join(clashing)} are also fixed or sweep shapes; drop them from those")
+    return drawn
+
+
 def device_submission(parameters: Parameters, rows: int, cols: int) -> str:
     """The submission whose warm batches give a shape's warm device time: graph32 at a fixed shape, else the
     sweep's graph of sweep_calls(rows, cols) calls."""
@@ -215,8 +251,8 @@ def device_submission(parameters: Parameters, rows: int, cols: int) -> str:
 
 
 def all_shapes(parameters: Parameters) -> list[tuple[int, int]]:
-    """The fixed shapes, then the sweep's."""
-    return list(parameters.shapes) + sweep_shapes(parameters)
+    """The fixed shapes, then the sweep's, then the plane's."""
+    return list(parameters.shapes) + sweep_shapes(parameters) + plane_shapes(parameters)
 
 
 def sweep_calls(rows: int, cols: int) -> int:
@@ -240,8 +276,9 @@ def contenders(parameters: Parameters) -> list[str]:
     return [r.name for r in ROWS if r.requires.library is None or r.requires.library in wanted]
 
 
-def sweep_contenders(parameters: Parameters) -> list[str]:
-    return [name for name in contenders(parameters) if "sweep" in row(name).outputs]
+def sweep_contenders(parameters: Parameters, output: str = "sweep") -> list[str]:
+    """The requested rows entering the sweep (or the plane, with output="plane")."""
+    return [name for name in contenders(parameters) if output in row(name).outputs]
 
 
 def calls_per_invocation(variant) -> int:
@@ -273,19 +310,20 @@ def expand(parameters: Parameters) -> list[Variant]:
     cold, graph32 warm); at each sweep point a graph<k> variant (warm) and a stream variant (cold) per sweep row."""
     table = []
     for rows, cols in parameters.shapes:
-        for name in contenders(parameters):
+        for name in (n for n in contenders(parameters) if "table" in row(n).outputs):
             declared = row(name)
             for submission in declared.submissions:
                 vid = VariantId(name, workloads.shape_name(rows, cols), submission)
                 table.append(Variant(vid, declared, calls=calls_per_invocation(vid),
                                      outputs=fixed_outputs(declared, (rows, cols), submission, parameters),
                                      l2=("warm",) if calls_per_invocation(vid) > 1 else L2_STATES))
-    for rows, cols in sweep_shapes(parameters):
-        for name in sweep_contenders(parameters):
-            for submission, l2 in ((f"graph{sweep_calls(rows, cols)}", "warm"), ("stream", "cold")):
-                vid = VariantId(name, workloads.shape_name(rows, cols), submission)
-                table.append(Variant(vid, row(name), calls=calls_per_invocation(vid), outputs=frozenset({"sweep"}),
-                                     l2=(l2,)))
+    for output, shapes in (("sweep", sweep_shapes(parameters)), ("plane", plane_shapes(parameters))):
+        for rows, cols in shapes:
+            for name in sweep_contenders(parameters, output):
+                for submission, l2 in ((f"graph{sweep_calls(rows, cols)}", "warm"), ("stream", "cold")):
+                    vid = VariantId(name, workloads.shape_name(rows, cols), submission)
+                    table.append(Variant(vid, row(name), calls=calls_per_invocation(vid), outputs=frozenset({output}),
+                                         l2=(l2,)))
     return table
 
 
@@ -298,6 +336,20 @@ CUDNN_SPEEDUP_SHAPE = "4096x4096"                     # ... at this shape; fused
 # The sweep: each fused mode at most this many times the copy's device time at every sweep point with N >= 1024,
 # and below N = 1024; fused plain faster than every library at every point (issue targets, declared before the run).
 SWEEP_COPY_TARGETS = {"max_n_ge_1024": 1.10, "max_n_lt_1024": 1.25}
+# The random plane, warm and cold, over its random points (declared before its first run; benchmark figures in
+# headline.json, never asserted by tests): (statistic key in the plane summary, which value, at most / at least).
+# Bandwidth regime: fused ÷ copy; latency regime: fused plain − copy in µs; the floor class its own worst ratio;
+# libraries: the share of points where fused plain is faster (interval above 1) and the smallest library ÷ fused
+# plain; the model: its median error.
+PLANE_TARGETS = (
+    ("fused_plain_over_copy", "geomean", "at most", 1.05), ("fused_plain_over_copy", "p90", "at most", 1.10),
+    ("fused_plain_over_copy", "max", "at most", 1.25), ("fused_rms_over_copy", "geomean", "at most", 1.08),
+    ("fused_rms_over_copy", "max", "at most", 1.30), ("fused_plain_minus_copy_us", "median", "at most", 0.5),
+    ("fused_plain_minus_copy_us", "p90", "at most", 1.0), ("floor", "max", "at most", 1.35),
+    *((f"faster_than.{lib}", "share", "at least", 0.95) for lib in LIBRARIES),
+    *((f"worst_library_ratio.{lib}", "min", "at least", 0.95) for lib in LIBRARIES),
+    ("model", "median", "at most", 0.10),
+)
 
 # ---------------------------------------------------------------- the fused kernel's build policy per shape
 # Declared before any run. A row walks in 16-byte chunks; a block holds up to REG_CHUNKS chunks per

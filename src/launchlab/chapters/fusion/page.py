@@ -9,9 +9,13 @@ from __future__ import annotations
 from launchlab.chapters.fusion import (CALLS_PER_GRAPH, COPY_RATIO_TARGET, CUDNN_SPEEDUP_TARGET, L2_STATES, LIBRARIES,
                                        ROWS)
 from launchlab.chapters.fusion.page_figures import bandwidth_figure, bytes_figure, ratio_figure  # noqa: F401
-from launchlab.chapters.fusion.page_format import (DESIGN_LABELS, columns_of, fmt, graph_ratio, interval_text, label,
+from launchlab.chapters.fusion.page_format import (columns_of, design_label, fmt, graph_ratio, interval_text, label,
                                                    listing, plan_place, ratio_number, shape_label, summaries_of,
                                                    verdict_text)
+from launchlab.chapters.fusion.page_plane import (bandwidth_plane_figure, distribution_figure,  # noqa: F401
+                                                  library_map_figure, model_figure, plane_map_figure)
+from launchlab.chapters.fusion.page_plane_text import (interactive_map, plane_default_names,  # noqa: F401
+                                                       plane_table, plane_targets_table, plane_values)
 from launchlab.chapters.fusion.page_sweep import (rho_figure, sanitizer_table, sweep_figure,  # noqa: F401
                                                   sweep_targets_table, sweep_values)
 from launchlab.chapters.fusion.page_tables import (baseline_table, config_table, copy_ratio_table,  # noqa: F401
@@ -45,6 +49,7 @@ def page_values(run) -> dict:
     values.update(_library_values(s))
     values.update(finding_values(s))
     values.update(sweep_values(s))
+    values.update(plane_values(run))
     return _with_defaults(values, s)
 
 
@@ -81,7 +86,7 @@ def _config_values(s: dict) -> dict:
     values = {}
     for shape, config in s["configs"].items():
         values[f"tier_{shape}"] = plan_place(config)
-        values[f"design_{shape}"] = DESIGN_LABELS[config["design"]]
+        values[f"design_{shape}"] = design_label(config["design"])
         values[f"block_{shape}"] = str(config.get("block") or config["defines"]["BLOCK"])
         values[f"module_{shape}"] = config["module"]
     values["fused_builds"] = str(len({c["module"] for c in s["configs"].values()}))
@@ -271,7 +276,9 @@ def _library_values(s: dict) -> dict:
 
 
 def _with_defaults(values: dict, s: dict) -> dict:
-    """Every per-shape name the prose may use, "n/a" where this run has no value for it."""
+    """Every per-shape and plane name the prose may use, "n/a" where this run has no value for it."""
+    for name in plane_default_names():
+        values.setdefault(name, "n/a")
     shapes = list(dict.fromkeys([*s["shapes"], *(workloads.shape_name(*x) for x in workloads.FUSION_SHAPES)]))
     names = [declared.name for declared in ROWS]
     ratio_names = [f"{a}_over_copy" for a in names if a != "copy"] + ["row4_over_fused_rms", "fused_plain_over_fused_rms"]

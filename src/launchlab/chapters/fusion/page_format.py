@@ -76,6 +76,11 @@ DESIGN_LABELS = {"narrow": "narrow rows (part of a warp per row)", "row": "one b
                  "cluster": "a cluster of blocks per row", "split": "split rows over a cooperative grid"}
 
 
+def design_label(design: str) -> str:
+    """A design in words; a design this page does not describe yet by its own name."""
+    return DESIGN_LABELS.get(design, design)
+
+
 def plan_place(plan: dict) -> str:
     """Where a design keeps a row, in words."""
     defines = plan.get("defines", {})

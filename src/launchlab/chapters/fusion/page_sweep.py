@@ -116,7 +116,7 @@ def sweep_values(s: dict) -> dict:
     values = {**sweep_constant_values(), **sweep_point_values(s), **sweep_extreme_values(s), **few_rows_values(s)}
     for target in s["sweep"].get("targets", []):
         values["sweep_verdict_" + target["key"].replace(".", "_")] = sweep_verdict(target, s)
-    for tool in ("memcheck", "racecheck"):
+    for tool in ("memcheck", "racecheck", "synccheck"):
         values[f"sanitizer_{tool}"] = "not run"
     for tool, r in s.get("sanitizer", {}).items():
         values[f"sanitizer_{tool}"] = ("clean" if r["clean"] else f"{r['errors']} errors") + f" over {r['child_checks']} checks"

@@ -3,7 +3,7 @@ bandwidth, paired ratios, how the device time was obtained, DRAM bytes, targets 
 from __future__ import annotations
 
 from launchlab.chapters.fusion import CALLS_PER_GRAPH, DEVICE, L2_STATES, is_library, plan_kernels, submission_paths
-from launchlab.chapters.fusion.page_format import (DESIGN_LABELS, build_label, label, page_table, plan_place, ratio_cell,
+from launchlab.chapters.fusion.page_format import (build_label, design_label, label, page_table, plan_place, ratio_cell,
                                                    shape_label, summaries_of, verdict_text)
 from launchlab.chapters.fusion.summary import variant
 from launchlab.measure.variant import VariantId
@@ -47,7 +47,7 @@ def policy_table(run):
     for shape in s["shapes"]:
         rows_, cols = workloads.parse_shapes(shape)[0]
         by_design.setdefault((s["configs"][shape]["design"], rows_), []).append(cols)
-    table = [{"design": DESIGN_LABELS[design], "rows": rows_, "shortest row": min(cols), "longest row": max(cols),
+    table = [{"design": design_label(design), "rows": rows_, "shortest row": min(cols), "longest row": max(cols),
               "shapes in this run": len(set(cols))} for (design, rows_), cols in sorted(by_design.items(), key=lambda kv: (kv[0][1], min(kv[1])))]
     return page_table(table, "design", formats={"design": "text"},
                   units={"rows": "count", "shortest row": "floats", "longest row": "floats", "shapes in this run": "count"},

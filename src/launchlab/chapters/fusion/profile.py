@@ -33,15 +33,18 @@ def dram_bytes(rows: int, cols: int, plan: dict, names, timeout_s: int = 240) ->
 
 
 def launches(stream, rows: int, cols: int, plan: dict, names) -> dict:
-    """{row: one call}: the rows made as the run makes them, on one matrix of normal values; the copy as a kernel."""
+    """{row: one call}: the rows made as the run makes them, on one matrix of normal values; the copy as CuPy's
+    elementwise kernel (the float4 copy kernel is a row of its own)."""
     import cupy
 
     from launchlab.chapters import fusion
+    from launchlab.chapters.fusion import copy_kernel
     from launchlab.chapters.fusion.targets import Context, Unavailable
     from launchlab.gpu import build
 
     case = f"{rows}x{cols}"
-    modules = {"row_softmax": build.load_module("row_softmax"), plan["module"]: build.load_module(plan["family"], plan["defines"])}
+    modules = {"row_softmax": build.load_module("row_softmax"), plan["module"]: build.load_module(plan["family"], plan["defines"]),
+               copy_kernel.MODULE: build.load_module(copy_kernel.FAMILY, copy_kernel.DEFINES)}
     context = Context(stream, modules, {case: plan})
     x = context.input(case)
     x[...] = cupy.random.default_rng(1).standard_normal((rows, cols), dtype=cupy.float32)

@@ -1,23 +1,27 @@
-"""Chapter 3 on the GPU: build, make every declared row at each fixed shape on one input matrix, validate it,
-capture its graphs, time warm and cold through the protocol, validate again on the held-out fixture; then the
-sweep (sweep.py); then DRAM bytes with Nsight Compute (profile.py) and compute-sanitizer over every fused
-design, each in a separate process.
+"""Chapter 3 on the GPU: build, make every declared row at each fixed shape on one input matrix, validate it
+(fixtures drawn and checked on the device, sweep.py), capture its graphs, time warm and cold through the protocol,
+validate again on the held-out fixture; then the sweep and the random plane (sweep.py; the plane with its shorter
+protocol); then DRAM bytes with Nsight Compute (profile.py) and compute-sanitizer over every fused design, each in
+a separate process.
 
 Every variant comes from the declaration (CHAPTER.variants): what it enters (`table`, `sweep`) says where it
 is timed, its L2 states whether it is timed warm, cold or both, its row how it is made and checked."""
 from __future__ import annotations
 
-from launchlab.chapters.fusion import (CALLS_PER_GRAPH, CHAPTER, ROW_KERNELS, contenders, dims, fused_plan, fused_plans, large,
-                                       plan_kernels, requested_libraries, row, rows_entering)
-from launchlab.chapters.fusion.targets import Context, by_case, invocations, make_rows, screen_libraries
+import contextlib
+import dataclasses
+
+from launchlab.chapters.fusion import (CALLS_PER_GRAPH, CHAPTER, ROW_KERNELS, contenders, copy_kernel, dims, fused_plan,
+                                       fused_plans, large, plan_kernels, requested_libraries, rows_entering)
+from launchlab.chapters.fusion.targets import Context, by_case, invocations, make_rows
 from launchlab.measure.protocol import Measured
-from launchlab.model import oracles, workloads
+from launchlab.model import workloads
 
 
 def run(session) -> None:
     from launchlab.gpu.instruments import KERNELS as INSTRUMENT_KERNELS, ColdL2
 
-    from launchlab.chapters.fusion.sweep import run_sweep
+    from launchlab.chapters.fusion.sweep import run_sweep, validate_on_device
 
     parameters, identity = session.parameters, session.record.device
     declared = CHAPTER.variants(parameters)
@@ -46,15 +50,18 @@ def run(session) -> None:
     session.phase("timing")
 
     for case, invoked in fixed.items():
-        validate(session, invoked, case, workloads.HELD_OUT_FIXTURE, "after")
+        validate_on_device(session, invoked, *dims(case), workloads.HELD_OUT_FIXTURE, "after")
     session.require_passed("after timing")
     session.phase("validation after timing")
     del fixed
     context.inputs.clear()
 
-    run_sweep(session, context, libraries, cold, setup, [v for v in declared if "table" not in v.enters])
-    session.writer.write_json("graphs/setup.json", setup)
+    run_sweep(session, context, libraries, cold, setup, [v for v in declared if "sweep" in v.enters and "table" not in v.enters])
     session.phase("sweep")
+    with plane_protocol(session):
+        run_sweep(session, context, libraries, cold, setup, [v for v in declared if "plane" in v.enters])
+    session.writer.write_json("graphs/setup.json", setup)
+    session.phase("plane")
 
     profile(session, plans)
     session.phase("profile")
@@ -62,46 +69,51 @@ def run(session) -> None:
     session.phase("compute-sanitizer")
 
 
+@contextlib.contextmanager
+def plane_protocol(session):
+    """The plane's shorter protocol: the frozen one with `plane_rounds` rounds, recorded in run.json's details
+    ("plane_protocol") and restored afterwards."""
+    frozen = session.protocol
+    session.protocol = dataclasses.replace(frozen, rounds=session.parameters.plane_rounds)
+    session.note("plane_protocol", session.protocol.record())
+    try:
+        yield
+    finally:
+        session.protocol = frozen
+
+
+BUILD_THREADS = 8  # builds compiled at once: NVRTC and nvcc's reports run outside the GIL, each in its own folder
+
+
 def build_modules(session, plans: dict) -> dict:
-    """{label: module}: the row path's, and one per distinct fused build of the plans."""
-    modules = {"row_softmax": session.build("row_softmax", "row_softmax", ROW_KERNELS)}
+    """{label: module}: the row path's, the copy kernel's, and one per distinct fused build of the plans, compiled
+    BUILD_THREADS at a time (the plane needs a score of builds; each writes only its own builds/<label>/)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    wanted = {"row_softmax": ("row_softmax", ROW_KERNELS, None),
+              copy_kernel.MODULE: (copy_kernel.FAMILY, copy_kernel.KERNELS, copy_kernel.DEFINES)}
     for plan in plans.values():
-        if plan["module"] not in modules:
-            modules[plan["module"]] = session.build(plan["module"], plan["family"], plan_kernels(plan), plan["defines"])
-    return modules
+        wanted.setdefault(plan["module"], (plan["family"], plan_kernels(plan), plan["defines"]))
+    with ThreadPoolExecutor(BUILD_THREADS) as pool:
+        built = {label: pool.submit(session.build, label, *how) for label, how in wanted.items()}
+        return {label: future.result() for label, future in built.items()}
 
 
 def prepare_case(session, context: Context, libraries: dict, setup: dict, case: str, variants) -> dict:
-    """One fixed shape's invocations ({VariantId: stream target or graph replay}), validated before timing: the
+    """One fixed shape's invocations ({VariantId: stream target or graph replay}), validated before timing on
+    fixtures drawn on the device (sweep.py: the float64 oracle run by CuPy, a large matrix on sampled rows): the
     stream targets on every fixture before timing, the graphs on fixture 0."""
+    from launchlab.chapters.fusion.sweep import screen_on_device, validate_on_device
+
     names = list(dict.fromkeys(v.id.target for v in variants))
     targets = make_rows(session, context, libraries, case, names)
-    x = workloads.rms_softmax_fixture(session.parameters.fixture_seed, 0, *dims(case))
-    screen_libraries(session, targets, case, libraries, lambda name, target: oracles.compare_by_row_blocks(
-        target.compute(x), reference(row(name).oracle, x), row(name).oracle.tolerance))
+    screen_on_device(session, targets, *dims(case), libraries)
     streamed = invocations([v for v in variants if v.id.submission == "stream"], targets, context.stream, setup)
     for index in range(workloads.FIXTURES_BEFORE_TIMING):
-        validate(session, streamed, case, index, "before")
+        validate_on_device(session, streamed, *dims(case), index, "before")
     graphs = invocations([v for v in variants if v.id.submission != "stream"], targets, context.stream, setup)
-    validate(session, graphs, case, 0, "before")
+    validate_on_device(session, graphs, *dims(case), 0, "before")
     return {**streamed, **graphs}
-
-
-def reference(oracle, x):
-    """The oracle's output on a host fixture: x itself for an exact oracle, else float64 by blocks of rows."""
-    return oracle.function(x) if oracle.tolerance is None else oracles.by_row_blocks(oracle.function, x)
-
-
-def validate(session, invoked: dict, case: str, index: int, phase: str) -> None:
-    """Every invocation's output on one fixture against its row's oracle (the copy: exactly x)."""
-    x = workloads.rms_softmax_fixture(session.parameters.fixture_seed, index, *dims(case))
-    references = {}
-    for vid, target in invoked.items():
-        oracle = row(vid.target).oracle
-        if oracle.name not in references:
-            references[oracle.name] = reference(oracle, x)
-        session.check({"variant": str(vid), "fixture": index, "phase": phase}, target.compute(x),
-                      references[oracle.name], oracle.tolerance, inputs=x)
 
 
 def measured(vid, target) -> Measured:
@@ -123,10 +135,14 @@ def profile(session, plans: dict) -> None:
 
 
 def sanitize(session) -> None:
-    """compute-sanitizer's tools (the `sanitizer_tools` parameter) over every fused design, small, in a child
-    process (chapters/fusion/sanitize.py); kept under sanitizer/. A finding is recorded and shown, not a failed run."""
+    """compute-sanitizer's tools (the `sanitizer_tools` parameter) over every fused design, small, and over the plan
+    of the two smallest plane points of each design and the copy kernel, in a child process
+    (chapters/fusion/sanitize.py); kept under sanitizer/. A finding is recorded and shown, not a failed run."""
     from launchlab.chapters.fusion import sanitize as child
     from launchlab.gpu import sanitizer
 
     if session.parameters.sanitizer_tools and rows_entering("sanitizer"):
-        sanitizer.record(session, child.__name__, child.PROBLEM, tools=tuple(session.parameters.sanitizer_tools))
+        plane = f"{session.parameters.plane_points},{session.parameters.plane_seed}"
+        sanitizer.record(session, child.__name__, child.PROBLEM + child.PLANE_PROBLEM,
+                         tools=tuple(session.parameters.sanitizer_tools),
+                         environment={child.PLANE_ENVIRONMENT: plane})

@@ -23,6 +23,16 @@ Headline keys (<l2> is warm or cold):
   sweep.min_speedup.<lib>.<l2>            the smallest library time / fused plain time over the sweep's points
   sweep.price_of_rho.{min,median,max}.<l2>  fused RMS time / fused plain time over the sweep's points
   sweep_target_met.<target>.<l2>          verdicts on the sweep's declared targets
+  plane.points, plane.floor.points        the random plane's points, and those in its floor class
+  plane.fused_{plain,rms}_over_copy.{geomean,p90,max}.<l2>   over the bandwidth regime (copy ceiling >= 10 us; max
+                                          outside the floor class): device time over the faster copy, per point
+  plane.fused_plain_minus_copy_us.{median,p90}.<l2>   over the latency regime: µs added over the copy ceiling
+  plane.floor.fused_plain_over_copy.max.<l2>           the floor class's worst ratio
+  plane.faster_than.<lib>.share.<l2>      share of the points where <lib> ran with its time / fused plain's interval
+                                          above 1 (a tie is not faster)
+  plane.worst_library_ratio.<lib>.<l2>    the smallest <lib> time / fused plain time over the plane
+  plane.model_error.{median,p90}.<l2>     |predicted / measured - 1| of fused plain where the plan predicts
+  (summary_plane.py holds the plane's summary; a run recorded before the plane has none)
 
 The sweep (4096 x 128 i and 128 x N) is summarised under "sweep": per point and contender, device time per call,
 logical GB/s and paired ratios; its warm figures come from graphs of sweep_calls(rows, cols) calls (graph32 at a
@@ -30,6 +40,7 @@ fixed shape), its cold figures from flushed stream calls.
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections import defaultdict
 from pathlib import Path
@@ -38,6 +49,7 @@ from launchlab.chapters.fusion import (CHAPTER, COPY_RATIO_SHAPES, COPY_RATIO_TA
                                        CUDNN_SPEEDUP_TARGET, DEVICE, L2_STATES, LIBRARIES, SWEEP_COPY_TARGETS, Parameters,
                                        calls_per_invocation, contenders, device_submission, is_library,
                                        logical_bytes_per_call, submission_paths, sweep_contenders, sweep_grid)
+from launchlab.chapters.fusion.summary_plane import headline as plane_headline, summarize_plane
 from launchlab.measure import stats
 from launchlab.measure.variant import VariantId
 from launchlab.model import workloads
@@ -82,10 +94,16 @@ def by_variant(samples: list[dict]) -> dict[str, list[dict]]:
     return grouped
 
 
+def parameters_of(record) -> Parameters:
+    """The run's typed parameters; a run made before the plane existed recorded no plane_points and measured none."""
+    parameters = CHAPTER.parameters_of(record)
+    return parameters if "plane_points" in record.parameters else dataclasses.replace(parameters, plane_points=0)
+
+
 def summarize(run_dir: Path, record) -> dict:
     run_dir = Path(run_dir)
     samples = read_jsonl(run_dir / SAMPLES_FILE)
-    parameters = CHAPTER.parameters_of(record)
+    parameters = parameters_of(record)
     shapes = [workloads.shape_name(*s) for s in parameters.shapes]
     timing = stats.summarize(samples)
     grouped = by_variant(samples)
@@ -111,7 +129,8 @@ def summarize(run_dir: Path, record) -> dict:
         "sanitizer": read_sanitizer(run_dir),
         "baselines": record.details.get("baselines", {}),
         "cold_l2": record.details.get("cold_l2", {}),
-    }
+    } | ({"plane": summarize_plane(grouped, timing, parameters, record.details["fused_plans"], record.device,
+                                   record.details.get("baselines", {}))} if "plane_points" in record.parameters else {})
 
 
 def device_times(timing: dict, names: list[str], shapes: list[str]) -> dict:
@@ -427,5 +446,7 @@ def headline(summaries: dict) -> dict:
     for target in summaries["sweep"]["targets"]:
         if target["met"] is not None:
             figures[f"sweep_target_met.{target['key']}"] = target["met"]
+    if "plane" in summaries:
+        figures.update(plane_headline(summaries["plane"]))
     return figures
 

@@ -1,0 +1,245 @@
+"""Chapter 3's random plane in words and tables: the glued values the prose uses, the targets table, the per-point
+table of the data page (with its CSV of raw numbers), and the interactive map (an inline SVG whose points carry
+their figures as hover titles, enhanced by book/_static/planemap.js where scripts run)."""
+from __future__ import annotations
+
+import math
+
+from launchlab.chapters.fusion import L2_STATES, LIBRARIES, label
+from launchlab.chapters.fusion.page_format import (design_label, fmt, listing, page_table, ratio_number, shape_label,
+                                                   verdict_text)
+from launchlab.chapters.fusion.page_plane import best_library_ratio, copy_ratio, plane_of
+from launchlab.chapters.fusion.plane import BANDWIDTH_COPY_US, PLANE_SEED
+
+WORST_SHOWN = 3
+STATISTIC_WORDS = {"geomean": "geometric mean", "p90": "p90", "max": "max", "median": "median", "share": "share",
+                   "min": "smallest"}
+
+
+def _statistic(entry: dict | None, which: str, unit: str = "") -> tuple[str, str]:
+    """(value, "[low–high]") of a bootstrapped statistic for the prose; ("n/a", "(no interval)") where it is absent."""
+    found = (entry or {}).get(which)
+    if not found:
+        return "n/a", "(no interval)"
+    return f"{found['value']:.2f}{unit}", f"[{found['ci_low']:.2f}–{found['ci_high']:.2f}]"
+
+
+def summary_values(plane: dict, l2: str) -> dict:
+    """The plane's statistics in one L2 state, formatted: plane_<name>_<l2> (and _ci, _at)."""
+    s, values = plane.get(l2), {}
+    if not s:
+        return values
+    for key, short in (("fused_plain_over_copy", "plain"), ("fused_rms_over_copy", "rms")):
+        for which in ("geomean", "p90"):
+            values[f"plane_{short}_{which}_{l2}"], values[f"plane_{short}_{which}_{l2}_ci"] = _statistic(s[key], which)
+        worst = s[key].get("max")
+        values[f"plane_{short}_max_{l2}"] = "n/a" if not worst else ratio_number(worst["value"])
+        values[f"plane_{short}_max_{l2}_at"] = "n/a" if not worst else shape_label(worst["shape"])
+    for which in ("median", "p90"):
+        values[f"plane_minus_{which}_{l2}"], values[f"plane_minus_{which}_{l2}_ci"] = _statistic(
+            s["fused_plain_minus_copy_us"], which)
+    floor = s["floor"]["max"]
+    values[f"plane_floor_max_{l2}"] = "n/a" if not floor else ratio_number(floor["value"])
+    values[f"plane_floor_max_{l2}_at"] = "n/a" if not floor else shape_label(floor["shape"])
+    values[f"plane_bandwidth_points_{l2}"] = str(s["regimes"]["bandwidth"])
+    values[f"plane_latency_points_{l2}"] = str(s["regimes"]["latency"])
+    for lib in LIBRARIES:
+        entry = s["libraries"][lib]
+        values[f"plane_{lib}_count_{l2}"] = ("not run" if not entry["points"] else
+                                            f"faster at {entry['fused_faster']} of {entry['points']} points, "
+                                            f"{entry['ties']} tied, {entry['fused_slower']} slower")
+        values[f"plane_{lib}_worst_{l2}"] = "n/a" if not entry["points"] else ratio_number(entry["worst"]["value"])
+        values[f"plane_{lib}_worst_{l2}_at"] = "n/a" if not entry["points"] else shape_label(entry["worst"]["shape"])
+    model = s["model"]
+    values[f"plane_model_{l2}"] = ("not run: the run's plans carry no prediction" if not model["points"] else
+                                   f"{100 * model['median']:.0f} % at the median and {100 * model['p90']:.0f} % at p90 "
+                                   f"over {model['points']} points (worst {100 * model['worst']['value']:.0f} % at "
+                                   f"{shape_label(model['worst']['shape'])})")
+    copies = s["copies"]
+    values[f"plane_copy_kernel_ceiling_{l2}"] = str(copies["ceiling"].get("copy4", 0))
+    slower = copies.get("slower_over_ceiling")
+    values[f"plane_slower_copy_max_{l2}"] = "n/a" if not slower else ratio_number(slower["max"]["value"])
+    values[f"plane_slower_copy_max_{l2}_at"] = "n/a" if not slower else shape_label(slower["max"]["shape"])
+    return values
+
+
+def target_sentences(plane: dict, l2: str) -> tuple[str, str]:
+    """(how many declared plane targets this run met in one L2 state, the missed ones with their figures)."""
+    rows = [t for t in plane.get("targets", []) if t["l2"] == l2]
+    measured = [t for t in rows if t["met"] is not None]
+    missed = [f"{target_name(t)} {_measured(t)} against {_threshold(t)}" for t in measured if not t["met"]]
+    if not measured:
+        return "no target could be measured", "none measured"
+    return f"{len(measured) - len(missed)} of {len(measured)} measured targets met", "; ".join(missed) or "none"
+
+
+def target_name(target: dict) -> str:
+    key = target["key"]
+    if key.startswith("faster_than."):
+        return f"faster than {label(key.split('.')[1])} (share of points)"
+    if key.startswith("worst_library_ratio."):
+        return f"{label(key.split('.')[1])} ÷ fused plain, smallest"
+    words = {"fused_plain_over_copy": "fused plain ÷ copy", "fused_rms_over_copy": "fused RMS ÷ copy",
+             "fused_plain_minus_copy_us": "fused plain − copy (µs)", "floor": "floor class, fused plain ÷ copy",
+             "model": "model error"}[key]
+    return f"{words}, {STATISTIC_WORDS[target['statistic']]}"
+
+
+def _in_percent(target: dict) -> bool:
+    """A share of points and the model's error read as percentages."""
+    return target["key"].startswith("faster_than.") or target["key"] == "model"
+
+
+def _number(target: dict, value: float) -> str:
+    return f"{100 * value:.0f} %" if _in_percent(target) else f"{value:.2f}"
+
+
+def _measured(target: dict) -> str:
+    return _number(target, target["measured"]) + (f" (at {shape_label(target['shape'])})" if target.get("shape") else "")
+
+
+def _threshold(target: dict) -> str:
+    return f"{target['sense']} {_number(target, target['threshold'])}"
+
+
+def worst_points(plane: dict, l2: str, count: int = WORST_SHOWN) -> str:
+    """The `count` points farthest above the copy (by ratio in the bandwidth regime, by µs in the latency regime),
+    with their design and, for the floor class, why it is there."""
+    found = []
+    for p in plane["points"]:
+        if p["regime"].get(l2) == "bandwidth" and copy_ratio(p, l2) is not None:
+            found.append((copy_ratio(p, l2) - 1, f"{shape_label(p['shape'])} ({design_label(p['design'])}"
+                          f", {ratio_number(copy_ratio(p, l2))}× the copy's {fmt(p['ceiling'][l2]['us'])} µs"
+                          + (f"; floor class: {p['floor']}" if p["floor"] else "") + ")"))
+        elif l2 in p["minus_copy_us"]:
+            found.append((p["minus_copy_us"][l2] / BANDWIDTH_COPY_US,
+                          f"{shape_label(p['shape'])} ({design_label(p['design'])}, "
+                          f"{fmt(p['minus_copy_us'][l2])} µs over the copy's {fmt(p['ceiling'][l2]['us'])} µs)"))
+    found.sort(key=lambda item: -item[0])
+    return listing([text for _, text in found[:count]])
+
+
+def plane_values(run) -> dict:
+    """Every glued name of the plane's prose; "n/a" where this run has no plane."""
+    plane = plane_of(run)
+    values = {"plane_points": str(len(plane["points"])), "plane_rounds": str(plane.get("rounds") or "n/a"),
+              "plane_seed": str(run.record.parameters.get("plane_seed", PLANE_SEED)),
+              "plane_floor_points": str(sum(1 for p in plane["points"] if p["floor"])),
+              "plane_bandwidth_us": f"{BANDWIDTH_COPY_US:g}",
+              "plane_designs": listing([f"{design_label(d)} ({n})" for d, n in _design_counts(plane).items()])}
+    for l2 in L2_STATES:
+        values.update(summary_values(plane, l2))
+        values[f"plane_targets_{l2}"], values[f"plane_missed_{l2}"] = target_sentences(plane, l2)
+        values[f"plane_worst_{l2}"] = worst_points(plane, l2) if plane["points"] else "n/a"
+    return values
+
+
+def _design_counts(plane: dict) -> dict:
+    counts = {}
+    for p in plane["points"]:
+        counts[p["design"]] = counts.get(p["design"], 0) + 1
+    return counts
+
+
+def plane_default_names() -> list[str]:
+    """The names plane_values gives a run with a plane: a run without one gets them as "n/a"."""
+    names = []
+    for l2 in L2_STATES:
+        for short in ("plain", "rms"):
+            names += [f"plane_{short}_{w}_{l2}{x}" for w in ("geomean", "p90") for x in ("", "_ci")]
+            names += [f"plane_{short}_max_{l2}", f"plane_{short}_max_{l2}_at"]
+        names += [f"plane_minus_{w}_{l2}{x}" for w in ("median", "p90") for x in ("", "_ci")]
+        names += [f"plane_floor_max_{l2}", f"plane_floor_max_{l2}_at", f"plane_bandwidth_points_{l2}",
+                  f"plane_latency_points_{l2}", f"plane_model_{l2}", f"plane_copy_kernel_ceiling_{l2}",
+                  f"plane_slower_copy_max_{l2}", f"plane_slower_copy_max_{l2}_at"]
+        for lib in LIBRARIES:
+            names += [f"plane_{lib}_count_{l2}", f"plane_{lib}_worst_{l2}", f"plane_{lib}_worst_{l2}_at"]
+    return names
+
+
+# ---------------------------------------------------------------- tables
+def plane_targets_table(run):
+    """The declared plane targets, warm and cold: threshold, this run's figure, where, verdict."""
+    rows = [{"target": target_name(t), "L2": t["l2"], "threshold": _threshold(t),
+             "measured": "n/a" if t["measured"] is None else _measured(t), "verdict": verdict_text(t["met"]).replace(
+                 "library absent", "not run")} for t in plane_of(run).get("targets", [])]
+    rows = rows or [{"target": "this run has no random plane", "L2": "n/a"}]
+    return page_table(rows, index=["target", "L2"], caption="The plane's declared targets",
+                      note="Bandwidth regime: the copy ceiling takes at least 10 µs; latency regime: less. The max "
+                           "targets leave out the floor class, which has its own.")
+
+
+def plane_rows(run) -> list[dict]:
+    """One row per plane point: raw numbers (µs, ratios), units in the headers."""
+    rows = []
+    for p in plane_of(run)["points"]:
+        row = {"shape": p["shape"], "rows": p["rows"], "row length (floats)": p["cols"],
+               "MiB moved": p["bytes"] / 2**20, "design": p["design"], "floor class": p["floor"] or ""}
+        for l2 in L2_STATES:
+            ceiling = p["ceiling"].get(l2, {})
+            row[f"ceiling {l2}"] = ceiling.get("name", "")
+            row[f"copy {l2} (µs)"] = ceiling.get("us")
+            row[f"fused plain {l2} (µs)"] = p["device_us"].get("fused_plain", {}).get(l2)
+            row[f"fused RMS {l2} (µs)"] = p["device_us"].get("fused_rms", {}).get(l2)
+            row[f"plain ÷ copy {l2}"] = p["ratios"].get("fused_plain_over_copy", {}).get(l2)
+            row[f"RMS ÷ copy {l2}"] = p["ratios"].get("fused_rms_over_copy", {}).get(l2)
+            for lib in LIBRARIES:
+                row[f"{lib} ÷ plain {l2}"] = p["ratios"].get(f"{lib}_over_fused_plain", {}).get(l2)
+            row[f"predicted {l2} (µs)"] = p["predicted_us"].get(l2)
+        row["skipped"] = "; ".join(f"{lib}: {reason}" for lib, reason in p["skipped"].items())
+        rows.append(row)
+    return rows
+
+
+def plane_table(run):
+    """Every plane point (the data page; its CSV holds the raw numbers)."""
+    rows = plane_rows(run) or [{"shape": "this run has no random plane"}]
+    return page_table(rows, index=["shape"], caption="Every point of the plane",
+                      note="Device time per call: warm L2 from a graph of many calls, cold L2 from one call after "
+                           "the flush; ratios paired per round, median [95 % interval].", csv="fusion-plane",
+                      max_rows=20)
+
+
+# ---------------------------------------------------------------- the interactive map
+def _colour(ratio: float | None) -> str:
+    """The map's colour of a ratio (the static map's colour map), on a log scale saturating at RATIO_SPAN's end."""
+    from matplotlib import colormaps
+    from matplotlib.colors import to_hex
+
+    from launchlab.chapters.fusion.page_plane import CMAP, RATIO_SPAN
+
+    if ratio is None:
+        return "#cccccc"
+    scaled = 0.5 + 0.5 * max(-1.0, min(1.0, math.log(ratio) / math.log(RATIO_SPAN[1])))
+    return to_hex(colormaps[CMAP](scaled))
+
+
+def map_points(run) -> list[dict]:
+    """What the interactive map shows per point and L2 state: position, colour and the hover text."""
+    found = []
+    for p in plane_of(run)["points"]:
+        states = {}
+        for l2 in L2_STATES:
+            plain, rms, library = copy_ratio(p, l2), copy_ratio(p, l2, "fused_rms_over_copy"), best_library_ratio(p, l2)
+            text = (f"{shape_label(p['shape'])} · {design_label(p['design'])} · {l2} L2\n"
+                    f"fused plain ÷ copy {'n/a' if plain is None else ratio_number(plain)}, fused RMS ÷ copy "
+                    f"{'n/a' if rms is None else ratio_number(rms)}, fused plain ÷ best library "
+                    f"{'n/a' if library is None else ratio_number(library)}")
+            states[f"{l2} L2"] = {"colour": _colour(plain), "text": text}
+        found.append({"x": p["cols"], "y": p["rows"], "states": states})
+    return found
+
+
+def interactive_map(run, script: str | None = None) -> str:
+    """The plane as a hover map (present/hovermap.py): log row length across, log rows up, one circle per point
+    coloured by fused plain ÷ copy, warm and cold L2 switched by book/_static/planemap.js. The static map is the
+    fallback."""
+    from launchlab.present import hovermap
+
+    points = map_points(run)
+    if not points:
+        return "<p>No plane in this run.</p>"
+    return hovermap.html(points, "row length (floats, log scale)", "rows (log scale)",
+                         tuple(f"{l2} L2" for l2 in L2_STATES), intro="Hover over a point for its shape, design and ratios. Colour: fused plain ÷ copy "
+                               "ceiling, purple below 1, white at 1, orange above (log scale, saturating at 4× either "
+                               "way).", label="Interactive map of fused plain over copy on the plane", script=script)
