@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from launchlab.chapters import fusion
+from launchlab.chapters.fusion import copy_kernel
 from launchlab.chapters.megakernels.targets import fused_defines
 from launchlab.chapters.example_a_pointwise import model as pointwise
 from launchlab.gpu import build
@@ -38,6 +39,7 @@ def design(name: str, rows: int, cols: int) -> dict:
 BUILDS = [
     ("empty", None, ()),
     ("instruments", None, ()),
+    ("copy", copy_kernel.DEFINES, ()),
     ("row_softmax", None, ()),
     ("row_softmax", TRACED, ()),
     ("tiled_softmax", None, ()),
