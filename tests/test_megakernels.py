@@ -53,12 +53,23 @@ def test_declared_default_ids_are_what_the_accepted_run_measured():
 def test_expand_crosses_designs_cases_submissions_and_the_sweep():
     table = declared.CHAPTER.variants()
     parameters = Parameters()
-    designs = declared.active_designs(parameters)
+    designs = [d for d in declared.active_designs(parameters) if not d.chain]
+    chained = [d for d in declared.active_designs(parameters) if d.chain]
     swept = [d for d in designs if "sweep" in d.outputs]
-    assert len(table) == len(parameters.tiled_cases) * (2 * len(designs) + len(swept) * len(parameters.sweep_workers_per_sm))
+    varlen = [d for d in designs if d.varlen]
+    assert len(table) == len(parameters.tiled_cases) * (2 * len(designs) + len(swept) * len(parameters.sweep_workers_per_sm)
+                                                        + len(chained) * len(parameters.chain_stages)) \
+        + len(declared.known_cases(parameters.varlen_cases)) * 2 * len(varlen)
     for variant in table:
         design, workers_per_sm = design_of(variant.id)
-        assert variant.row is design and variant.id.case in parameters.tiled_cases
+        assert variant.row is design
+        assert variant.id.case in (parameters.varlen_cases if design.varlen else ()) + parameters.tiled_cases
+        if design.chain:  # a chain contender: graphs warm and cold, k stages a call each
+            k = declared.stages_of(variant.id)
+            assert variant.enters == declared.CHAIN_OUTPUTS and variant.l2_states == ("warm", "cold")
+            assert k in parameters.chain_stages and variant.calls == k and variant.id.submission == "graph"
+            assert (variant.bytes_read, variant.bytes_written) == tuple(k * b for b in design.bytes(variant.id.case))
+            continue
         if workers_per_sm is None:  # a main variant: graphs warm and cold, the stream warm
             assert variant.enters == design.outputs - {"sweep"} and "table" in variant.enters
             assert variant.l2_states == (("warm", "cold") if variant.id.submission == "graph" else ("warm",))
@@ -89,7 +100,11 @@ def test_design_facts_and_names():
     assert DESIGN["cluster"].requires.missing({"compute_capability": "8.0"}).startswith("needs compute capability 9.0")
     assert DESIGN["tiled3"].requires.missing({"compute_capability": "8.0"}) is None
     # below 9.0 only the clusters and the PDL launches are missing (kernels/arch.cuh compiles griddepcontrol out)
-    for capability, missing in (("8.0", {"pdl3", "tiled2_pdl", "cluster"}), ("8.9", {"pdl3", "tiled2_pdl", "cluster"}),
+    assert design_of("chain_pdl3_k16.ragged.graph") == (DESIGN["chain_pdl3"], None)
+    assert declared.stages_of("chain_pdl3_k16.ragged.graph") == 16 and declared.stages_of("queue.ragged.graph") == 1
+    assert declared.label("chain_flow_k4.balanced.graph") == "flow persistent, whole chain, k = 4"
+    below_9 = {"pdl3", "tiled2_pdl", "cluster", "chain_pdl3"}
+    for capability, missing in (("8.0", below_9), ("8.9", below_9),
                                 ("9.0", set()), ("10.0", set())):
         assert {name for name, d in DESIGN.items() if d.requires.missing({"compute_capability": capability})} == missing
     with pytest.raises(ValueError, match="traced design needs a schedule"):

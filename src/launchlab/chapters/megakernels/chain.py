@@ -33,7 +33,7 @@ class _OnStages(Target):
         self.buffers.load(values)
 
     def output(self) -> np.ndarray:
-        return self.buffers.arrays[-1].get()
+        return self.buffers.output()
 
 
 class Graph3Chain(_OnStages):

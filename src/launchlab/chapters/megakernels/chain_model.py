@@ -9,8 +9,8 @@ import numpy as np
 
 from launchlab.model import oracles
 
-CHAIN_KS = (1, 4, 16)
-# Declared before the first run, for every stage up to 16: each stage rounds once more, and a softmax's
+MAX_STAGES = 16
+# Declared before the first run, for every stage up to MAX_STAGES: each stage rounds once more, and a softmax's
 # output error relative to its value is at most about its input's absolute error (values stay below 1),
 # so 16 stages of float32 rounding stay far inside 1e-4 relative; no absolute floor: outputs are about
 # 1 / row length, an absolute tolerance would hide relative errors of whole percents.
@@ -28,6 +28,18 @@ def chain_oracle(values: np.ndarray, row_offsets: np.ndarray, stages: int) -> li
         current = np.concatenate([oracles.softmax(current[None, a:b])[0] for a, b in zip(offsets[:-1], offsets[1:])])
         outputs.append(current)
     return outputs
+
+
+def every_stage(values: np.ndarray, row_offsets: np.ndarray, stages: int) -> np.ndarray:
+    """Every stage's float64 output end to end (what a chain target's output holds)."""
+    return np.concatenate(chain_oracle(values, row_offsets, stages))
+
+
+def stacked_offsets(row_offsets: np.ndarray, stages: int) -> np.ndarray:
+    """Row offsets of `stages` copies of the packed rows end to end."""
+    offsets = np.asarray(row_offsets, dtype=np.int64)
+    total = int(offsets[-1])
+    return np.concatenate([offsets[:1]] + [offsets[1:] + s * total for s in range(stages)])
 
 
 def worst_relative_error(out: np.ndarray, ref: np.ndarray) -> float:

@@ -9,14 +9,15 @@ from __future__ import annotations
 import cupy
 import numpy as np
 
-from launchlab.chapters.megakernels import schedules
+from launchlab.chapters.megakernels import design_schedules, schedules
 from launchlab.chapters.megakernels.persistent import NotCoResident
 from launchlab.gpu import device
-from launchlab.gpu.targets import BLOCK, Target
+from launchlab.gpu.targets import BLOCK, Target, module_define
 from launchlab.model import workloads
 
 FAMILY = "megakernel_flow"
 WAIT_LIMIT_NS = 1_000_000_000  # a worker gives up after waiting 1 s for one row
+FLOW_SLOTS = 4                 # kernels/megakernel_flow.cu's default: tiles a worker holds in registers
 ERROR_CODES = {1: "its wait ran out"}
 
 
@@ -62,6 +63,10 @@ class StageBuffers:
         """Every stage's output, stage 1 first."""
         return [a.get() for a in self.arrays[1:]]
 
+    def output(self) -> np.ndarray:
+        """Every stage's output end to end (the one output of a single stage)."""
+        return np.concatenate(self.outputs())
+
 
 class FlowPersistent(Target):
     """flow_persistent on `buffers` (a StageBuffers, or a tiled path whose x and y become a one-stage chain).
@@ -92,6 +97,10 @@ class FlowPersistent(Target):
                                 f"co-resident ({self.resident_per_sm} per SM x {device.sm_count()} SMs)")
         self.workers = min(asked, self.tiles)
         self.workers_per_sm = int(workers_per_sm) or self.resident_per_sm
+        self.lists = design_schedules.owner_task_lists(self.graph, self.workers, module_define(built, "FLOW_SLOTS",
+                                                                                              FLOW_SLOTS))
+        self.list_check = design_schedules.check_lists(self.graph, self.lists)
+        self.shared_bytes = 0  # the tiles a worker keeps stay in registers
         self.fold_b, self.keep_x, self.sleep_ns = bool(fold_b), bool(keep_x), int(sleep_ns)
         self.wait_limit_ns = int(wait_limit_ns)
         self.arrivals = cupy.zeros(self.rows, dtype=cupy.uint32)
@@ -102,6 +111,7 @@ class FlowPersistent(Target):
                      t["tile_start"], t["tile_len"], buffers.tile_stats, buffers.row_stats, np.int32(self.rows),
                      np.int32(self.tiles), self.arrivals, self.row_round, self.error, np.uint64(self.wait_limit_ns),
                      np.uint32(self.sleep_ns), np.int32(self.fold_b), np.int32(self.keep_x and buffers.stages == 1))
+        self.launches = ((self.kernel, (self.workers,), (BLOCK,), self.args),)
 
     @property
     def submissions(self) -> int:
@@ -117,7 +127,7 @@ class FlowPersistent(Target):
         self.buffers.load(values)
 
     def output(self) -> np.ndarray:
-        return self.buffers.arrays[-1].get()
+        return self.buffers.output()
 
     def task_graph(self) -> schedules.TaskGraph:
         return self.graph
