@@ -107,6 +107,21 @@ __device__ __forceinline__ float3 warp_row_statistics(const TiledProblem& p, int
     return make_float3(rho, m, z);
 }
 
+// block_sum(q) and block_max(m) in one exchange through `scratch` (64 floats): every thread gets both.
+__device__ __forceinline__ void block_sum_and_max(float& q, float& m, float* scratch) {
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    q = warp_sum(q);
+    m = warp_max(m);
+    __syncthreads();  // scratch may still be read by a previous reduction
+    if (lane == 0) {
+        scratch[warp] = q;
+        scratch[32 + warp] = m;
+    }
+    __syncthreads();
+    q = warp_sum(lane < BLOCK / 32 ? scratch[lane] : 0.0f);
+    m = warp_max(lane < BLOCK / 32 ? scratch[32 + lane] : NEG_INF);
+}
+
 __device__ __forceinline__ void load_tile(const float* v, int n, float (&values)[VALUES_PER_THREAD]) {
 #pragma unroll
     for (int k = 0; k < VALUES_PER_THREAD; ++k) {

@@ -16,20 +16,27 @@
 // Rounds: a worker reads its first row's arrivals before its own first arrival: every row has the
 // same number of complete rounds then (invocations so far x stages), so stage s of this invocation
 // is round base + s + 1 for every row.
-// Buffers: stage s reads buffers[s] and writes buffers[s + 1]. `keep_x`: C reads x from the
-// registers A loaded (fewer bytes, the single step); 0: C reads x again from global memory (the
-// chain, where every contender moves the same bytes). With fold_b the tile statistics alternate
+// Buffers: stage s reads buffers[s] and writes buffers[s + 1]. FLOW_KEEP_X (below) says whether C
+// reads x from registers or again from global memory, before its wait. With fold_b the tile statistics alternate
 // between two halves by stage parity: a late C of stage s still reads its row's tile statistics
 // when the next stage's A tiles of that row (on other workers) write theirs.
 // Task numbers (the trace): stage s adds s x (2 tiles + rows) to A t -> t, B r -> tiles + r,
 // C t -> tiles + rows + t.
 #include "design_helpers.cuh"
 
+// One tile per worker and eight workers per SM (32 registers, no spill) ran faster than four workers of two
+// register-held tiles each: more tiles' loads in flight per SM, and no worker runs two A tasks in a row.
 #ifndef FLOW_SLOTS
-#define FLOW_SLOTS 4      // tiles a worker holds in registers (more are loaded again for C)
+#define FLOW_SLOTS 1      // tiles a worker holds in registers (more are loaded again for C)
 #endif
 #ifndef FLOW_MIN_BLOCKS
-#define FLOW_MIN_BLOCKS 4  // resident workers per SM the register budget must allow
+#define FLOW_MIN_BLOCKS 8  // resident workers per SM the register budget must allow
+#endif
+// C reads x from the registers A loaded (1: fewer bytes, the single step) or from global memory again (0: the
+// chain, where every contender moves the same bytes; chain_flow.cu). A build-time choice: a run-time one costs
+// the 32-register budget a spill.
+#ifndef FLOW_KEEP_X
+#define FLOW_KEEP_X 1
 #endif
 
 __device__ __forceinline__ unsigned arrive_acq_rel(unsigned* counter) {
@@ -42,18 +49,53 @@ __device__ __forceinline__ void arrive_release(unsigned* counter) {
     asm volatile("red.release.gpu.global.add.u32 [%0], 1;" ::"l"(counter) : "memory");
 }
 
+__device__ __forceinline__ unsigned load_relaxed(const unsigned* address) {
+    unsigned value;
+    asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];" : "=r"(value) : "l"(address) : "memory");
+    return value;
+}
+
+// C's x without registers held across the wait: each thread copies the elements it will read
+// (cp.async, 4 bytes each: packed rows need not be 16-byte aligned) and waits for its own copies
+// after the wait, so no barrier is needed between the copy and the read.
+__device__ __forceinline__ void copy_tile_async(const float* v, int n, float* staged) {
+#pragma unroll
+    for (int k = 0; k < VALUES_PER_THREAD; ++k) {
+        const int j = threadIdx.x + k * BLOCK;
+        if (j < n) {
+            const unsigned to = (unsigned)__cvta_generic_to_shared(staged + j);
+            asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" ::"r"(to), "l"(v + j) : "memory");
+        }
+    }
+    asm volatile("cp.async.commit_group;" ::: "memory");
+}
+
+__device__ __forceinline__ void staged_tile(int n, const float* staged, float (&values)[VALUES_PER_THREAD]) {
+    asm volatile("cp.async.wait_all;" ::: "memory");
+#pragma unroll
+    for (int k = 0; k < VALUES_PER_THREAD; ++k) {
+        const int j = threadIdx.x + k * BLOCK;
+        values[k] = j < n ? staged[j] : 0.0f;
+    }
+}
+
 // Thread 0 polls `word` until it reaches `target` (wrapping compare), bounded by `limit_ns`; a worker
-// that sees the error flag raised elsewhere leaves too. True: what the producer released is visible
-// to the whole block (thread 0's acquire, then the barrier).
+// that sees the error flag raised elsewhere leaves too. `relaxed`: spin with relaxed loads and acquire
+// once the target is seen (an acquire per poll may cost the SM more than a load). True: what the
+// producer released is visible to the whole block (thread 0's acquire, then the barrier).
 __device__ __forceinline__ bool poll_until(const unsigned* word, unsigned target, int task, int* error,
-                                           unsigned long long limit_ns, unsigned sleep_ns, int* ready) {
+                                           unsigned long long limit_ns, unsigned sleep_ns, int relaxed, int* ready) {
     if (threadIdx.x == 0) {
         unsigned seen = load_acquire(word);
         int ok = 1;
         if ((int)(seen - target) < 0) {
             const unsigned long long deadline = now_ns() + limit_ns;
             for (unsigned spins = 1;; ++spins) {
-                if ((int)((seen = load_acquire(word)) - target) >= 0) break;
+                seen = relaxed ? load_relaxed(word) : load_acquire(word);
+                if ((int)(seen - target) >= 0) {
+                    if (relaxed) seen = load_acquire(word);  // orders the block's reads after the producer's writes
+                    break;
+                }
                 if ((spins & 31u) == 0u) {  // the clock and the flag every 32 polls: off the hot path
                     if (*(volatile const int*)error != 0) {
                         ok = 0;
@@ -80,11 +122,14 @@ extern "C" __global__ void __launch_bounds__(BLOCK, FLOW_MIN_BLOCKS)
                     const int* __restrict__ row_first_tile, const int* __restrict__ tile_row,
                     const int* __restrict__ tile_start, const int* __restrict__ tile_len, float* tile_stats,
                     float* row_stats, int rows, int tiles, unsigned* arrivals, unsigned* row_round, int* error,
-                    unsigned long long wait_limit_ns, unsigned sleep_ns, int fold_b, int keep_x) {
-    __shared__ float scratch[32];
+                    unsigned long long wait_limit_ns, unsigned sleep_ns, int fold_b, int relaxed) {
+    __shared__ float scratch[64];
     __shared__ int ready;
     __shared__ unsigned shared_word;
     __shared__ int combines_row;
+#if !FLOW_KEEP_X
+    __shared__ float staged[TILE];  // C's x, copied while the worker waits for its row
+#endif
     const int W = gridDim.x, w = blockIdx.x;
     if (w >= tiles) return;
     const int owned = (tiles - 1 - w) / W + 1;
@@ -127,8 +172,7 @@ extern "C" __global__ void __launch_bounds__(BLOCK, FLOW_MIN_BLOCKS)
                     q = fmaf(local[j], local[j], q);
                     m = fmaxf(m, local[j]);
                 }
-            q = block_sum(q, scratch);
-            m = block_max(m, scratch);
+            block_sum_and_max(q, m, scratch);  // one exchange for both: two barriers fewer than apart
             float z = 0.0f;
 #pragma unroll
             for (int j = 0; j < VALUES_PER_THREAD; ++j)
@@ -166,9 +210,14 @@ extern "C" __global__ void __launch_bounds__(BLOCK, FLOW_MIN_BLOCKS)
         for (int i = 0; i < owned; ++i) {  // C, after its row's B (or every A tile of its row)
             const int t = w + i * W, r = tile_row[t], task = task0 + tiles + rows + t;
             TRACE_NOW(taken_ns)
+#if !FLOW_KEEP_X
+            copy_tile_async(p.x + tile_start[t], tile_len[t], staged);  // nobody's output this stage: fetch it now
+#endif
             const unsigned need = (unsigned)(row_first_tile[r + 1] - row_first_tile[r]);
-            const bool ok = fold_b ? poll_until(arrivals + r, round * need, task, error, wait_limit_ns, sleep_ns, &ready)
-                                   : poll_until(row_round + r, round, task, error, wait_limit_ns, sleep_ns, &ready);
+            const bool ok = fold_b ? poll_until(arrivals + r, round * need, task, error, wait_limit_ns, sleep_ns,
+                                                relaxed, &ready)
+                                   : poll_until(row_round + r, round, task, error, wait_limit_ns, sleep_ns, relaxed,
+                                                &ready);
             if (!ok) return;
             TRACE_NOW(start_ns)
             float m, factor;
@@ -188,7 +237,8 @@ extern "C" __global__ void __launch_bounds__(BLOCK, FLOW_MIN_BLOCKS)
             }
             const int start = tile_start[t], n = tile_len[t];
             float local[VALUES_PER_THREAD];
-            if (keep_x && i < FLOW_SLOTS) {
+#if FLOW_KEEP_X
+            if (i < FLOW_SLOTS) {
 #pragma unroll
                 for (int k = 0; k < FLOW_SLOTS; ++k)
                     if (k == i) {
@@ -198,6 +248,9 @@ extern "C" __global__ void __launch_bounds__(BLOCK, FLOW_MIN_BLOCKS)
             } else {
                 load_tile(p.x + start, n, local);
             }
+#else
+            staged_tile(n, staged, local);
+#endif
             store_tile(p.y + start, n, local, m, factor);
             __syncthreads();  // the next stage's A reads what every thread of this block wrote
             if (threadIdx.x == 0) {

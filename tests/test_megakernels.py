@@ -139,7 +139,7 @@ def test_the_simulated_run_holds_every_declared_variant(synthetic):
     assert {s["variant"] for s in samples} == declared_ids
     assert {s["launches"] for s in samples if s["variant"] == "queue.ragged.stream"} == {2}
     assert {s["launches"] for s in samples if s["variant"] == "tiled3.ragged.stream"} == {3}
-    untraced = {v for v in declared_ids if v.startswith("fused_row.")}  # no schedule model: not traced
+    untraced = {v for v in declared_ids if v.startswith(("fused_row.", "chain_"))}  # no schedule model: not traced
     assert set(synthetic.summaries["traces"]) == declared_ids - untraced
     graphs = {v for v in declared_ids if v.endswith(".graph")}
     assert set(synthetic.summaries["graphs"]) == set(synthetic.summaries["graph_setup"]) == graphs
@@ -148,11 +148,13 @@ def test_the_simulated_run_holds_every_declared_variant(synthetic):
     assert {c["phase"] for c in checks} == {"graph edges", "before", "after", "after timing", "traced build", "trace"}
     queue_words = [c for c in checks if c.get("what") == "queue error words and counters"]
     assert queue_words and all(c["passed"] and c["queue_error"] is None for c in queue_words)
-    # one per task queue and case, and one per dependency kernel and case
-    assert len([c for c in checks if c["phase"] == "after timing"]) == 2 * (1 + 4) + 2
+    # one per task queue and case (main and sweep), per dependency and flow kernel and case, per chain flow kernel
+    chains = len(declared.Parameters().chain_stages)
+    assert len([c for c in checks if c["phase"] == "after timing"]) == 2 * (1 + 4) + 2 + 2 * 2 + 2 * chains
     edges = [c for c in checks if c["phase"] == "graph edges"]
     assert {c["variant"] for c in edges} == {f"{t}.{case}.graph" for t in ("pdl3", "pdl3_off", "tiled2", "tiled2_pdl",
-                                                                          "cluster") for case in ("balanced", "ragged")}
+                                                                          "cluster") for case in ("balanced", "ragged")} \
+        | {f"chain_pdl3_k{k}.{case}.graph" for k in declared.Parameters().chain_stages for case in ("balanced", "ragged")}
     assert synthetic.json("graphs/pdl3.ragged.graph.edges.json")["edge_types"] == {"default": 0, "programmatic": 2}
     assert synthetic.summaries["graph_edges"]["cluster.ragged.graph"]["programmatic"] == 1
     assert set(synthetic.summaries["sanitizer"]) == {"memcheck", "racecheck", "synccheck"}
@@ -389,7 +391,7 @@ def test_page_renders_from_the_simulated_run_and_every_glued_value_exists(synthe
     assert values["best_one_launch_ragged"] == "fused row kernel (chapter 3), graph"
     assert values["sanitizer_verdict"] == "memcheck: clean; racecheck: clean; synccheck: clean"
     pays = page.pays_table(synthetic)
-    assert len(pays) == 2 * 10 * 2
+    assert len(pays) == 2 * 12 * 2  # both cases, every main design from the stream and as a graph
     assert pays.loc[("ragged", "cluster per row, stream"), "launches / invocation"] == "2"
     assert pays.loc[("ragged", "fused row kernel (chapter 3), stream"), "cold (µs)"] == "—"
     assert page.trace_table(synthetic).loc[("ragged", "task queue, graph"), "checks"] == "passed"

@@ -11,7 +11,7 @@ import traceback
 import cupy
 import numpy as np
 
-from launchlab.chapters.megakernels import chain, chain_model, flow, megakernel_designs as md
+from launchlab.chapters.megakernels import chain, chain_model, flow
 from launchlab.chapters.megakernels.targets import fused_defines
 from launchlab.gpu import build, device, probes
 from launchlab.gpu.capture import capture
@@ -21,7 +21,6 @@ from launchlab.model import oracles, timelines, workloads
 OUT = sys.argv[1] if len(sys.argv) > 1 else "flow_probe.json"
 RESULTS: dict = {}
 STREAM = cupy.cuda.Stream(non_blocking=True)
-FLOW_BUILDS = {"f4": {"FLOW_SLOTS": 4, "FLOW_MIN_BLOCKS": 4}, "f8": {"FLOW_SLOTS": 1, "FLOW_MIN_BLOCKS": 8}}
 
 
 def log(*a):
@@ -94,18 +93,14 @@ def trace_flow(traced_module, target_factory, tasks):
 def main():
     t0 = time.time()
     limit = device.shared_limit()
-    log("device", device.sm_count(), "SMs, shared limit", limit)
     tiled = build.load_module("tiled_softmax")
-    tiled_plain = build.load_module("tiled_softmax", {"PLAIN_SOFTMAX": None})
-    flows = {k: build.load_module("megakernel_flow", d) for k, d in FLOW_BUILDS.items()}
-    flows_traced = {k: build.load_module("megakernel_flow", {**d, "LAUNCHLAB_TRACE": None}) for k, d in FLOW_BUILDS.items()}
-    flows_plain = {k: build.load_module("megakernel_flow", {**d, "PLAIN_SOFTMAX": None}) for k, d in FLOW_BUILDS.items()}
-    designs_traced = md.load(traced=True)
-    designs = md.load()
+    chain_tiled = build.load_module("chain_tiled")
+    flow_module = build.load_module("megakernel_flow")
+    flow_traced = build.load_module("megakernel_flow", {"LAUNCHLAB_TRACE": None})
+    chain_flow = build.load_module("chain_flow")
     fused_chain = build.load_module("fused_softmax_chain", fused_defines(limit))
-    log(f"built in {time.time() - t0:.1f} s")
-    for name, m in flows.items():
-        log("flow", name, m.resources(["flow_persistent"]))
+    log(f"built in {time.time() - t0:.1f} s", flow_module.resources(["flow_persistent"]),
+        chain_flow.resources(["flow_persistent"]))
     for index, case in enumerate(("balanced", "ragged")):
         lengths = workloads.tiled_row_lengths(case)
         x = workloads.packed_fixture(2026, index, lengths)
@@ -116,79 +111,39 @@ def main():
         base = graph_time(path)
         res["single"]["tiled3"] = {**base, "ok": ok}
         log(f"\n== {case}: tiled3 graph {base['median']:.2f} us ok={ok}")
-        try:
-            dep = md.DependencyPersistent(designs, path)
-            ok, _ = check_single(dep, x, ref, path.row_offsets)
-            t = graph_time(dep)
-            res["single"]["depend"] = {**t, "ok": ok}
-            log(f"  depend                      {t['median']:7.2f} us  x{base['median'] / t['median']:.3f} ok={ok}")
-        except Exception:
-            traceback.print_exc()
-        configs = []
-        for b in ("f4", "f8"):
-            for fold in (1, 0):
-                for wps in ((0,) if b == "f4" else (0, 4)):
-                    configs.append((b, fold, 1, wps, 0))
-        configs += [("f4", 1, 0, 0, 0), ("f8", 1, 1, 0, 32), ("f4", 0, 1, 2, 0), ("f4", 1, 1, 2, 0), ("f4", 1, 1, 1, 0)]
-        for b, fold, keep, wps, sleep in configs:
-            label = f"flow {b} fold={fold} keep={keep} wps={wps} sleep={sleep}"
-            try:
-                target = flow.FlowPersistent(flows[b], path, wps, bool(fold), bool(keep), sleep)
-                ok, cmp = check_single(target, x, ref, path.row_offsets)
-                target.check_error()
-                consistent = target.counters_consistent()
-                t = graph_time(target)
-                res["single"][label] = {**t, "ok": ok, "consistent": consistent, "workers": target.workers}
-                log(f"  {label:44s} {t['median']:7.2f} us  x{base['median'] / t['median']:.3f} ok={ok} "
-                    f"counters={consistent} workers={target.workers}")
-            except Exception:
-                log("  FAILED", label)
-                traceback.print_exc()
-        # hand-offs: the flow variants' traces, the dependency kernel's, and the traced build's own time
-        for b, fold, wps in (("f4", 1, 0), ("f4", 0, 0), ("f8", 1, 0), ("f8", 0, 0)):
-            label = f"flow {b} fold={fold} wps={wps}"
+        for fold in (1, 0):
+            for relaxed in (0, 1):
+                label = f"flow fold={fold} relaxed={relaxed}"
+                try:
+                    target = flow.FlowPersistent(flow_module, path, 0, bool(fold), 0, bool(relaxed))
+                    ok, _ = check_single(target, x, ref, path.row_offsets)
+                    target.check_error()
+                    t = graph_time(target)
+                    res["single"][label] = {**t, "ok": ok, "consistent": target.counters_consistent()}
+                    log(f"  {label:28s} {t['median']:7.2f} us  x{base['median'] / t['median']:.3f} ok={ok} "
+                        f"workers={target.workers}")
+                except Exception:
+                    log("  FAILED", label)
+                    traceback.print_exc()
+        for fold in (1, 0):
+            label = f"flow fold={fold}"
             try:
                 tasks = 2 * path.tiles + path.rows
-                arrays, traced = trace_flow(flows_traced[b], lambda: flow.FlowPersistent(flows_traced[b], path, wps, bool(fold)), tasks)
-                if not fold:
-                    pass
-                else:  # B records exist only for rows whose first tile's C wrote one: all rows
-                    pass
+                arrays, traced = trace_flow(flow_traced, lambda: flow.FlowPersistent(flow_traced, path, 0, bool(fold)), tasks)
                 h = handoff(arrays)
                 h["traced_us"] = graph_time(traced)["median"]
                 res["handoff"][label] = h
-                log(f"  handoff {label:28s} " + " ".join(f"{k}={v:.2f}" for k, v in h.items() if v is not None))
+                log(f"  handoff {label:14s} " + " ".join(f"{k}={v:.2f}" for k, v in h.items() if v is not None))
             except Exception:
                 log("  TRACE FAILED", label)
                 traceback.print_exc()
-        try:
-            dep_t = md.DependencyPersistent(designs_traced, path)
-            records = md.attach_trace_buffer(dep_t, designs_traced)
-            with STREAM:
-                table = probes.collect_raw(records, dep_t.invoke)
-            arrays = timelines.task_trace_arrays(table[:dep_t.task_graph().total * timelines.TASK_WORDS])
-            h = handoff(arrays)
-            h["traced_us"] = graph_time(dep_t)["median"]
-            res["handoff"]["depend"] = h
-            log(f"  handoff depend " + " ".join(f"{k}={v:.2f}" for k, v in h.items() if v is not None))
-        except Exception:
-            traceback.print_exc()
-        # the chain
-        fused_probe = None
-        for k in chain_model.CHAIN_KS:
+        for k in (4, 16):
             buffers = flow.StageBuffers(lengths, k)
             refs = chain_model.chain_oracle(x, buffers.row_offsets, k)
-            if fused_probe is None:
-                fused_probe = md.packed_shared_bytes(buffers.row_offsets, 512, 4, limit)
-            contenders = {
-                "graph3": lambda: chain.Graph3Chain(tiled_plain, buffers),
-                "pdl3": lambda: chain.Pdl3Chain(flows_plain["f4"], buffers),
-                "fused": lambda: chain.FusedChain(fused_chain, buffers, fused_probe),
-                "flow f4 fold=1": lambda: flow.FlowPersistent(flows_plain["f4"], buffers, 0, True, False),
-                "flow f4 fold=0": lambda: flow.FlowPersistent(flows_plain["f4"], buffers, 0, False, False),
-                "flow f8 fold=1": lambda: flow.FlowPersistent(flows_plain["f8"], buffers, 0, True, False),
-                "flow f8 fold=0": lambda: flow.FlowPersistent(flows_plain["f8"], buffers, 0, False, False),
-            }
+            contenders = {"pdl3": lambda: chain.Pdl3Chain(chain_flow, buffers),
+                          "fused": lambda: chain.FusedChain(fused_chain, buffers, limit),
+                          **{f"flow fold={f} relaxed={r}": (lambda f=f, r=r: flow.FlowPersistent(
+                              chain_flow, buffers, 0, bool(f), 0, bool(r))) for f in (0, 1) for r in (0, 1)}}
             row = {}
             for name, make in contenders.items():
                 try:
@@ -197,19 +152,17 @@ def main():
                     buffers.load(x)
                     run_once(target)
                     run_once(target)
-                    outs = buffers.outputs()
-                    errors = [chain_model.worst_relative_error(o, r) for o, r in zip(outs, refs)]
-                    t = graph_time(target, reps=200 if k < 16 else 100)
+                    errors = [chain_model.worst_relative_error(o, r) for o, r in zip(buffers.outputs(), refs)]
+                    t = graph_time(target, reps=100)
                     row[name] = {**t, "worst_rel_error_per_stage": errors, "ok": max(errors) <= 1e-4}
                 except Exception:
                     log("  CHAIN FAILED", case, k, name)
                     traceback.print_exc()
             res["chain"][f"k{k}"] = row
-            pdl_t = row.get("pdl3", {}).get("median")
-            fused_t = row.get("fused", {}).get("median")
+            pdl_t, fused_t = row.get("pdl3", {}).get("median"), row.get("fused", {}).get("median")
             log(f"  chain k={k}:")
             for name, r in row.items():
-                log(f"    {name:16s} {r['median']:8.2f} us  vs pdl3 x{(pdl_t or np.nan) / r['median']:.3f}  vs fused "
+                log(f"    {name:24s} {r['median']:8.2f} us  vs pdl3 x{(pdl_t or np.nan) / r['median']:.3f}  vs fused "
                     f"x{(fused_t or np.nan) / r['median']:.3f}  maxerr={max(r['worst_rel_error_per_stage']):.2e} ok={r['ok']}")
         log(f"  elapsed {time.time() - t0:.1f} s")
     with open(OUT, "w") as f:

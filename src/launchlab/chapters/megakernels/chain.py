@@ -79,15 +79,19 @@ class Pdl3Chain(_OnStages):
 
 
 class FusedChain(_OnStages):
-    """fused_softmax_packed once per stage; `shared_bytes` as the fused row design's (packed_shared_bytes)."""
+    """fused_softmax_packed once per stage, with the fused row design's shared memory for the case's widest row
+    under `shared_limit` (packed_shared_bytes)."""
 
     name = "chain_fused"
 
-    def __init__(self, built, buffers, shared_bytes: int = 0):
+    def __init__(self, built, buffers, shared_limit: int):
+        from launchlab.chapters.megakernels.megakernel_designs import packed_shared_bytes
+
         super().__init__(buffers)
         self.block = module_define(built, "BLOCK", BLOCK)
         self.kernel = built.kernel(FUSED_CHAIN_KERNEL)
-        self.shared_bytes = int(shared_bytes)
+        self.shared_bytes = packed_shared_bytes(buffers.row_offsets, self.block, module_define(built, "REG_CHUNKS", 4),
+                                                shared_limit)
         if self.shared_bytes > 48 * 1024:
             allow_dynamic_shared(self.kernel, self.shared_bytes)
         if any(a.data.ptr % 16 for a in buffers.arrays):

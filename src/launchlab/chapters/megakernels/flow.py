@@ -17,7 +17,8 @@ from launchlab.model import workloads
 
 FAMILY = "megakernel_flow"
 WAIT_LIMIT_NS = 1_000_000_000  # a worker gives up after waiting 1 s for one row
-FLOW_SLOTS = 4                 # kernels/megakernel_flow.cu's default: tiles a worker holds in registers
+FLOW_SLOTS = 1                 # kernels/megakernel_flow.cu's default: tiles a worker holds in registers
+RELAXED_POLL = False           # spin with relaxed loads, acquire once (True), or acquire every poll (False)
 ERROR_CODES = {1: "its wait ran out"}
 
 
@@ -73,13 +74,14 @@ class FlowPersistent(Target):
 
     `workers_per_sm` 0: as many as the occupancy API allows; the grid never exceeds the tiles. Every worker
     spins on others, so the grid must be co-resident: checked here (NotCoResident) and by the cooperative
-    launch. `fold_b`: B inside every C; `keep_x`: C reads x from registers (one stage only: the chain moves
-    the same bytes as its contenders); `sleep_ns`: back-off between polls."""
+    launch. `fold_b`: B inside every C; `sleep_ns`: back-off between polls; `relaxed`: relaxed polling loads.
+    Whether C reads x from registers or from global memory is the build's (FLOW_KEEP_X: chain_flow.cu reads
+    it again, as every chain contender does)."""
 
     name = "flow"
 
-    def __init__(self, built, buffers, workers_per_sm: int = 0, fold_b: bool = True, keep_x: bool = True,
-                 sleep_ns: int = 0, wait_limit_ns: int = WAIT_LIMIT_NS):
+    def __init__(self, built, buffers, workers_per_sm: int = 0, fold_b: bool = True, sleep_ns: int = 0,
+                 relaxed: bool = RELAXED_POLL, wait_limit_ns: int = WAIT_LIMIT_NS):
         if not isinstance(buffers, StageBuffers):  # a TiledPath: its x and y, its tile table
             path = buffers
             buffers = StageBuffers(path.lengths, 1, tile_table=path.table, arrays=[path.x, path.y])
@@ -101,7 +103,7 @@ class FlowPersistent(Target):
                                                                                               FLOW_SLOTS))
         self.list_check = design_schedules.check_lists(self.graph, self.lists)
         self.shared_bytes = 0  # the tiles a worker keeps stay in registers
-        self.fold_b, self.keep_x, self.sleep_ns = bool(fold_b), bool(keep_x), int(sleep_ns)
+        self.fold_b, self.sleep_ns, self.relaxed = bool(fold_b), int(sleep_ns), bool(relaxed)
         self.wait_limit_ns = int(wait_limit_ns)
         self.arrivals = cupy.zeros(self.rows, dtype=cupy.uint32)
         self.row_round = cupy.zeros(self.rows, dtype=cupy.uint32)
@@ -110,7 +112,7 @@ class FlowPersistent(Target):
         self.args = (buffers.pointers, np.int32(buffers.stages), t["row_offsets"], t["row_first_tile"], t["tile_row"],
                      t["tile_start"], t["tile_len"], buffers.tile_stats, buffers.row_stats, np.int32(self.rows),
                      np.int32(self.tiles), self.arrivals, self.row_round, self.error, np.uint64(self.wait_limit_ns),
-                     np.uint32(self.sleep_ns), np.int32(self.fold_b), np.int32(self.keep_x and buffers.stages == 1))
+                     np.uint32(self.sleep_ns), np.int32(self.fold_b), np.int32(self.relaxed))
         self.launches = ((self.kernel, (self.workers,), (BLOCK,), self.args),)
 
     @property
@@ -162,4 +164,4 @@ class FlowPersistent(Target):
     def describe(self) -> dict:
         return {"workers": self.workers, "blocks_per_sm": self.workers_per_sm,
                 "resident_blocks_per_sm": self.resident_per_sm, "co_resident_capacity": self.capacity,
-                "fold_b": self.fold_b, "keep_x": self.keep_x, "sleep_ns": self.sleep_ns}
+                "fold_b": self.fold_b, "sleep_ns": self.sleep_ns, "relaxed": self.relaxed}

@@ -318,19 +318,16 @@ def trace_costs(session, variants, traced: dict, timed: dict) -> None:
     """The trace writes' own cost: each persistent design's traced and untraced graphs replayed in turn, every
     replay timed with events (traces/trace_cost.json: {VariantId: {"traced_us": [...], "untraced_us": [...]}});
     the summary reads their medians."""
-    import cupy
-
-    stream, costs = session.backend.stream, {}
+    backend, costs = session.backend, {}
     for variant in variants:
         pair = {"traced_us": [], "untraced_us": []}
         for _ in range(TRACE_COST_REPLAYS):
             for key, made in (("traced_us", traced[variant.id]), ("untraced_us", timed[variant.id])):
-                begin, end = cupy.cuda.Event(), cupy.cuda.Event()
-                begin.record(stream)
+                begin = backend.record_event()
                 made.invoke()
-                end.record(stream)
-                end.synchronize()
-                pair[key].append(float(cupy.cuda.get_elapsed_time(begin, end) * 1e3))
+                end = backend.record_event()
+                backend.synchronize()
+                pair[key].append(backend.elapsed_ms(begin, end) * 1e3)
         costs[str(variant.id)] = pair
     session.writer.write_json("traces/trace_cost.json", costs)
 

@@ -139,7 +139,7 @@ def _flow(fold_b: bool):
 
 
 make_flow, make_flow_last = _flow(True), _flow(False)
-CHAIN_FOLD_B = True  # the chain's flow kernel runs B inside every C (flow, the faster of the two on one stage)
+CHAIN_FOLD_B = False  # the chain's flow kernel runs B on a row's last A worker: faster than B in every C over 4 and 16 stages
 
 
 def make_chain_graph3(context: Context, case: str):
@@ -157,21 +157,16 @@ def make_chain_pdl3(context: Context, case: str):
 def make_chain_flow(context: Context, case: str):
     from launchlab.chapters.megakernels import flow
 
-    return flow.FlowPersistent(context.modules["chain_flow"], context.chain(case), context.workers_per_sm,
-                               CHAIN_FOLD_B, keep_x=False)
+    return flow.FlowPersistent(context.modules["chain_flow"], context.chain(case), context.workers_per_sm, CHAIN_FOLD_B)
 
 
 def make_chain_fused(context: Context, case: str):
     """The plain fused row kernel per stage, with the fused row design's shared memory for the case."""
-    from launchlab.chapters.megakernels import chain, megakernel_designs as designs
+    from launchlab.chapters.megakernels import chain
     from launchlab.gpu import device
-    from launchlab.gpu.targets import module_define
 
-    built, buffers = context.modules["fused_softmax_chain"], context.chain(case)
     limit = context.shared_limit if context.shared_limit is not None else device.shared_limit()
-    shared = designs.packed_shared_bytes(buffers.row_offsets, module_define(built, "BLOCK", 512),
-                                         module_define(built, "REG_CHUNKS", 4), limit)
-    return chain.FusedChain(built, buffers, shared)
+    return chain.FusedChain(context.modules["fused_softmax_chain"], context.chain(case), limit)
 
 
 def make_cluster(context: Context, case: str):
