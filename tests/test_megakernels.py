@@ -456,3 +456,30 @@ def test_accepted_run_traces_pass_and_phases_never_overlap():
         for target in ("tiled3", "coop"):
             for submission in ("stream", "graph"):
                 assert ACCEPTED.value(f"b_before_last_a.{target}.{case}.{submission}") == 0
+
+
+@pytest.mark.slow
+def test_flow_and_chain_findings(synthetic):
+    from megakernel_simulation_flow import FLOW_COSTS, STAGE_COSTS
+
+    head, s = synthetic.headline, synthetic.summaries
+    for case in ("balanced", "ragged"):
+        assert s["best_tiled_persistent"][case]["variant"] == f"flow.{case}.graph"  # the cheapest persistent design
+        assert head[f"speedup_vs_graph3.best_tiled_persistent.{case}"] == pytest.approx(
+            COSTS["tiled3", None, "graph"] / FLOW_COSTS["flow"])
+        for k in declared.Parameters().chain_stages:
+            assert head[f"speedup_vs_graph_pdl.chain_flow.{case}.k{k}"] == pytest.approx(
+                STAGE_COSTS["chain_pdl3"] / STAGE_COSTS["chain_flow"])
+            assert head[f"speedup_vs_chain_fused.chain_flow.{case}.k{k}.cold"] == pytest.approx(
+                (k * STAGE_COSTS["chain_fused"] + COLD_EXTRA_NS) / (k * STAGE_COSTS["chain_flow"] + COLD_EXTRA_NS))
+        assert head[f"megakernel_pays_at_k.{case}"] == 1  # faster than both from the first stage count
+        assert isinstance(head[f"handoff_us.flow.{case}"], float) and f"trace_cost_us.flow.{case}" in head
+        assert s["traces"][f"flow.{case}.graph"]["passed"] and s["traces"][f"flow_last.{case}.graph"]["passed"]
+    assert "speedup_vs_graph_pdl.chain_pdl3.balanced.k4" not in head  # the reference has no ratio over itself
+    values = page.page_values(synthetic)
+    assert values["pays_at_k_ragged"] == "k = 1" and values["tiled_best_verdict_balanced"] == "beats"
+    assert values["chain_sentence"].startswith("On the balanced case a megakernel pays from k = 1")
+    assert len(page.chain_table(synthetic)) == 2 * len(declared.Parameters().chain_stages) * 4
+    assert len(page.handoff_table(synthetic)) == 2 * 5  # coop, queue, depend, flow, flow_last on both cases
+    assert set(page.targets_table(synthetic)["verdict"]) <= {"met", "missed"}
+    page.chain_figure(synthetic)
