@@ -17,7 +17,14 @@ LENGTH_SETS = {"balanced": list(workloads.tiled_row_lengths("balanced")),
 
 
 @pytest.fixture(scope="module")
-def modules():
+def backend():
+    from launchlab.gpu.backend import CupyBackend
+
+    return CupyBackend()  # a non-blocking stream made current, as in the chapter (capture needs one)
+
+
+@pytest.fixture(scope="module")
+def modules(backend):
     from launchlab.gpu import build, device
     from launchlab.chapters.megakernels.targets import fused_defines
 

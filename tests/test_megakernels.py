@@ -476,6 +476,8 @@ def test_flow_and_chain_findings(synthetic):
         assert isinstance(head[f"handoff_us.flow.{case}"], float) and f"trace_cost_us.flow.{case}" in head
         assert s["traces"][f"flow.{case}.graph"]["passed"] and s["traces"][f"flow_last.{case}.graph"]["passed"]
     assert "speedup_vs_graph_pdl.chain_pdl3.balanced.k4" not in head  # the reference has no ratio over itself
+    from launchlab.chapters.megakernels import page
+
     values = page.page_values(synthetic)
     assert values["pays_at_k_ragged"] == "k = 1" and values["tiled_best_verdict_balanced"] == "beats"
     assert values["chain_sentence"].startswith("On the balanced case a megakernel pays from k = 1")

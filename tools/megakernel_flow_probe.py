@@ -112,10 +112,11 @@ def main():
         res["single"]["tiled3"] = {**base, "ok": ok}
         log(f"\n== {case}: tiled3 graph {base['median']:.2f} us ok={ok}")
         for fold in (1, 0):
-            for relaxed in (0, 1):
-                label = f"flow fold={fold} relaxed={relaxed}"
+            for relaxed, cooperative in ((0, 1), (0, 0), (1, 0)):
+                label = f"flow fold={fold} relaxed={relaxed} coop={cooperative}"
                 try:
-                    target = flow.FlowPersistent(flow_module, path, 0, bool(fold), 0, bool(relaxed))
+                    target = flow.FlowPersistent(flow_module, path, 0, bool(fold), 0, bool(relaxed),
+                                                 cooperative=bool(cooperative))
                     ok, _ = check_single(target, x, ref, path.row_offsets)
                     target.check_error()
                     t = graph_time(target)
@@ -142,8 +143,8 @@ def main():
             refs = chain_model.chain_oracle(x, buffers.row_offsets, k)
             contenders = {"pdl3": lambda: chain.Pdl3Chain(chain_flow, buffers),
                           "fused": lambda: chain.FusedChain(fused_chain, buffers, limit),
-                          **{f"flow fold={f} relaxed={r}": (lambda f=f, r=r: flow.FlowPersistent(
-                              chain_flow, buffers, 0, bool(f), 0, bool(r))) for f in (0, 1) for r in (0, 1)}}
+                          **{f"flow fold={f} coop={c}": (lambda f=f, c=c: flow.FlowPersistent(
+                              chain_flow, buffers, 0, bool(f), cooperative=bool(c))) for f in (0, 1) for c in (1, 0)}}
             row = {}
             for name, make in contenders.items():
                 try:

@@ -74,14 +74,16 @@ class FlowPersistent(Target):
 
     `workers_per_sm` 0: as many as the occupancy API allows; the grid never exceeds the tiles. Every worker
     spins on others, so the grid must be co-resident: checked here (NotCoResident) and by the cooperative
-    launch. `fold_b`: B inside every C; `sleep_ns`: back-off between polls; `relaxed`: relaxed polling loads.
+    launch (`cooperative`; without it the occupancy check alone stands between a grid too large and a worker
+    waiting for ever, and the wait limit ends it). `fold_b`: B inside every C; `sleep_ns`: back-off between
+    polls; `relaxed`: relaxed polling loads.
     Whether C reads x from registers or from global memory is the build's (FLOW_KEEP_X: chain_flow.cu reads
     it again, as every chain contender does)."""
 
     name = "flow"
 
     def __init__(self, built, buffers, workers_per_sm: int = 0, fold_b: bool = True, sleep_ns: int = 0,
-                 relaxed: bool = RELAXED_POLL, wait_limit_ns: int = WAIT_LIMIT_NS):
+                 relaxed: bool = RELAXED_POLL, wait_limit_ns: int = WAIT_LIMIT_NS, cooperative: bool = True):
         if not isinstance(buffers, StageBuffers):  # a TiledPath: its x and y, its tile table
             path = buffers
             buffers = StageBuffers(path.lengths, 1, tile_table=path.table, arrays=[path.x, path.y])
@@ -104,6 +106,7 @@ class FlowPersistent(Target):
         self.list_check = design_schedules.check_lists(self.graph, self.lists)
         self.shared_bytes = 0  # the tiles a worker keeps stay in registers
         self.fold_b, self.sleep_ns, self.relaxed = bool(fold_b), int(sleep_ns), bool(relaxed)
+        self.cooperative = bool(cooperative)
         self.wait_limit_ns = int(wait_limit_ns)
         self.arrivals = cupy.zeros(self.rows, dtype=cupy.uint32)
         self.row_round = cupy.zeros(self.rows, dtype=cupy.uint32)
@@ -120,7 +123,7 @@ class FlowPersistent(Target):
         return 1
 
     def invoke(self) -> None:
-        self.function((self.workers,), (BLOCK,), self.args, enable_cooperative_groups=True)
+        self.function((self.workers,), (BLOCK,), self.args, enable_cooperative_groups=self.cooperative)
 
     def poison(self) -> None:
         self.buffers.poison()
@@ -164,4 +167,4 @@ class FlowPersistent(Target):
     def describe(self) -> dict:
         return {"workers": self.workers, "blocks_per_sm": self.workers_per_sm,
                 "resident_blocks_per_sm": self.resident_per_sm, "co_resident_capacity": self.capacity,
-                "fold_b": self.fold_b, "sleep_ns": self.sleep_ns, "relaxed": self.relaxed}
+                "fold_b": self.fold_b, "sleep_ns": self.sleep_ns, "relaxed": self.relaxed, "cooperative": self.cooperative}
