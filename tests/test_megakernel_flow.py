@@ -15,7 +15,9 @@ def test_sm_idle_gaps_count_only_time_an_sm_runs_nothing():
     # SM 0: [0, 10] then [5, 12] overlaps (0), then [20, 25] after 8 idle; SM 1: [0, 2] then [3, 4] after 1
     gaps = handoff.sm_idle_ns([0, 0, 0, 1, 1], [0, 5, 20, 0, 3], [10, 12, 25, 2, 4])
     assert sorted(gaps.tolist()) == [0, 1, 8]
-    assert handoff.quantiles([]) == {"median": 0.0, "p90": 0.0, "mean": 0.0, "count": 0}
+    assert handoff.quantiles([]) == {"p10": 0.0, "p25": 0.0, "median": 0.0, "p75": 0.0, "p90": 0.0, "mean": 0.0,
+                                     "count": 0}
+    assert handoff.quantiles([1, 2, 3, 4, 5])["p25"] == 2.0
     with pytest.raises(ValueError, match="one value per task"):
         handoff.sm_idle_ns([0, 1], [0], [1])
 

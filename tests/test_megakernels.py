@@ -485,3 +485,4 @@ def test_flow_and_chain_findings(synthetic):
     assert len(page.handoff_table(synthetic)) == 2 * 5  # coop, queue, depend, flow, flow_last on both cases
     assert set(page.targets_table(synthetic)["verdict"]) <= {"met", "missed"}
     page.chain_figure(synthetic)
+    page.handoff_figure(synthetic)

@@ -41,9 +41,10 @@ def of_model(model, trace) -> dict:
 
 
 def quantiles(values) -> dict:
-    """median, p90, mean and count of the gaps (ns); an empty set (one task per SM) is all zeros."""
+    """p10, p25, median, p75, p90, mean and count of the gaps (ns); an empty set (one task per SM) is all zeros."""
     values = np.asarray(values, dtype=np.float64)
     if values.size == 0:
-        return {"median": 0.0, "p90": 0.0, "mean": 0.0, "count": 0}
-    return {"median": float(np.median(values)), "p90": float(np.percentile(values, 90)),
-            "mean": float(values.mean()), "count": int(values.size)}
+        return {"p10": 0.0, "p25": 0.0, "median": 0.0, "p75": 0.0, "p90": 0.0, "mean": 0.0, "count": 0}
+    p10, p25, median, p75, p90 = (float(v) for v in np.percentile(values, [10, 25, 50, 75, 90]))
+    return {"p10": p10, "p25": p25, "median": median, "p75": p75, "p90": p90, "mean": float(values.mean()),
+            "count": int(values.size)}

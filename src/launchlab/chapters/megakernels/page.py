@@ -5,8 +5,8 @@ from __future__ import annotations
 from launchlab.chapters.megakernels import baseline
 from launchlab.chapters.megakernels.page_figures import (gantt_figure, speedup_figure, sweep_figure,  # noqa: F401
                                                          timing_figure)
-from launchlab.chapters.megakernels.page_flow import (chain_figure, chain_table, flow_values, handoff_table,  # noqa: F401
-                                                      targets_table)
+from launchlab.chapters.megakernels.page_flow import (chain_figure, chain_table, flow_values, handoff_figure,  # noqa: F401
+                                                      handoff_table, targets_table)
 from launchlab.chapters.megakernels.page_tables import (_event, cases, design_trace_table, graph_table,  # noqa: F401
                                                         main_variants_of, pays_table, resources_table, sanitizer_table,
                                                         speedup_table, sweep_rows, sweep_table, timing_table,

@@ -143,6 +143,43 @@ def targets_table(run):
     return pd.DataFrame(rows).set_index("target") if rows else pd.DataFrame()
 
 
+def handoff_figure(run):
+    """Per persistent design and case, the gaps between a worker's consecutive tasks: measured (box p25–p75,
+    whiskers p10–p90, dot the median) beside the schedule model's replay (hollow marks at the same quantiles)."""
+    from launchlab.present import figures
+
+    handoffs = run.summaries["handoff"]
+    cases = list(dict.fromkeys(VariantId.parse(v).case for v in handoffs))
+    fig, axes = figures.figure(1, len(cases), height=3.4, layout="constrained")
+    for column, case in enumerate(cases):
+        ax = axes[0, column]
+        mine = [(VariantId.parse(v).target, gaps) for v, gaps in handoffs.items() if VariantId.parse(v).case == case]
+        for row, (name, gaps) in enumerate(mine):
+            for offset, quantiles, style in ((-0.15, gaps["worker"], "measured"), (0.15, gaps["model_worker"], "model")):
+                if not quantiles:
+                    continue
+                y = row + offset
+                hollow = style == "model"
+                colour = figures.COLOURS[1 if hollow else 0]
+                ax.plot([quantiles["p10"] / 1e3, quantiles["p90"] / 1e3], [y, y], color=colour, linewidth=1)
+                ax.plot([quantiles["p25"] / 1e3, quantiles["p75"] / 1e3], [y, y], color=colour, linewidth=5,
+                        alpha=0.5)
+                ax.plot(quantiles["median"] / 1e3, y, "o", color=colour, markerfacecolor="white" if hollow else colour,
+                        label=(f"{style} (median, p25–p75, p10–p90)" if row == 0 else None))
+        ax.set_yticks(range(len(mine)), [DESIGN[name].label for name, _ in mine])
+        ax.invert_yaxis()
+        ax.set_xlabel("gap between a worker's tasks (µs)")
+        ax.set_title(f"{case} case")
+        ax.grid(axis="x", alpha=0.3)
+        if column:
+            ax.set_yticklabels([])
+    figures.legend(axes[0, 0], "below")
+    return figures.describe(fig, (
+        f"Box plot, one panel per case ({', '.join(cases)}), one row per persistent design: the gap between a "
+        f"worker's consecutive tasks in its traced graph run (median, p25 to p75, p10 to p90), beside the same "
+        f"quantiles of its schedule model replaying the trace's task durations."))
+
+
 def chain_figure(run):
     """Speed-up over the 3k-kernel PDL graph against the stage count k, per contender, one panel per case
     (medians, 95 % bootstrap intervals; dashed: as fast)."""
