@@ -363,7 +363,8 @@ def baseline(case: str) -> VariantId:
 
 HOST_PATH = ("CuPy from CPython on one non-blocking stream: RawKernel launches for the three kernels and the fused "
              "row kernel; cuLaunchCooperativeKernel through CuPy (which queries the occupancy API on every call) for "
-             "the cooperative and the dependency-driven kernels; cudaMemsetAsync of the queue counters then a launch "
+             "the cooperative and the dependency-driven kernels; an ordinary launch after the occupancy API's check for the "
+             "flow kernel; cudaMemsetAsync of the queue counters then a launch "
              "for the queue; cuLaunchKernelEx (ctypes or cuda-bindings, chapters/megakernels/pdl.py) with the "
              "programmatic-stream-serialization and cluster-dimension attributes for the PDL, two-kernel and cluster "
              "designs; Graph.launch for every graph")

@@ -19,6 +19,9 @@ FAMILY = "megakernel_flow"
 WAIT_LIMIT_NS = 1_000_000_000  # a worker gives up after waiting 1 s for one row
 FLOW_SLOTS = 1                 # kernels/megakernel_flow.cu's default: tiles a worker holds in registers
 RELAXED_POLL = False           # spin with relaxed loads, acquire once (True), or acquire every poll (False)
+# An ordinary launch after the occupancy check: the cooperative attribute cost 0.3-0.6 µs per invocation in the
+# development sweep, and the flow kernel needs its grid co-resident, not grid-wide barriers.
+COOPERATIVE = False
 ERROR_CODES = {1: "its wait ran out"}
 
 
@@ -73,9 +76,9 @@ class FlowPersistent(Target):
     """flow_persistent on `buffers` (a StageBuffers, or a tiled path whose x and y become a one-stage chain).
 
     `workers_per_sm` 0: as many as the occupancy API allows; the grid never exceeds the tiles. Every worker
-    spins on others, so the grid must be co-resident: checked here (NotCoResident) and by the cooperative
-    launch (`cooperative`; without it the occupancy check alone stands between a grid too large and a worker
-    waiting for ever, and the wait limit ends it). `fold_b`: B inside every C; `sleep_ns`: back-off between
+    spins on others, so the grid must be co-resident: checked here with the occupancy API (NotCoResident), and
+    with `cooperative` by the cooperative launch too (without it, work the GPU runs beside the kernel could still
+    keep a worker from starting: the wait limit then ends the invocation with an error). `fold_b`: B inside every C; `sleep_ns`: back-off between
     polls; `relaxed`: relaxed polling loads.
     Whether C reads x from registers or from global memory is the build's (FLOW_KEEP_X: chain_flow.cu reads
     it again, as every chain contender does)."""
@@ -83,7 +86,7 @@ class FlowPersistent(Target):
     name = "flow"
 
     def __init__(self, built, buffers, workers_per_sm: int = 0, fold_b: bool = True, sleep_ns: int = 0,
-                 relaxed: bool = RELAXED_POLL, wait_limit_ns: int = WAIT_LIMIT_NS, cooperative: bool = True):
+                 relaxed: bool = RELAXED_POLL, wait_limit_ns: int = WAIT_LIMIT_NS, cooperative: bool = COOPERATIVE):
         if not isinstance(buffers, StageBuffers):  # a TiledPath: its x and y, its tile table
             path = buffers
             buffers = StageBuffers(path.lengths, 1, tile_table=path.table, arrays=[path.x, path.y])

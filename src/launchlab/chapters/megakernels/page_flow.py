@@ -173,7 +173,7 @@ def handoff_figure(run):
         ax.grid(axis="x", alpha=0.3)
         if column:
             ax.set_yticklabels([])
-    figures.legend(axes[0, 0], "below")
+    figures.legend(fig, "below")  # the panels share their series
     return figures.describe(fig, (
         f"Box plot, one panel per case ({', '.join(cases)}), one row per persistent design: the gap between a "
         f"worker's consecutive tasks in its traced graph run (median, p25 to p75, p10 to p90), beside the same "
@@ -207,7 +207,7 @@ def chain_figure(run):
         ax.grid(alpha=0.3)
         if column == 0:
             ax.set_ylabel("speed-up over the PDL graph, warm (×)")
-    figures.legend(axes[0, 0], "below")
+    figures.legend(fig, "below")  # the panels share their series
     return figures.describe(fig, (
         f"Line chart, one panel per case ({', '.join(cases)}): for each chain contender its speed-up over the "
         f"3k-kernel graph with PDL against the number of stages k (log scale), medians with 95 % bootstrap "
