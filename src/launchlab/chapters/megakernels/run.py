@@ -1,7 +1,9 @@
 """Chapter 4 on the GPU: build every design's kernels, read back the captured graphs' edge types, validate
 every variant, time them warm in one measurement and their graphs cold in another, validate again, trace
-each design in an instrumented build and hold the traces to its schedule model's rules, and finally run
-compute-sanitizer's tools over every kernel in a child process.
+each design in an instrumented build and hold the traces to its schedule model's rules (and time each persistent
+design's traced graph against its timed one: the trace writes' cost), and finally run compute-sanitizer's tools
+over every kernel in a child process. A chain variant's output is every stage's, checked against the float64
+chain.
 
 Every declared variant is made by its row (targets.py); what it enters (`table`, `sweep`, `trace`,
 `sanitizer`) and its L2 states say how it is measured. A design whose requirement this GPU lacks is skipped,
