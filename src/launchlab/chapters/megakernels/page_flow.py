@@ -148,8 +148,10 @@ def handoff_figure(run):
     whiskers p10–p90, dot the median) beside the schedule model's replay (hollow marks at the same quantiles)."""
     from launchlab.present import figures
 
+    from launchlab.chapters.megakernels.page_tables import cases as tiled_cases
+
     handoffs = run.summaries["handoff"]
-    cases = list(dict.fromkeys(VariantId.parse(v).case for v in handoffs))
+    cases = [case for case in tiled_cases(run) if any(VariantId.parse(v).case == case for v in handoffs)]
     fig, axes = figures.figure(1, len(cases), height=3.4, layout="constrained")
     for column, case in enumerate(cases):
         ax = axes[0, column]
