@@ -51,6 +51,11 @@ def flow_values(run) -> dict:
 
     values["chain_stages_run"] = ", ".join(str(k) for k in sorted(set(CHAPTER.parameters_of(run.record).chain_stages)))
     values["chain_rtol"] = f"{chain_model.CHAIN_TOLERANCE.rtol:g}"
+    values["chain_max_stages"] = str(chain_model.MAX_STAGES)
+    launched = run.record.details.get("design_launches", {})
+    flow = next((fact for vid, fact in launched.items() if vid.startswith("flow.")), None)
+    if flow and "resident_blocks_per_sm" in flow:
+        values["flow_workers_per_sm"] = str(flow["resident_blocks_per_sm"])
     return values
 
 

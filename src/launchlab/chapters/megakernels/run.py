@@ -104,6 +104,7 @@ def note_designs(session, variants) -> None:
     """What each added design launched with: the dependency kernel's workers and cached tiles, the cluster
     classes, the fused kernel's block, shared memory and rows per tier, the PDL launcher's driver."""
     from launchlab.chapters.megakernels import persistent
+    from launchlab.gpu import device
 
     facts = {}
     for vid, variant in variants.items():
@@ -113,6 +114,7 @@ def note_designs(session, variants) -> None:
         fact = {"launches": len(target.launches)}
         if getattr(target, "lists", None) is not None:  # the dependency kernel
             fact.update(workers=int(target.workers), capacity=int(target.capacity),
+                        resident_blocks_per_sm=int(target.capacity) // device.sm_count(),
                         cached_tiles=int((target.lists.slot >= 0).sum() // 2),  # A and C of a tile share its slot
                         tiles=int(target.tiles), shared_bytes=int(target.shared_bytes),
                         list_check=target.list_check["passed"])
