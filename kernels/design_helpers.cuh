@@ -5,6 +5,38 @@
 #include "tiled.cuh"
 #include "arch.cuh"
 
+// rho of a row from its sum of squares and length; 1 in the chain's builds (-DPLAIN_SOFTMAX): a chained
+// RMS-scaled softmax shrinks every row by its length per stage and underflows float32 within a few stages,
+// a plain softmax stays in range however long the chain.
+#ifdef PLAIN_SOFTMAX
+#define ROW_RHO(q, length) ((void)(q), (void)(length), 1.0f)
+#else
+#define ROW_RHO(q, length) sqrtf((q) / (length))
+#endif
+
+// tiled.cuh's row_combine with ROW_RHO: the chain's B kernels. tiled.cuh itself stays as chapter 2's runs
+// built it, so its row_combine is not given the switch.
+__device__ __forceinline__ void row_combine_rho(const TiledProblem& p, int r, float* scratch) {
+    const int first = p.row_first_tile[r], last = p.row_first_tile[r + 1];
+    float q = 0.0f, m = NEG_INF;
+    for (int t = first + threadIdx.x; t < last; t += BLOCK) {
+        q += __ldcg(p.tile_stats + 3 * t + 0);
+        m = fmaxf(m, __ldcg(p.tile_stats + 3 * t + 1));
+    }
+    q = block_sum(q, scratch);
+    m = block_max(m, scratch);
+    float z = 0.0f;
+    for (int t = first + threadIdx.x; t < last; t += BLOCK)
+        z += __ldcg(p.tile_stats + 3 * t + 2) * expf(__ldcg(p.tile_stats + 3 * t + 1) - m);  // rescale to m
+    z = block_sum(z, scratch);
+    if (threadIdx.x == 0) {
+        const float length = (float)(p.row_offsets[r + 1] - p.row_offsets[r]);
+        p.row_stats[3 * r + 0] = ROW_RHO(q, length);
+        p.row_stats[3 * r + 1] = m;
+        p.row_stats[3 * r + 2] = z;
+    }
+}
+
 // Both builds (timed and traced) must fit the same resident blocks per SM: ask ptxas for a full
 // SM of BLOCK-thread blocks (the persistent grid is sized from the occupancy API).
 #define RESIDENT_BLOCKS (SM_THREADS / BLOCK)

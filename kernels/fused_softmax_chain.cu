@@ -1,5 +1,5 @@
 // Chapter 3's fused row kernel on packed rows in plain-softmax mode (rho = 1): the chain's fused
-// contender (kernels/tiled.cuh says why the chain is a plain softmax). The same tiers and device
+// contender (kernels/design_helpers.cuh says why the chain is a plain softmax). The same tiers and device
 // functions as fused_rms_softmax_packed; built with chapter 3's defines for its class.
 #ifndef FUSED_PACKED
 #define FUSED_PACKED

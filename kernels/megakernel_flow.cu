@@ -278,7 +278,7 @@ extern "C" __global__ void __launch_bounds__(BLOCK) chain_pdl_combiner(TILED_PRO
     __shared__ float scratch[32];
     allow_dependent_launch();
     wait_for_producer_grid();
-    row_combine(TILED_PROBLEM, blockIdx.x, scratch);
+    row_combine_rho(TILED_PROBLEM, blockIdx.x, scratch);
 }
 
 extern "C" __global__ void __launch_bounds__(BLOCK) chain_pdl_consumer(TILED_PROBLEM_PARAMS) {

@@ -19,15 +19,6 @@
 #define TILE 1024
 #endif
 
-// rho of a row from its sum of squares and length; 1 in the chain's build (-DPLAIN_SOFTMAX): a chained
-// RMS-scaled softmax shrinks every row by its length per stage and underflows float32 within a few
-// stages, a plain softmax stays in range however long the chain.
-#ifdef PLAIN_SOFTMAX
-#define ROW_RHO(q, length) ((void)(q), (void)(length), 1.0f)
-#else
-#define ROW_RHO(q, length) sqrtf((q) / (length))
-#endif
-
 struct TiledProblem {
     const float* x;
     float* y;
@@ -78,7 +69,7 @@ __device__ __forceinline__ void row_combine(const TiledProblem& p, int r, float*
     z = block_sum(z, scratch);
     if (threadIdx.x == 0) {
         const float length = (float)(p.row_offsets[r + 1] - p.row_offsets[r]);
-        p.row_stats[3 * r + 0] = ROW_RHO(q, length);
+        p.row_stats[3 * r + 0] = sqrtf(q / length);
         p.row_stats[3 * r + 1] = m;
         p.row_stats[3 * r + 2] = z;
     }

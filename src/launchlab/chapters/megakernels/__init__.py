@@ -195,7 +195,7 @@ QUEUE_ORACLE = dataclasses.replace(PACKED_ROWS, name=PACKED_ROWS.name + ", and e
 DEPENDENCY_ORACLE = dataclasses.replace(PACKED_ROWS, name=PACKED_ROWS.name + ", and its error word (no worker gave up)")
 CHAIN_ORACLE = Oracle("softmax_chain every stage (float64)", chain_model.every_stage, chain_model.CHAIN_TOLERANCE)
 FLOW_KERNELS = ("flow_persistent",)
-CHAIN_KERNELS = {"chain_graph3": STAGE_KERNELS, "chain_pdl3": ("chain_pdl_producer", "chain_pdl_combiner",
+CHAIN_KERNELS = {"chain_graph3": ("tile_producer", "chain_row_combiner", "tile_consumer"), "chain_pdl3": ("chain_pdl_producer", "chain_pdl_combiner",
                                                                 "chain_pdl_consumer")}
 PDL3_KERNELS = ("pdl_tile_producer", "pdl_row_combiner", "pdl_tile_consumer")
 TILED2_KERNELS = ("pdl_tile_producer", "combining_tile_consumer")
@@ -250,7 +250,8 @@ DESIGN: dict[str, Design] = {d.name: d for d in (
     _design("flow_last", "flow persistent (B by the last A)", targets.make_flow_last, FLOW_FAMILY, FLOW_KERNELS,
             "dependency", 1, 0, bytes=x_on_chip_bytes, oracle=DEPENDENCY_ORACLE, persistent=True, group="flow",
             one_launch=True, words=DEPENDENCY_WORDS, varlen=True),
-    _chain("chain_graph3", "3k-kernel graph", targets.make_chain_graph3, "chain_tiled", STAGE_KERNELS, 3),
+    _chain("chain_graph3", "3k-kernel graph", targets.make_chain_graph3, "chain_tiled", CHAIN_KERNELS["chain_graph3"],
+           3),
     _chain("chain_pdl3", "3k-kernel graph, PDL", targets.make_chain_pdl3, "chain_flow", CHAIN_KERNELS["chain_pdl3"], 3,
            requires=Requires(pdl=True), extended=True),
     _chain("chain_flow", "flow persistent, whole chain", targets.make_chain_flow, "chain_flow", FLOW_KERNELS, 1,

@@ -1,7 +1,7 @@
 """The chain's contenders as Targets on one StageBuffers (k stages of the tiled A -> B -> C step in plain-softmax
 mode; stage s reads array s and writes array s + 1, so every contender moves the same bytes):
 
-* `Graph3Chain`: the 3k kernels of tiled_softmax.cu, one after another (a graph captures them as 3k nodes);
+* `Graph3Chain`: the 3k kernels of chain_tiled.cu (tiled_softmax.cu's A and C, a plain B), one after another (a graph captures them as 3k nodes);
 * `Pdl3Chain`: the chain's PDL kernels of megakernel_flow.cu, each launched with programmatic stream
   serialization (cuLaunchKernelEx, pdl.py), each waiting for its producer grid before its first read;
 * `FusedChain`: chapter 3's fused row kernel in plain mode (fused_softmax_chain.cu), k launches;
@@ -16,7 +16,7 @@ import numpy as np
 from launchlab.chapters.megakernels import pdl
 from launchlab.gpu.targets import BLOCK, Target, allow_dynamic_shared, enqueue_launches, module_define
 
-TILED_CHAIN_KERNELS = ("tile_producer", "row_combiner", "tile_consumer")
+TILED_CHAIN_KERNELS = ("tile_producer", "chain_row_combiner", "tile_consumer")
 PDL_CHAIN_KERNELS = ("chain_pdl_producer", "chain_pdl_combiner", "chain_pdl_consumer")
 FUSED_CHAIN_KERNEL = "fused_softmax_packed"
 

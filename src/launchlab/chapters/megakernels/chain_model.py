@@ -1,6 +1,6 @@
 """The chain's float64 oracle and its declared tolerance (NumPy only).
 
-Stage s of the chain is the tiled A -> B -> C step in plain-softmax mode (rho = 1, kernels/tiled.cuh says
+Stage s of the chain is the tiled A -> B -> C step in plain-softmax mode (rho = 1, kernels/design_helpers.cuh says
 why) on stage s - 1's output; the oracle iterates the float64 softmax from the float32 input, so a stage's
 error is its own rounding plus what the earlier stages' rounding moved its input by."""
 from __future__ import annotations
