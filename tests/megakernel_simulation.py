@@ -18,6 +18,7 @@ from launchlab.measure.protocol import MeasurementProtocol
 from launchlab.model import oracles, workloads
 from launchlab.store import evidence
 from launchlab import analysis
+from megakernel_simulation_flow import patch_flow_and_chain  # noqa: E402 - the flow and chain stand-ins
 
 SM_COUNT, RESIDENT = 132, 8
 # Device time of one invocation (ns): (design, blocks per SM or None, submission) -> cost.
@@ -227,8 +228,8 @@ class FakeGraphReplay:
         stream.begin_capture()
         target.invoke()
         self.graph = stream.end_capture()
-        self.graph.cost_ns = COSTS.get((target.name, getattr(target, "workers_per_sm", None), "graph"),
-                                       COSTS[target.name, None, "graph"])
+        self.graph.cost_ns = getattr(target, "graph_cost_ns", None) or COSTS.get(
+            (target.name, getattr(target, "workers_per_sm", None), "graph"), COSTS[target.name, None, "graph"])
         self.setup = {"capture_us": 10.0, "end_capture_us": 50.0, "upload_us": 3.0, "first_replay_us": 40.0,
                       "instantiated_in_end_capture": True}
         self.dot = self.graph.debug_dot_str()
@@ -446,6 +447,7 @@ def simulated_gpu():
     patch.setattr(probes, "attach_task_buffer", lambda *a: None)
     patch.setattr(build, "load_module", lambda family, defines=None, **o: FakeBuilt(family, device))
     patch.setattr(build, "save_build", fake_save_build)
+    patch_flow_and_chain(patch, device)
     yield device
     patch.undo()
 

@@ -53,12 +53,23 @@ def test_declared_default_ids_are_what_the_accepted_run_measured():
 def test_expand_crosses_designs_cases_submissions_and_the_sweep():
     table = declared.CHAPTER.variants()
     parameters = Parameters()
-    designs = declared.active_designs(parameters)
+    designs = [d for d in declared.active_designs(parameters) if not d.chain]
+    chained = [d for d in declared.active_designs(parameters) if d.chain]
     swept = [d for d in designs if "sweep" in d.outputs]
-    assert len(table) == len(parameters.tiled_cases) * (2 * len(designs) + len(swept) * len(parameters.sweep_workers_per_sm))
+    varlen = [d for d in designs if d.varlen]
+    assert len(table) == len(parameters.tiled_cases) * (2 * len(designs) + len(swept) * len(parameters.sweep_workers_per_sm)
+                                                        + len(chained) * len(parameters.chain_stages)) \
+        + len(declared.known_cases(parameters.varlen_cases)) * 2 * len(varlen)
     for variant in table:
         design, workers_per_sm = design_of(variant.id)
-        assert variant.row is design and variant.id.case in parameters.tiled_cases
+        assert variant.row is design
+        assert variant.id.case in (parameters.varlen_cases if design.varlen else ()) + parameters.tiled_cases
+        if design.chain:  # a chain contender: graphs warm and cold, k stages a call each
+            k = declared.stages_of(variant.id)
+            assert variant.enters == declared.CHAIN_OUTPUTS and variant.l2_states == ("warm", "cold")
+            assert k in parameters.chain_stages and variant.calls == k and variant.id.submission == "graph"
+            assert (variant.bytes_read, variant.bytes_written) == tuple(k * b for b in design.bytes(variant.id.case))
+            continue
         if workers_per_sm is None:  # a main variant: graphs warm and cold, the stream warm
             assert variant.enters == design.outputs - {"sweep"} and "table" in variant.enters
             assert variant.l2_states == (("warm", "cold") if variant.id.submission == "graph" else ("warm",))
@@ -89,7 +100,11 @@ def test_design_facts_and_names():
     assert DESIGN["cluster"].requires.missing({"compute_capability": "8.0"}).startswith("needs compute capability 9.0")
     assert DESIGN["tiled3"].requires.missing({"compute_capability": "8.0"}) is None
     # below 9.0 only the clusters and the PDL launches are missing (kernels/arch.cuh compiles griddepcontrol out)
-    for capability, missing in (("8.0", {"pdl3", "tiled2_pdl", "cluster"}), ("8.9", {"pdl3", "tiled2_pdl", "cluster"}),
+    assert design_of("chain_pdl3_k16.ragged.graph") == (DESIGN["chain_pdl3"], None)
+    assert declared.stages_of("chain_pdl3_k16.ragged.graph") == 16 and declared.stages_of("queue.ragged.graph") == 1
+    assert declared.label("chain_flow_k4.balanced.graph") == "flow persistent, whole chain, k = 4"
+    below_9 = {"pdl3", "tiled2_pdl", "cluster", "chain_pdl3"}
+    for capability, missing in (("8.0", below_9), ("8.9", below_9),
                                 ("9.0", set()), ("10.0", set())):
         assert {name for name, d in DESIGN.items() if d.requires.missing({"compute_capability": capability})} == missing
     with pytest.raises(ValueError, match="traced design needs a schedule"):
@@ -124,7 +139,7 @@ def test_the_simulated_run_holds_every_declared_variant(synthetic):
     assert {s["variant"] for s in samples} == declared_ids
     assert {s["launches"] for s in samples if s["variant"] == "queue.ragged.stream"} == {2}
     assert {s["launches"] for s in samples if s["variant"] == "tiled3.ragged.stream"} == {3}
-    untraced = {v for v in declared_ids if v.startswith("fused_row.")}  # no schedule model: not traced
+    untraced = {v for v in declared_ids if v.startswith(("fused_row.", "chain_"))}  # no schedule model: not traced
     assert set(synthetic.summaries["traces"]) == declared_ids - untraced
     graphs = {v for v in declared_ids if v.endswith(".graph")}
     assert set(synthetic.summaries["graphs"]) == set(synthetic.summaries["graph_setup"]) == graphs
@@ -133,11 +148,13 @@ def test_the_simulated_run_holds_every_declared_variant(synthetic):
     assert {c["phase"] for c in checks} == {"graph edges", "before", "after", "after timing", "traced build", "trace"}
     queue_words = [c for c in checks if c.get("what") == "queue error words and counters"]
     assert queue_words and all(c["passed"] and c["queue_error"] is None for c in queue_words)
-    # one per task queue and case, and one per dependency kernel and case
-    assert len([c for c in checks if c["phase"] == "after timing"]) == 2 * (1 + 4) + 2
+    # one per task queue and case (main and sweep), per dependency and flow kernel and case, per chain flow kernel
+    chains = len(declared.Parameters().chain_stages)
+    assert len([c for c in checks if c["phase"] == "after timing"]) == 2 * (1 + 4) + 2 + 2 * 2 + 2 * chains
     edges = [c for c in checks if c["phase"] == "graph edges"]
     assert {c["variant"] for c in edges} == {f"{t}.{case}.graph" for t in ("pdl3", "pdl3_off", "tiled2", "tiled2_pdl",
-                                                                          "cluster") for case in ("balanced", "ragged")}
+                                                                          "cluster") for case in ("balanced", "ragged")} \
+        | {f"chain_pdl3_k{k}.{case}.graph" for k in declared.Parameters().chain_stages for case in ("balanced", "ragged")}
     assert synthetic.json("graphs/pdl3.ragged.graph.edges.json")["edge_types"] == {"default": 0, "programmatic": 2}
     assert synthetic.summaries["graph_edges"]["cluster.ragged.graph"]["programmatic"] == 1
     assert set(synthetic.summaries["sanitizer"]) == {"memcheck", "racecheck", "synccheck"}
@@ -374,7 +391,7 @@ def test_page_renders_from_the_simulated_run_and_every_glued_value_exists(synthe
     assert values["best_one_launch_ragged"] == "fused row kernel (chapter 3), graph"
     assert values["sanitizer_verdict"] == "memcheck: clean; racecheck: clean; synccheck: clean"
     pays = page.pays_table(synthetic)
-    assert len(pays) == 2 * 10 * 2
+    assert len(pays) == 2 * 12 * 2  # both cases, every main design from the stream and as a graph
     assert pays.loc[("ragged", "cluster per row, stream"), "launches / invocation"] == "2"
     assert pays.loc[("ragged", "fused row kernel (chapter 3), stream"), "cold (µs)"] == "—"
     assert page.trace_table(synthetic).loc[("ragged", "task queue, graph"), "checks"] == "passed"
@@ -439,3 +456,33 @@ def test_accepted_run_traces_pass_and_phases_never_overlap():
         for target in ("tiled3", "coop"):
             for submission in ("stream", "graph"):
                 assert ACCEPTED.value(f"b_before_last_a.{target}.{case}.{submission}") == 0
+
+
+@pytest.mark.slow
+def test_flow_and_chain_findings(synthetic):
+    from megakernel_simulation_flow import FLOW_COSTS, STAGE_COSTS
+
+    head, s = synthetic.headline, synthetic.summaries
+    for case in ("balanced", "ragged"):
+        assert s["best_tiled_persistent"][case]["variant"] == f"flow.{case}.graph"  # the cheapest persistent design
+        assert head[f"speedup_vs_graph3.best_tiled_persistent.{case}"] == pytest.approx(
+            COSTS["tiled3", None, "graph"] / FLOW_COSTS["flow"])
+        for k in declared.Parameters().chain_stages:
+            assert head[f"speedup_vs_graph_pdl.chain_flow.{case}.k{k}"] == pytest.approx(
+                STAGE_COSTS["chain_pdl3"] / STAGE_COSTS["chain_flow"])
+            assert head[f"speedup_vs_chain_fused.chain_flow.{case}.k{k}.cold"] == pytest.approx(
+                (k * STAGE_COSTS["chain_fused"] + COLD_EXTRA_NS) / (k * STAGE_COSTS["chain_flow"] + COLD_EXTRA_NS))
+        assert head[f"megakernel_pays_at_k.{case}"] == 1  # faster than both from the first stage count
+        assert isinstance(head[f"handoff_us.flow.{case}"], float) and f"trace_cost_us.flow.{case}" in head
+        assert s["traces"][f"flow.{case}.graph"]["passed"] and s["traces"][f"flow_last.{case}.graph"]["passed"]
+    assert "speedup_vs_graph_pdl.chain_pdl3.balanced.k4" not in head  # the reference has no ratio over itself
+    from launchlab.chapters.megakernels import page
+
+    values = page.page_values(synthetic)
+    assert values["pays_at_k_ragged"] == "k = 1" and values["tiled_best_verdict_balanced"] == "beats"
+    assert values["chain_sentence"].startswith("On the balanced case a megakernel pays from k = 1")
+    assert len(page.chain_table(synthetic)) == 2 * len(declared.Parameters().chain_stages) * 4
+    assert len(page.handoff_table(synthetic)) == 2 * 5  # coop, queue, depend, flow, flow_last on both cases
+    assert set(page.targets_table(synthetic)["verdict"]) <= {"met", "missed"}
+    page.chain_figure(synthetic)
+    page.handoff_figure(synthetic)

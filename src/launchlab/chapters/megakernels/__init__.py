@@ -11,14 +11,22 @@ one `TiledPath` per case; only the way the work reaches the SMs differs. A desig
 a declaration `Row` with the facts the chapter's tables need); `expand` crosses the designs with cases and
 submissions, and adds the worker sweep.
 
+The flow kernel (kernels/megakernel_flow.cu) is the tiled persistent design built to beat the graph: static
+claims prefetched per worker, acquire/release hand-offs, B inside every C (`flow`) or by a row's last A
+arrival (`flow_last`). The chain repeats the tiled step as k dependent stages (plain softmax, every stage's
+output in global memory): the 3k-kernel graph, the same with PDL, the flow kernel over all k stages in one
+launch and the fused row kernel chained k times.
+
 VariantIds: `<design>.<case>.<submission>`, e.g. `tiled3.balanced.graph`, `coop.ragged.stream`,
 `queue.ragged.graph`, `pdl3.ragged.graph`, `pdl3_off.ragged.graph`, `tiled2_pdl.balanced.stream`,
 `depend.ragged.graph`, `cluster.ragged.stream`, `fused_row.ragged.graph`; a sweep point is
-`<design>_wps<k>.<case>.graph` (k worker blocks per SM), e.g. `queue_wps1.ragged.graph`.
+`<design>_wps<k>.<case>.graph` (k worker blocks per SM), e.g. `queue_wps1.ragged.graph`; a chain variant
+`<contender>_k<k>.<case>.graph` (k stages), e.g. `chain_pdl3_k16.ragged.graph`.
 
 Outputs a variant enters: `table` (the main tables and figures: timing, speed-ups, costs, graphs), `sweep`
 (the worker sweep of a persistent design), `trace` (an instrumented build traced once and held to the design's
-schedule model), `sanitizer` (compute-sanitizer's child run of the design). Graph variants of the main table are
+schedule model), `sanitizer` (compute-sanitizer's child run of the design), `chain` (the chain's figures).
+Graph variants of the main table are
 timed with a warm and with a cold L2, stream variants and sweep points warm only.
 """
 from __future__ import annotations
@@ -30,8 +38,8 @@ from collections.abc import Callable
 import numpy as np
 
 from launchlab.chapters.declaration import Chapter, Counts, Names, Oracle, Requires, Row, Variant
-from launchlab.chapters.megakernels import design_schedules, targets
-from launchlab.chapters.megakernels.targets import CLUSTER_MAX, DESIGN_FAMILY
+from launchlab.chapters.megakernels import chain_model, design_schedules, targets
+from launchlab.chapters.megakernels.targets import CLUSTER_MAX, DESIGN_FAMILY, FLOW_FAMILY
 from launchlab.measure.variant import VariantId
 from launchlab.model import oracles, workloads
 from launchlab.model.workloads import STAGE_KERNELS
@@ -43,22 +51,44 @@ BASELINE_SUBMISSION = "graph"
 SANITIZER_TOOLS = ("memcheck", "racecheck", "synccheck")
 MAIN_OUTPUTS = frozenset({"table", "trace", "sanitizer"})
 SWEEP_OUTPUTS = frozenset({"sweep", "trace"})
+CHAIN_OUTPUTS = frozenset({"chain", "sanitizer"})
+CHAIN_CASES = ("balanced", "ragged")  # the chain's cases, where `tiled_cases` names them
+# The ragged distributions beyond the chapter's two (model/workloads.py names them where it has them): the
+# three-kernel graph and the one-launch designs run on them too.
+VARLEN_CASES = ("loguniform", "giant")
+
+
+def known_cases(names) -> tuple[str, ...]:
+    """The names model/workloads.py has a tiled case for, in order."""
+    known = []
+    for case in names:
+        try:
+            workloads.tiled_row_lengths(case)
+        except ValueError:
+            continue
+        known.append(case)
+    return tuple(known)
 
 
 @dataclasses.dataclass(frozen=True)
 class Parameters:
     tiled_cases: Names = Names.parse("balanced,ragged")
+    varlen_cases: Names = Names.parse(",".join(VARLEN_CASES))  # cases of the varlen designs only (where workloads has them)
     fixture_seed: int = 2026
     workers_per_sm: int = 0  # persistent blocks per SM of the main variants; 0: all the occupancy API allows
     sweep_workers_per_sm: Counts = Counts.parse("1,2,4,8")  # worker blocks per SM of the sweep ("" for none)
-    designs: Names = Names.parse("pdl3,tiled2,depend,cluster,fused_row")  # added design groups to run ("" for none)
+    designs: Names = Names.parse("pdl3,tiled2,depend,cluster,fused_row,flow,chain")  # added design groups ("" for none)
+    chain_stages: Counts = Counts.parse("1,4,16")  # the chain's stage counts k (needs the `chain` design group)
     sanitizer_tools: Names = Names.parse("memcheck,racecheck,synccheck")  # over every kernel ("" for none)
 
     def __post_init__(self):
         if not self.tiled_cases:
             raise ValueError("no tiled cases given")
-        for case in self.tiled_cases:
+        for case in self.tiled_cases + tuple(c for c in self.varlen_cases if c not in VARLEN_CASES):
             workloads.tiled_row_lengths(case)  # names an unknown case
+        if any(k > chain_model.MAX_STAGES for k in self.chain_stages):
+            raise ValueError(f"chain_stages above {chain_model.MAX_STAGES}: the chain's tolerance is declared for at most "
+                             f"{chain_model.MAX_STAGES} stages")
         if self.workers_per_sm < 0:
             raise ValueError(f"workers_per_sm must be 0 (all resident) or positive, not {self.workers_per_sm}")
         unknown = sorted(set(self.designs) - set(design_groups()))
@@ -148,6 +178,8 @@ class Design(Row):
     one_launch: bool = False         # one kernel launch per invocation (a memset beside it allowed)
     extended: bool = False           # launched through cuLaunchKernelEx (pdl.py): its graph's edge types matter
     words: Words | None = None       # error words checked beside the output
+    varlen: bool = False             # runs on the `varlen_cases` too (the baseline and the one-launch designs)
+    chain: bool = False              # a chain contender: crossed with `chain_stages`, not with the worker sweep
 
     def __post_init__(self):
         if ("trace" in self.outputs) != (self.schedule is not None):
@@ -161,6 +193,10 @@ class Design(Row):
 PACKED_ROWS = Oracle("rms_softmax_packed (float64)", oracles.rms_softmax_packed, oracles.RMS_SOFTMAX_TOLERANCE)
 QUEUE_ORACLE = dataclasses.replace(PACKED_ROWS, name=PACKED_ROWS.name + ", and error word and counters = the model's (exact)")
 DEPENDENCY_ORACLE = dataclasses.replace(PACKED_ROWS, name=PACKED_ROWS.name + ", and its error word (no worker gave up)")
+CHAIN_ORACLE = Oracle("softmax_chain every stage (float64)", chain_model.every_stage, chain_model.CHAIN_TOLERANCE)
+FLOW_KERNELS = ("flow_persistent",)
+CHAIN_KERNELS = {"chain_graph3": ("tile_producer", "chain_row_combiner", "tile_consumer"), "chain_pdl3": ("chain_pdl_producer", "chain_pdl_combiner",
+                                                                "chain_pdl_consumer")}
 PDL3_KERNELS = ("pdl_tile_producer", "pdl_row_combiner", "pdl_tile_consumer")
 TILED2_KERNELS = ("pdl_tile_producer", "combining_tile_consumer")
 GRAPH_L2 = ("warm", "cold")
@@ -169,10 +205,16 @@ SWEPT_MAIN = MAIN_OUTPUTS | {"sweep"}
 
 
 def _design(name, label, make, family, kernels, schedule, stream_submissions, grid_syncs, bytes=task_bytes,
-            oracle=PACKED_ROWS, outputs=TRACED_MAIN, requires=Requires(), **facts) -> Design:
-    return Design(name=name, label=label, make=make, oracle=oracle, submissions=SUBMISSIONS, bytes=bytes,
+            oracle=PACKED_ROWS, outputs=TRACED_MAIN, requires=Requires(), submissions=SUBMISSIONS, **facts) -> Design:
+    return Design(name=name, label=label, make=make, oracle=oracle, submissions=submissions, bytes=bytes,
                   l2=GRAPH_L2, outputs=outputs, requires=requires, family=family, kernels=kernels,
                   schedule=schedule, stream_submissions=stream_submissions, grid_syncs=grid_syncs, **facts)
+
+
+def _chain(name, label, make, family, kernels, stage_submissions, bytes=task_bytes, **facts) -> Design:
+    """A chain contender: graph replays only (the chain compares device time), every stage validated."""
+    return _design(name, label, make, family, kernels, None, stage_submissions, 0, bytes=bytes, oracle=CHAIN_ORACLE,
+                   outputs=CHAIN_OUTPUTS, submissions=("graph",), group="chain", chain=True, **facts)
 
 
 # The rows by name, in table order. A new design is one entry here (and, where its schedule is new, a
@@ -180,11 +222,12 @@ def _design(name, label, make, family, kernels, schedule, stream_submissions, gr
 # it DESIGN_FAMILY's griddepcontrol instructions compile to nothing (kernels/arch.cuh), so its kernels launched
 # without the PDL attribute (pdl3_off, tiled2, depend) run there as they do on 9.0.
 DESIGN: dict[str, Design] = {d.name: d for d in (
-    _design("tiled3", "3 kernels", targets.make_tiled3, "tiled_softmax", STAGE_KERNELS, "three_kernel", 3, 2),
+    _design("tiled3", "3 kernels", targets.make_tiled3, "tiled_softmax", STAGE_KERNELS, "three_kernel", 3, 2,
+            varlen=True),
     _design("coop", "cooperative", targets.make_coop, "megakernel", ("coop_phases",), "cooperative", 1, 2,
-            outputs=SWEPT_MAIN, persistent=True, one_launch=True),
+            outputs=SWEPT_MAIN, persistent=True, one_launch=True, varlen=True),
     _design("queue", "task queue", targets.make_queue, "megakernel", ("queue_persistent",), "queue", 2, 0,
-            oracle=QUEUE_ORACLE, outputs=SWEPT_MAIN, persistent=True, one_launch=True, words=QUEUE_WORDS),
+            oracle=QUEUE_ORACLE, outputs=SWEPT_MAIN, persistent=True, one_launch=True, words=QUEUE_WORDS, varlen=True),
     _design("pdl3", "3 kernels, PDL", targets.make_pdl3, DESIGN_FAMILY, PDL3_KERNELS, "pdl3", 3, 2,
             requires=Requires(pdl=True), group="pdl3", extended=True),
     _design("pdl3_off", "3 kernels, PDL kernels without the attribute", targets.make_pdl3_off, DESIGN_FAMILY,
@@ -195,14 +238,29 @@ DESIGN: dict[str, Design] = {d.name: d for d in (
             2, 1, bytes=b_in_c_bytes, requires=Requires(pdl=True), group="tiled2", extended=True),
     _design("depend", "dependency-driven persistent", targets.make_depend, DESIGN_FAMILY, ("dependency_persistent",),
             "dependency", 1, 0, bytes=x_on_chip_bytes, oracle=DEPENDENCY_ORACLE, persistent=True,
-            group="depend", one_launch=True, words=DEPENDENCY_WORDS),
+            group="depend", one_launch=True, words=DEPENDENCY_WORDS, varlen=True),
     _design("cluster", "cluster per row", targets.make_cluster, DESIGN_FAMILY, ("cluster_rows",), "cluster", None, 0,
-            bytes=x_once_bytes, requires=Requires(clusters=True), group="cluster", extended=True),
+            bytes=x_once_bytes, requires=Requires(clusters=True), group="cluster", extended=True, varlen=True),
     _design("fused_row", "fused row kernel (chapter 3)", targets.make_fused_row, "fused_softmax",
             ("fused_rms_softmax_packed",), None, 1, 0, bytes=x_once_bytes, outputs=UNTRACED_MAIN, group="fused_row",
-            one_launch=True),
+            one_launch=True, varlen=True),
+    _design("flow", "flow persistent (B in C)", targets.make_flow, FLOW_FAMILY, FLOW_KERNELS, "flow", 1, 0,
+            bytes=x_on_chip_bytes, oracle=DEPENDENCY_ORACLE, persistent=True, group="flow", one_launch=True,
+            words=DEPENDENCY_WORDS, varlen=True),
+    _design("flow_last", "flow persistent (B by the last A)", targets.make_flow_last, FLOW_FAMILY, FLOW_KERNELS,
+            "dependency", 1, 0, bytes=x_on_chip_bytes, oracle=DEPENDENCY_ORACLE, persistent=True, group="flow",
+            one_launch=True, words=DEPENDENCY_WORDS, varlen=True),
+    _chain("chain_graph3", "3k-kernel graph", targets.make_chain_graph3, "chain_tiled", CHAIN_KERNELS["chain_graph3"],
+           3),
+    _chain("chain_pdl3", "3k-kernel graph, PDL", targets.make_chain_pdl3, "chain_flow", CHAIN_KERNELS["chain_pdl3"], 3,
+           requires=Requires(pdl=True), extended=True),
+    _chain("chain_flow", "flow persistent, whole chain", targets.make_chain_flow, "chain_flow", FLOW_KERNELS, 1,
+           persistent=True, one_launch=True, words=DEPENDENCY_WORDS),
+    _chain("chain_fused", "fused row kernel chained", targets.make_chain_fused, "fused_softmax_chain",
+           ("fused_softmax_packed",), 1, bytes=x_once_bytes),
 )}
 SWEEP_TARGET = re.compile(r"^(?P<design>[A-Za-z0-9_-]+?)_wps(?P<workers_per_sm>[0-9]+)$")
+CHAIN_TARGET = re.compile(r"^(?P<design>chain_[A-Za-z0-9]+)_k(?P<stages>[0-9]+)$")
 PDL_BOUNDARIES = 2  # A->B and B->C
 
 
@@ -225,33 +283,56 @@ def sweep_variant(target: str, case: str, workers_per_sm: int) -> VariantId:
     return VariantId(f"{target}_wps{workers_per_sm}", case, SWEEP_SUBMISSION)
 
 
+def chain_variant(target: str, case: str, stages: int) -> VariantId:
+    return VariantId(f"{target}_k{stages}", case, BASELINE_SUBMISSION)
+
+
 def expand(parameters: Parameters) -> list[Variant]:
-    return variants_of(active_designs(parameters), parameters.tiled_cases, sweep_points(parameters))
+    designs = active_designs(parameters)
+    stages = sorted(set(parameters.chain_stages)) if any(d.chain for d in designs) else []
+    return variants_of(designs, parameters.tiled_cases, sweep_points(parameters), known_cases(parameters.varlen_cases),
+                       stages)
 
 
-def variants_of(designs, cases, sweep) -> list[Variant]:
-    """Every design on every case, from the stream (warm) and as a graph (warm and cold); then every swept
-    design at every worker count per SM of `sweep`, as a graph (warm)."""
+def variants_of(designs, cases, sweep, varlen_cases=(), chain_stages=()) -> list[Variant]:
+    """Every design on every case, from the stream (warm) and as a graph (warm and cold), the varlen designs on
+    `varlen_cases` too; then every swept design at every worker count per SM of `sweep`, as a graph (warm), on
+    `cases`; then every chain contender at every stage count of `chain_stages` on the chain's cases, as a graph
+    (warm and cold)."""
+    tables = [d for d in designs if not d.chain]
     main = [Variant(VariantId(d.name, case, submission), d, outputs=d.outputs - {"sweep"},
                     l2=None if submission == BASELINE_SUBMISSION else ("warm",))
-            for case in cases for d in designs for submission in d.submissions]
+            for case in tuple(cases) + tuple(c for c in varlen_cases if c not in cases)
+            for d in tables if case in cases or d.varlen for submission in d.submissions]
     swept = [Variant(sweep_variant(d.name, case, k), d, outputs=SWEEP_OUTPUTS, l2=("warm",))
-             for case in cases for d in designs if d.swept for k in sweep]
-    return main + swept
+             for case in cases for d in tables if d.swept for k in sweep]
+    chained = [Variant(chain_variant(d.name, case, k), d, calls=k)
+               for case in cases if case in CHAIN_CASES for k in chain_stages for d in designs if d.chain]
+    return main + swept + chained
 
 
 def design_of(vid: VariantId | str) -> tuple[Design, int | None]:
-    """The design of a variant and its swept worker blocks per SM (None: a main variant)."""
+    """The design of a variant and its swept worker blocks per SM (None: a main or chain variant)."""
     target = VariantId.parse(str(vid)).target
     if match := SWEEP_TARGET.match(target):
         return DESIGN[match["design"]], int(match["workers_per_sm"])
+    if match := CHAIN_TARGET.match(target):
+        return DESIGN[match["design"]], None
     return DESIGN[target], None
 
 
+def stages_of(vid: VariantId | str) -> int:
+    """The chain stages of a variant (1 for every variant outside the chain)."""
+    match = CHAIN_TARGET.match(VariantId.parse(str(vid)).target)
+    return int(match["stages"]) if match else 1
+
+
 def label(vid: VariantId | str) -> str:
-    """'task queue, graph' or 'task queue, graph, 2 blocks/SM'."""
+    """'task queue, graph', 'task queue, graph, 2 blocks/SM' or '3k-kernel graph, PDL, k = 16'."""
     vid = VariantId.parse(str(vid))
     design, workers_per_sm = design_of(vid)
+    if design.chain:
+        return f"{design.label}, k = {stages_of(vid)}"
     text = f"{design.label}, {vid.submission}"
     return text if workers_per_sm is None else f"{text}, {workers_per_sm} blocks/SM"
 
@@ -283,7 +364,8 @@ def baseline(case: str) -> VariantId:
 
 HOST_PATH = ("CuPy from CPython on one non-blocking stream: RawKernel launches for the three kernels and the fused "
              "row kernel; cuLaunchCooperativeKernel through CuPy (which queries the occupancy API on every call) for "
-             "the cooperative and the dependency-driven kernels; cudaMemsetAsync of the queue counters then a launch "
+             "the cooperative and the dependency-driven kernels; an ordinary launch after the occupancy API's check for the "
+             "flow kernel; cudaMemsetAsync of the queue counters then a launch "
              "for the queue; cuLaunchKernelEx (ctypes or cuda-bindings, chapters/megakernels/pdl.py) with the "
              "programmatic-stream-serialization and cluster-dimension attributes for the PDL, two-kernel and cluster "
              "designs; Graph.launch for every graph")

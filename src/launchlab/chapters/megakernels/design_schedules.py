@@ -25,10 +25,12 @@ import heapq
 
 import numpy as np
 
+from launchlab.chapters.megakernels import handoff as idle
 from launchlab.chapters.megakernels.schedules import Deadlock, TaskGraph, Trace, _trace
 from launchlab.model.workloads import TILE
 
-DESIGNS = ("pdl3", "pdl2", "dependency", "cluster")
+DESIGNS = ("pdl3", "pdl2", "dependency", "flow", "cluster")
+B_IN_C = ("pdl2", "flow")  # B recorded inside the C of its row's first tile: a C waits for its row's A tiles
 SMEM_CACHE_LIMIT_BYTES = 96 * 1024  # above this a cluster block reads x twice instead of keeping it
 
 
@@ -356,14 +358,19 @@ def check_design_trace(trace: Trace, graph: TaskGraph, design: str, lists: Worke
         checks["no_c_before_all_a"] = bool(c_start.min() >= end[:tiles].max())
         first_c = worker[tiles + rows + graph.row_first_tile[:-1]]
         checks["b_in_first_tile_block"] = bool((worker[tiles:tiles + rows] == first_c).all())
-    if design == "dependency":
-        checks["c_after_its_row_b"] = bool((c_start >= b_end[c_row]).all())
+    if design in ("dependency", "flow"):
+        if design == "dependency":
+            checks["c_after_its_row_b"] = bool((c_start >= b_end[c_row]).all())
+        else:
+            first_c = worker[tiles + rows + graph.row_first_tile[:-1]]
+            checks["b_in_first_tile_c"] = bool((worker[tiles:tiles + rows] == first_c).all())
         if lists is not None:
             owner = np.repeat(np.arange(lists.workers), np.diff(lists.first))
             listed = np.empty(graph.total, np.int64)
             listed[lists.tasks] = owner
             ac = np.concatenate([np.arange(tiles), np.arange(tiles + rows, graph.total)])
             checks["tasks_on_listed_workers"] = bool((worker[ac] == listed[ac]).all())
+    if design == "dependency":
         row_workers = {(int(r), int(w)) for r, w in zip(graph.tile_row, worker[:tiles])}
         checks["b_on_a_worker_of_its_row"] = all((r, int(worker[tiles + r])) in row_workers for r in range(rows))
     if design == "cluster":
@@ -390,10 +397,13 @@ def replay_design(trace: Trace, graph: TaskGraph, design: str, slots: int, lists
         wait = max(0.0, float(np.median(c_start - (b_end.max() if design == "pdl3" else by["end_ns"][:tiles].max()))))
         model = simulate_pdl(graph, durations, slots, kernels=3 if design == "pdl3" else 2, launch_ns=max(0.0, launch),
                              wait_ns=wait)
-    elif design == "dependency":
+    elif design in ("dependency", "flow"):
         waited = by["taken_ns"][tiles + rows:] < c_start  # C tasks that found their row unfinished
-        gaps = (c_start - b_end[graph.tile_row])[waited]
+        ready = b_end if design == "dependency" else a_end  # flow: B inside every C, no B task to wait for
+        gaps = (c_start - ready[graph.tile_row])[waited]
         handoff = max(0.0, float(np.median(gaps))) if gaps.size else 0.0
+        if design == "flow":
+            durations[tiles:tiles + rows] = 0.0
         seen = np.full(lists.workers, np.inf)
         np.minimum.at(seen, trace.worker[trace.worker < lists.workers], trace.taken_ns[trace.worker < lists.workers])
         arrivals = np.where(np.isfinite(seen), seen - trace.taken_ns.min(), 0.0)
@@ -403,7 +413,8 @@ def replay_design(trace: Trace, graph: TaskGraph, design: str, slots: int, lists
         model = simulate_cluster(plan, durations, slots, barrier_ns=barrier)
     measured = int(trace.end_ns.max() - trace.taken_ns.min())
     predicted = int(model.end_ns.max() - model.taken_ns.min())
-    return {"measured_span_ns": measured, "model_span_ns": predicted, "model_minus_measured_ns": predicted - measured}
+    return {"measured_span_ns": measured, "model_span_ns": predicted, "model_minus_measured_ns": predicted - measured,
+            "idle_ns": idle.of_model(model, trace)}
 
 
 def _kinds(graph: TaskGraph, design: str) -> list[np.ndarray]:
@@ -414,7 +425,9 @@ def _kinds(graph: TaskGraph, design: str) -> list[np.ndarray]:
 
 def trace_summary(trace: Trace, graph: TaskGraph, design: str, slots: int, lists: WorkerLists | None = None,
                   plan: ClusterPlan | None = None) -> dict:
-    """Checks, span, hand-offs (B start - its row's last A end; C start - its row's B end) and the replay."""
+    """Checks, span, hand-offs (B start - its row's last A end; C start - its row's B end, or where B runs inside
+    every C, B_IN_C, its row's last A end: a C there waits for nothing else, and its row's B record ends inside
+    the first tile's C, after the other C tasks of the row started), SM-idle gaps and the replay."""
     result = check_design_trace(trace, graph, design, lists)
     summary = {"passed": result["passed"], "checks": result["checks"], "tasks": int(trace.task.size)}
     if not result["checks"]["every_task_once"]:
@@ -423,10 +436,12 @@ def trace_summary(trace: Trace, graph: TaskGraph, design: str, slots: int, lists
     tiles, rows = graph.tiles, graph.rows
     a_end = _row_a_end(graph, by["end_ns"])
     b_handoff = by["start_ns"][tiles:tiles + rows] - a_end
-    c_handoff = by["start_ns"][tiles + rows:] - by["end_ns"][tiles:tiles + rows][graph.tile_row]
+    ready = a_end if design in B_IN_C else by["end_ns"][tiles:tiles + rows]
+    c_handoff = by["start_ns"][tiles + rows:] - ready[graph.tile_row]
     summary.update({"span_ns": int(trace.end_ns.max() - trace.taken_ns.min()),
                     "workers_used": int(np.unique(trace.worker).size), "sms_used": int(np.unique(trace.sm).size),
                     "handoff_ns.B": _quantiles(b_handoff), "handoff_ns.C": _quantiles(c_handoff),
+                    "idle_ns": idle.of_trace(trace),
                     "model": replay_design(trace, graph, design, slots, lists, plan)})
     return summary
 

@@ -318,7 +318,7 @@ def trace(target, traced_module, invoke=None, records=None) -> schedules.Trace:
         records = attach_trace_buffer(target, traced_module)
     table = probes.collect_raw(records, invoke or target.invoke)
     table = table[:target.task_graph().total * TASK_WORDS]  # a buffer attached for a larger graph
-    if isinstance(target, DependencyPersistent):
+    if hasattr(target, "check_error"):  # a persistent worker that gave up
         target.check_error()
     return schedules.Trace.from_arrays(task_trace_arrays(table))
 

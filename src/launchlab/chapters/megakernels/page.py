@@ -5,6 +5,8 @@ from __future__ import annotations
 from launchlab.chapters.megakernels import baseline
 from launchlab.chapters.megakernels.page_figures import (gantt_figure, speedup_figure, sweep_figure,  # noqa: F401
                                                          timing_figure)
+from launchlab.chapters.megakernels.page_flow import (chain_figure, chain_table, flow_values, handoff_figure,  # noqa: F401
+                                                      handoff_table, targets_table)
 from launchlab.chapters.megakernels.page_tables import (_event, cases, design_trace_table, graph_table,  # noqa: F401
                                                         main_variants_of, pays_table, resources_table, sanitizer_table,
                                                         speedup_table, sweep_rows, sweep_table, timing_table,
@@ -49,6 +51,7 @@ def page_values(run) -> dict:
     values["validation_checks"] = str(record.validation["checks"])
     values.update(target_values(run))
     values.update(model_gap_values(run))
+    values.update(flow_values(run))
     return values
 
 
@@ -75,6 +78,17 @@ PAGE_TABLES = {  # name -> (table function, caption, note, CSV name for a long t
     "pays": (pays_table, "Every variant, warm and cold L2: time, speed-up over the three-kernel graph, costs.",
              TIME_NOTE + " " + RATIO_NOTE, "megakernels-pays"),
     "sanitizer": (sanitizer_table, "compute-sanitizer over every kernel of the chapter.", None, None),
+    "handoff": (handoff_table, "Hand-offs of every persistent design's main graph trace, beside its schedule model.",
+                "SM idle: per SM, the time between two consecutive tasks during which it runs none (one value per "
+                "task after an SM's first); worker gap: the same per worker, waiting for inputs included; model: the "
+                "design's schedule model replaying the trace's task durations, each task on its measured SM; trace "
+                "cost: median traced minus untraced graph replay.", None),
+    "chain": (chain_table, "The chain: k dependent stages of the tiled step, every stage's output in global memory.",
+              TIME_NOTE + " Speed-ups: the PDL graph's (or the chained fused row kernel's) event interval over the "
+              "contender's within each round, median [95 % bootstrap interval].", "megakernels-chain"),
+    "targets": (targets_table, "The chapter's benchmark targets, warm L2.",
+                "A speed-up target is met only where the low end of its 95 % interval reaches it; a hand-off target "
+                "where the median SM-idle time is at most it.", None),
 }
 
 

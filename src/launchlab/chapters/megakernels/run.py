@@ -1,7 +1,9 @@
 """Chapter 4 on the GPU: build every design's kernels, read back the captured graphs' edge types, validate
 every variant, time them warm in one measurement and their graphs cold in another, validate again, trace
-each design in an instrumented build and hold the traces to its schedule model's rules, and finally run
-compute-sanitizer's tools over every kernel in a child process.
+each design in an instrumented build and hold the traces to its schedule model's rules (and time each persistent
+design's traced graph against its timed one: the trace writes' cost), and finally run compute-sanitizer's tools
+over every kernel in a child process. A chain variant's output is every stage's, checked against the float64
+chain.
 
 Every declared variant is made by its row (targets.py); what it enters (`table`, `sweep`, `trace`,
 `sanitizer`) and its L2 states say how it is measured. A design whose requirement this GPU lacks is skipped,
@@ -10,13 +12,18 @@ from __future__ import annotations
 
 import numpy as np
 
-from launchlab.chapters.megakernels import CHAPTER, DESIGN, design_of, schedules
-from launchlab.chapters.megakernels.targets import DESIGN_FAMILY, Context, load_modules, make_variants
+from launchlab.chapters.megakernels import CHAPTER, DESIGN, design_of, schedules, stages_of
+from launchlab.chapters.megakernels.targets import TASK_RECORD_FAMILIES, Context, load_modules, make_variants, rows_of
 from launchlab.chapters.megakernels.trace_models import TRACE_MODELS, context_arrays, trace_context
 from launchlab.measure.protocol import Measured
 from launchlab.model import workloads
 
 SANITIZER_TIMEOUT_S = 120        # per tool; a tool that runs longer is recorded as not finished
+# A chain variant's output is every stage's (up to 16 x 1M elements): it is checked on the first fixture before
+# timing and on the held-out one after, in rows of CHECK_WIDTH elements compared in threads (the tolerance is
+# relative, with no row-scaled term, so how the elements are cut into rows does not change the verdict).
+CHAIN_FIXTURES_BEFORE = 1
+CHECK_WIDTH = 1024
 
 
 def run(session) -> None:
@@ -44,7 +51,8 @@ def run(session) -> None:
 
     for index in range(workloads.FIXTURES_BEFORE_TIMING):
         for variant in declared:
-            validate(session, variant, timed[variant.id], fixtures, index, "before")
+            if not variant.row.chain or index < CHAIN_FIXTURES_BEFORE:
+                validate(session, variant, timed[variant.id], fixtures, index, "before")
     session.require_passed("before timing")
     session.phase("validation before timing")
 
@@ -96,6 +104,7 @@ def note_designs(session, variants) -> None:
     """What each added design launched with: the dependency kernel's workers and cached tiles, the cluster
     classes, the fused kernel's block, shared memory and rows per tier, the PDL launcher's driver."""
     from launchlab.chapters.megakernels import persistent
+    from launchlab.gpu import device
 
     facts = {}
     for vid, variant in variants.items():
@@ -105,6 +114,7 @@ def note_designs(session, variants) -> None:
         fact = {"launches": len(target.launches)}
         if getattr(target, "lists", None) is not None:  # the dependency kernel
             fact.update(workers=int(target.workers), capacity=int(target.capacity),
+                        resident_blocks_per_sm=int(target.capacity) // device.sm_count(),
                         cached_tiles=int((target.lists.slot >= 0).sum() // 2),  # A and C of a tile share its slot
                         tiles=int(target.tiles), shared_bytes=int(target.shared_bytes),
                         list_check=target.list_check["passed"])
@@ -160,32 +170,39 @@ def write_graphs(session, variants) -> None:
 
 # --------------------------------------------------------------------------- validation
 class Fixtures:
-    """Packed fixtures and their oracle's result, computed once per (rows, index, oracle)."""
+    """Packed fixtures and their oracle's result, computed once per (rows, index, oracle, chain stages)."""
 
     def __init__(self, seed: int):
         self.seed, self.cache = seed, {}
 
-    def get(self, path, index: int, oracle):
-        key = (path.lengths.tobytes(), index, oracle.function)
+    def get(self, path, index: int, oracle, stages: int | None = None):
+        """(values, reference); `stages`: a chain's, whose oracle returns every stage's output end to end."""
+        key = (path.lengths.tobytes(), index, oracle.function, stages)
         if key not in self.cache:
             values = workloads.packed_fixture(self.seed, index, path.lengths)
-            self.cache[key] = values, oracle.function(values, path.row_offsets)
+            extra = () if stages is None else (stages,)
+            self.cache[key] = values, oracle.function(values, path.row_offsets, *extra)
         return self.cache[key]
 
 
 def validate(session, variant, made, fixtures: Fixtures, index: int, phase: str) -> None:
-    """Output against the row's oracle; a design with error words (the queue, the dependency kernel) also
-    has them checked exactly."""
-    from launchlab.chapters.megakernels import persistent
+    """Output against the row's oracle (a chain: every stage's output); a design with error words (the queue,
+    the dependency and flow kernels) also has them checked exactly."""
+    from launchlab.chapters.megakernels import chain_model, persistent
 
     design, target = variant.row, persistent.underlying(made)
-    path = getattr(target, "path", target)
-    values, reference = fixtures.get(path, index, design.oracle)
+    path = rows_of(target)
+    stages = stages_of(variant.id) if design.chain else None
+    values, reference = fixtures.get(path, index, design.oracle, stages)
     if design.words:
         design.words.clear(target)
     labels = {"variant": str(variant.id), "fixture": index, "phase": phase}
-    session.check(labels, made.compute(values), reference, design.oracle.tolerance,
-                  row_offsets=path.row_offsets, inputs=values)
+    output, offsets = made.compute(values), path.row_offsets
+    if stages is not None:  # every stage's output: relative tolerance only, checked in rows of CHECK_WIDTH
+        offsets = None if reference.size % CHECK_WIDTH == 0 else chain_model.stacked_offsets(path.row_offsets, stages)
+        if offsets is None:
+            output, reference = output.reshape(-1, CHECK_WIDTH), reference.reshape(-1, CHECK_WIDTH)
+    session.check(labels, output, reference, design.oracle.tolerance, row_offsets=offsets, inputs=values)
     if design.words:
         check_words(session, labels, design, target)
 
@@ -224,14 +241,17 @@ def trace_all(session, variants, fixtures: Fixtures, timed: dict) -> None:
     records = {"stage": probes.attach_buffer(modules["tiled_softmax"], 3, max(g.tiles for g in graphs.values()))}
     if "megakernel" in modules:
         records["task"] = probes.attach_task_buffer(modules["megakernel"], most)
-    if DESIGN_FAMILY in modules:  # a cluster plan has no more chunks than the case has tiles
-        records["design"] = probes.attach_task_buffer(modules[DESIGN_FAMILY], most)
+    for family in TASK_RECORD_FAMILIES:  # a cluster plan has no more chunks than the case has tiles
+        if family in modules:
+            records[family] = probes.attach_task_buffer(modules[family], most)
     slots = three_kernel_slots(session)
     traced = make_variants(Context(modules, session.parameters.workers_per_sm, shared_limit), variants,
                            session.backend.stream)
     for variant in variants:
         trace_variant(session, variant, traced[variant.id], timed[variant.id], fixtures, graphs[variant.id.case],
                       records, slots, modules)
+    trace_costs(session, [v for v in variants if v.row.persistent and v.id.submission == "graph"
+                          and design_of(v.id)[1] is None], traced, timed)
 
 
 def three_kernel_slots(session) -> int:
@@ -254,7 +274,7 @@ def design_slots(target) -> int:
 
 
 def workers_of(design, target, slots: int) -> int:
-    return design_slots(target) if design.family == DESIGN_FAMILY else getattr(target, "workers", slots)
+    return design_slots(target) if design.family in TASK_RECORD_FAMILIES else getattr(target, "workers", slots)
 
 
 def trace_variant(session, variant, made, timed_variant, fixtures, graph, records: dict, slots: int, modules) -> None:
@@ -271,14 +291,14 @@ def trace_variant(session, variant, made, timed_variant, fixtures, graph, record
     if design.words:
         design.words.clear(target)
     labels = {"variant": str(vid), "fixture": 0, "phase": "trace"}
-    arrays, problem = collect_trace(made, target, records, modules, design.family == DESIGN_FAMILY)
+    arrays, problem = collect_trace(made, target, records, modules, design.family)
     if design.words:
         check_words(session, labels, design, target)
     if arrays is None:
         session.check({**labels, "what": "every task record written", "problem": problem},
                       np.array([False]), np.array([True]))
         return
-    task_graph = target.task_graph() if design.family == DESIGN_FAMILY else graph
+    task_graph = target.task_graph() if design.family in TASK_RECORD_FAMILIES else graph
     context = context_arrays(target)
     session.writer.write_arrays(f"traces/{vid}.npz", tile_row=task_graph.tile_row, workers=np.int64(workers),
                                 **arrays, **context)
@@ -289,18 +309,40 @@ def trace_variant(session, variant, made, timed_variant, fixtures, graph, record
                   np.array(list(result["checks"].values()), dtype=bool), np.ones(len(result["checks"]), dtype=bool))
 
 
-def collect_trace(made, target, records: dict, modules, is_design: bool):
+def collect_trace(made, target, records: dict, modules, family: str):
     """(trace arrays, None) of one traced invocation, or (None, why) where a task record was never written
-    (a task never ran) or a dependency worker gave up."""
+    (a task never ran) or a dependency or flow worker gave up."""
+    from launchlab.chapters.megakernels import flow
     from launchlab.chapters.megakernels import megakernel_designs as designs
     from launchlab.chapters.megakernels import persistent
 
     try:
-        if is_design:
-            return designs.trace(target, modules[DESIGN_FAMILY], made.invoke, records["design"]).arrays(), None
+        if family in TASK_RECORD_FAMILIES:
+            return designs.trace(target, modules[family], made.invoke, records[family]).arrays(), None
         return persistent.trace(made, records.get("task"), records["stage"]), None
-    except (ValueError, designs.DesignError) as error:
+    except (ValueError, designs.DesignError, flow.FlowError) as error:
         return None, str(error)
+
+
+TRACE_COST_REPLAYS = 200  # graph replays of each build, interleaved, for the cost of the trace writes
+
+
+def trace_costs(session, variants, traced: dict, timed: dict) -> None:
+    """The trace writes' own cost: each persistent design's traced and untraced graphs replayed in turn, every
+    replay timed with events (traces/trace_cost.json: {VariantId: {"traced_us": [...], "untraced_us": [...]}});
+    the summary reads their medians."""
+    backend, costs = session.backend, {}
+    for variant in variants:
+        pair = {"traced_us": [], "untraced_us": []}
+        for _ in range(TRACE_COST_REPLAYS):
+            for key, made in (("traced_us", traced[variant.id]), ("untraced_us", timed[variant.id])):
+                begin = backend.record_event()
+                made.invoke()
+                end = backend.record_event()
+                backend.synchronize()
+                pair[key].append(backend.elapsed_ms(begin, end) * 1e3)
+        costs[str(variant.id)] = pair
+    session.writer.write_json("traces/trace_cost.json", costs)
 
 
 # --------------------------------------------------------------------------- compute-sanitizer

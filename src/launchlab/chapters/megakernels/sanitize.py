@@ -21,6 +21,7 @@ import numpy as np
 from launchlab.model import oracles, workloads
 
 CASES = {"balanced": [8192] * 8, "ragged": [36864] + [4096] * 7}
+CHAIN_STAGES = (2,)  # a chain of two stages runs every chain kernel and one stage-to-stage hand-over
 WORKERS_PER_SM = 1
 SEED = 1
 DESIGNS_ENVIRONMENT = "LAUNCHLAB_MEGAKERNEL_DESIGNS"
@@ -43,25 +44,26 @@ def designs_named(names: str | None) -> list:
 def inner_checks(backend, designs=None) -> dict:
     """{"<variant>": passed} for every variant of every design (default: those DESIGNS_ENVIRONMENT names);
     error-word checks as "<variant>.words"."""
-    from launchlab.chapters.megakernels import persistent, variants_of
-    from launchlab.chapters.megakernels.targets import Context, load_modules, make_variants
+    from launchlab.chapters.megakernels import chain_model, persistent, stages_of, variants_of
+    from launchlab.chapters.megakernels.targets import Context, load_modules, make_variants, rows_of
     from launchlab.gpu import device
 
     designs = designs_named(os.environ.get(DESIGNS_ENVIRONMENT)) if designs is None else designs
     context = Context(load_modules(designs, device.shared_limit()), WORKERS_PER_SM, lengths=CASES)
-    variants = variants_of(designs, list(CASES), [])
+    variants = variants_of(designs, list(CASES), [], chain_stages=CHAIN_STAGES)
     made = make_variants(context, variants, backend.stream)
     checks = {}
     for variant in variants:
         design, target = variant.row, persistent.underlying(made[variant.id])
-        path = getattr(target, "path", target)
+        path = rows_of(target)
         values = workloads.packed_fixture(SEED, 0, path.lengths)
-        reference = design.oracle.function(values, path.row_offsets)
+        stages = stages_of(variant.id)
+        reference = design.oracle.function(values, path.row_offsets, *((stages,) if design.chain else ()))
+        offsets = chain_model.stacked_offsets(path.row_offsets, stages) if design.chain else path.row_offsets
         if design.words:
             design.words.clear(target)
         output = made[variant.id].compute(values)
-        checks[str(variant.id)] = oracles.compare(output, reference, design.oracle.tolerance,
-                                                  path.row_offsets)["passed"]
+        checks[str(variant.id)] = oracles.compare(output, reference, design.oracle.tolerance, offsets)["passed"]
         if design.words:
             found, expected, _ = design.words.read(target)
             checks[f"{variant.id}.words"] = bool(np.array_equal(found, expected))

@@ -36,6 +36,7 @@ from pathlib import Path
 
 import numpy as np
 
+from launchlab.chapters.megakernels import handoff
 from launchlab.model.workloads import TILE
 
 KINDS = ("A", "B", "C")
@@ -416,7 +417,8 @@ def replay(trace: Trace, graph: TaskGraph, schedule: str, workers: int) -> dict:
         arrivals[np.isinf(arrivals)] = 0.0
     model = simulate(schedule, graph, durations, workers, gap, arrivals=arrivals)
     return {"makespan_ns": int(model.end_ns.max() - model.taken_ns.min()),
-            "b_before_last_a": b_before_last_a(model, graph), "boundary_ns": gap}
+            "b_before_last_a": b_before_last_a(model, graph), "boundary_ns": gap,
+            "idle_ns": handoff.of_model(model, trace)}
 
 
 def trace_summary(trace: Trace, graph: TaskGraph, schedule: str, workers: int) -> dict:
@@ -449,5 +451,6 @@ def trace_summary(trace: Trace, graph: TaskGraph, schedule: str, workers: int) -
         summary[f"wait_ns.{name}"] = {"median": float(np.median(wait)), "max": int(wait.max()),
                                       "total": int(wait.sum())}
         summary[f"run_ns.{name}"] = {"median": float(np.median(run)), "max": int(run.max()), "total": int(run.sum())}
+    summary["idle_ns"] = handoff.of_trace(trace)
     summary["model"] = replay(trace, graph, schedule, workers)
     return summary

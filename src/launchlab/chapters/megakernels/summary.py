@@ -34,6 +34,16 @@ trace counts are published as `b_before_last_a.<design>_graph.<case>.wps<k>`):
   b_before_last_a.<v>          B tasks that started before the last A task ended, in v's trace
                                (sweep points: b_before_last_a.<design>_graph.<case>.wps<k>, k blocks per SM)
   model_b_before_last_a.<v>    the same count from the schedule model replaying v's trace (same key forms)
+  speedup_vs_graph3.best_tiled_persistent.<case>[.cold]  the best persistent A/B/C design's graph speed-up
+  handoff_us.<design>.<case>   median SM-idle µs per task in the design's main graph trace (persistent designs)
+  handoff_p90_us.<design>.<case>, worker_gap_us.<design>.<case>, model_handoff_us.<design>.<case>  its p90, the
+                               median per-worker gap, the schedule model's median SM-idle
+  trace_cost_us.<design>.<case>  median traced minus untraced graph replay (µs)
+  speedup_vs_graph_pdl.<contender>.<case>.k<k>[.cold]  the 3k-kernel PDL graph's time / the contender's
+  speedup_vs_chain_fused.<contender>.<case>.k<k>[.cold]  the chained fused row kernel's time / the contender's
+  megakernel_pays_at_k.<case>[.cold]  the smallest k where the whole-chain megakernel beats both (0: none)
+
+The chain's variants have no three-kernel-graph ratio (another workload); findings.py computes the rest.
 """
 from __future__ import annotations
 
@@ -42,8 +52,8 @@ from pathlib import Path
 
 import numpy as np
 
-from launchlab.chapters.megakernels import (CHAPTER, PDL_BOUNDARIES, baseline, design_of, is_one_launch, pdl_pair,
-                                            schedules, stream_submissions)
+from launchlab.chapters.megakernels import (CHAPTER, PDL_BOUNDARIES, baseline, design_of, findings, is_one_launch,
+                                            pdl_pair, schedules, stream_submissions)
 from launchlab.chapters.megakernels.trace_models import TRACE_MODELS, trace_context
 from launchlab.measure import stats
 from launchlab.measure.variant import VariantId
@@ -59,8 +69,9 @@ def summarize(run_dir: Path, record) -> dict:
     samples = read_jsonl(run_dir / SAMPLES_FILE)
     parameters = CHAPTER.parameters_of(record)
     measured = measured_variants(record)
-    timed = [v.id for v in measured]
-    cold = [v.id for v in measured if "cold" in v.l2_states and v.id != baseline(v.id.case)]
+    chained = [v.id for v in measured if v.row.chain]
+    timed = [v.id for v in measured if not v.row.chain]
+    cold = [v.id for v in measured if "cold" in v.l2_states and v.id != baseline(v.id.case) and not v.row.chain]
     summaries = {"timing": stats.summarize(samples),
                  "speedup_vs_graph3": {str(v): stats.paired_ratio(samples, baseline(v.case), v)
                                        for v in timed if v != baseline(v.case)},
@@ -76,7 +87,10 @@ def summarize(run_dir: Path, record) -> dict:
                                  for path in sorted((run_dir / "graphs").glob("*.edges.json"))},
                  "graph_setup": json.loads((run_dir / "graphs/setup.json").read_text()),
                  "sanitizer": sanitizer.read_results(run_dir)}
-    cases = parameters.tiled_cases
+    cases = list(dict.fromkeys(v.case for v in timed))
+    persistent = {v.row.name for v in measured if v.row.persistent and not v.row.chain}
+    summaries["handoff"] = findings.handoffs(summaries["traces"], persistent)
+    summaries["trace_cost"] = findings.trace_cost(run_dir)
     for suffix, measurement in (("", "warm_batch"), ("_cold", "cold")):
         ratios = summaries[f"speedup_vs_graph3{suffix}"]
         pdl_cases = [case for case in cases if all(v in timed for v in pdl_pair(case))]
@@ -85,6 +99,11 @@ def summarize(run_dir: Path, record) -> dict:
                 case: stats.paired_difference(samples, *pdl_pair(case), measurement, divisor=PDL_BOUNDARIES)
                 for case in pdl_cases}
         summaries[f"best_one_launch{suffix}"] = {case: best_one_launch(ratios, measured, case) for case in cases}
+        summaries[f"best_tiled_persistent{suffix}"] = findings.best_of(ratios, timed)
+        if chained:
+            summaries[f"chain{suffix}"] = findings.chain_ratios(samples, chained, measurement)
+            summaries[f"megakernel_pays_at_k{suffix}"] = findings.pays_at(summaries[f"chain{suffix}"])
+    summaries["targets"] = findings.targets(summaries)
     return summaries
 
 
@@ -143,11 +162,31 @@ def headline(summaries: dict) -> dict:
             figures[f"pdl_saving_us_per_boundary.{case}{dot_suffix}"] = saving["median"]
         for case, best in summaries[f"best_one_launch{suffix}"].items():
             figures[f"speedup_vs_graph3.best_one_launch.{case}{dot_suffix}"] = best["median"]
+        for case, best in summaries.get(f"best_tiled_persistent{suffix}", {}).items():
+            figures[f"speedup_vs_graph3.best_tiled_persistent.{case}{dot_suffix}"] = best["median"]
+        for case, by_k in summaries.get(f"chain{suffix}", {}).items():
+            for k, contenders in by_k.items():
+                for name, ratios in contenders.items():
+                    for key, quantity in (("vs_pdl", "speedup_vs_graph_pdl"), ("vs_fused", "speedup_vs_chain_fused")):
+                        if key in ratios:
+                            figures[f"{quantity}.{name}.{case}.{k}{dot_suffix}"] = ratios[key]["median"]
+        for case, k in summaries.get(f"megakernel_pays_at_k{suffix}", {}).items():
+            figures[f"megakernel_pays_at_k.{case}{dot_suffix}"] = k
         ratios = summaries[f"speedup_vs_graph3{suffix}"]
         for variant, ratio in ratios.items():
             vid = VariantId.parse(variant)
             if vid.target == "fused_row" and vid.submission == "graph":
                 figures[f"speedup_vs_graph3.fused_row.{vid.case}{dot_suffix}"] = ratio["median"]
+    for variant, gaps in summaries.get("handoff", {}).items():
+        design, case, _ = variant.split(".")
+        figures[f"handoff_us.{design}.{case}"] = gaps["sm"]["median"] / 1e3
+        figures[f"handoff_p90_us.{design}.{case}"] = gaps["sm"]["p90"] / 1e3
+        figures[f"worker_gap_us.{design}.{case}"] = gaps["worker"]["median"] / 1e3
+        if gaps["model_sm"]:
+            figures[f"model_handoff_us.{design}.{case}"] = gaps["model_sm"]["median"] / 1e3
+    for variant, cost in summaries.get("trace_cost", {}).items():
+        design, case, _ = variant.split(".")
+        figures[f"trace_cost_us.{design}.{case}"] = cost["cost_us"]
     for variant, trace in summaries["traces"].items():
         if "b_before_last_a" in trace:  # absent when the trace lacks a task (it then fails its checks)
             key = overlap_key(variant)

@@ -8,6 +8,8 @@ import dataclasses
 from launchlab.model import workloads
 
 DESIGN_FAMILY = "megakernel_designs"  # kernels/megakernel_designs.cu: the PDL, two-kernel, dependency and cluster designs
+FLOW_FAMILY = "megakernel_flow"       # kernels/megakernel_flow.cu: the flow kernel
+TASK_RECORD_FAMILIES = (DESIGN_FAMILY, FLOW_FAMILY)  # traced builds that write one record per task of their own graph
 CLUSTER_MAX = 8  # blocks per cluster (portable); a row of more tiles shares them out
 # Chapter 3's build of the fused kernel for the 4096x16384 class (its shared-memory tier, BLOCK 512):
 # rows of 4,096 and 8,192 elements stay in registers, a row of 36,864 in dynamic shared memory.
@@ -25,6 +27,8 @@ class Context:
     shared_limit: int | None = None
     lengths: dict = dataclasses.field(default_factory=dict)
     paths: dict = dataclasses.field(default_factory=dict)
+    stages: int = 1
+    chains: dict = dataclasses.field(default_factory=dict)
 
     def path(self, case: str):
         if case not in self.paths:
@@ -34,6 +38,21 @@ class Context:
             self.paths[case] = TiledPath(self.modules["tiled_softmax"],
                                          workloads.tiled_row_lengths(case) if lengths is None else lengths)
         return self.paths[case]
+
+    def chain(self, case: str):
+        """The chain buffers of a case at this context's stage count, shared by every chain contender."""
+        key = (case, self.stages)
+        if key not in self.chains:
+            from launchlab.chapters.megakernels.flow import StageBuffers
+
+            lengths = self.lengths.get(case)
+            self.chains[key] = StageBuffers(workloads.tiled_row_lengths(case) if lengths is None else lengths,
+                                            self.stages)
+        return self.chains[key]
+
+    def with_stages(self, stages: int) -> "Context":
+        """The same context (the same paths and chain buffers) for a chain of `stages`."""
+        return dataclasses.replace(self, stages=stages)
 
     def with_workers_per_sm(self, workers_per_sm: int) -> "Context":
         """The same context (the same paths) for a worker-sweep point."""
@@ -63,7 +82,7 @@ def build_label(family: str, traced: bool) -> str:
 
 
 def family_defines(family: str, traced: bool, shared_limit: int) -> dict | None:
-    if family == "fused_softmax":
+    if family in ("fused_softmax", "fused_softmax_chain"):
         return fused_defines(shared_limit)
     return {"LAUNCHLAB_TRACE": None} if traced else None
 
@@ -111,6 +130,45 @@ def make_depend(context: Context, case: str):
     return designs.DependencyPersistent(context.modules[DESIGN_FAMILY], context.path(case), context.workers())
 
 
+def _flow(fold_b: bool):
+    def make(context: Context, case: str):
+        from launchlab.chapters.megakernels import flow
+
+        return flow.FlowPersistent(context.modules[FLOW_FAMILY], context.path(case), context.workers_per_sm, fold_b)
+    return make
+
+
+make_flow, make_flow_last = _flow(True), _flow(False)
+CHAIN_FOLD_B = False  # the chain's flow kernel runs B on a row's last A worker: faster than B in every C over 4 and 16 stages
+
+
+def make_chain_graph3(context: Context, case: str):
+    from launchlab.chapters.megakernels import chain
+
+    return chain.Graph3Chain(context.modules["chain_tiled"], context.chain(case))
+
+
+def make_chain_pdl3(context: Context, case: str):
+    from launchlab.chapters.megakernels import chain
+
+    return chain.Pdl3Chain(context.modules["chain_flow"], context.chain(case))
+
+
+def make_chain_flow(context: Context, case: str):
+    from launchlab.chapters.megakernels import flow
+
+    return flow.FlowPersistent(context.modules["chain_flow"], context.chain(case), context.workers_per_sm, CHAIN_FOLD_B)
+
+
+def make_chain_fused(context: Context, case: str):
+    """The plain fused row kernel per stage, with the fused row design's shared memory for the case."""
+    from launchlab.chapters.megakernels import chain
+    from launchlab.gpu import device
+
+    limit = context.shared_limit if context.shared_limit is not None else device.shared_limit()
+    return chain.FusedChain(context.modules["fused_softmax_chain"], context.chain(case), limit)
+
+
 def make_cluster(context: Context, case: str):
     from launchlab.chapters.megakernels import megakernel_designs as designs
 
@@ -130,12 +188,17 @@ def make_fused_row(context: Context, case: str):
 
 
 # --------------------------------------------------------------------------- variants
+def rows_of(target):
+    """What holds a target's packed rows (lengths, row offsets): its tiled path or stage buffers, else itself."""
+    return getattr(target, "path", None) or getattr(target, "buffers", None) or target
+
+
 def make_variants(context: Context, variants, stream, skip=None) -> dict:
     """{VariantId: Target or GraphReplay}, each made by its row: a design's stream and graph variants of a case
     share one target (the graph replays what the stream launches), a sweep point has its own, made with its
     worker blocks per SM. A persistent design with more workers than the GPU holds at once is refused by its
     target; with `skip(vid, reason)` it is skipped instead."""
-    from launchlab.chapters.megakernels import design_of
+    from launchlab.chapters.megakernels import design_of, stages_of
     from launchlab.chapters.megakernels.persistent import NotCoResident
     from launchlab.gpu.capture import GraphReplay
 
@@ -144,7 +207,9 @@ def make_variants(context: Context, variants, stream, skip=None) -> dict:
         vid = variant.id
         workers_per_sm = design_of(vid)[1]
         try:
-            if workers_per_sm is None:
+            if variant.row.chain:
+                target = variant.row.make(context.with_stages(stages_of(vid)), vid.case)
+            elif workers_per_sm is None:
                 if (vid.target, vid.case) not in shared:
                     shared[vid.target, vid.case] = variant.row.make(context, vid.case)
                 target = shared[vid.target, vid.case]
