@@ -33,7 +33,8 @@ COSTS = {("tiled3", None, "stream"): 25_500, ("tiled3", None, "graph"): 12_400,
          ("tiled2_pdl", None, "stream"): 17_500, ("tiled2_pdl", None, "graph"): 10_500,
          ("depend", None, "stream"): 9_800, ("depend", None, "graph"): 9_600,
          ("cluster", None, "stream"): 8_800, ("cluster", None, "graph"): 8_600,
-         ("fused_row", None, "stream"): 7_300, ("fused_row", None, "graph"): 7_200}
+         ("fused_row", None, "stream"): 7_300, ("fused_row", None, "graph"): 7_200,
+         ("varlen", None, "stream"): 6_300, ("varlen", None, "graph"): 6_000}
 COLD_EXTRA_NS = 3_000  # a cold invocation's extra device time in the simulation (the same for every design)
 SCHEDULE_GAP_NS = {"three_kernel": 1500, "cooperative": 1000, "queue": 0}
 
@@ -366,6 +367,29 @@ class FakeFused(FakeDesign):
         return {"registers": int(registers.sum()), "shared": int((~registers).sum()), "streamed": 0}
 
 
+class FakeVarlen(FakeDesign):
+    """varlen.VarlenRows on a FakeTiledPath: the partition rule's plan for the simulated SMs, no error words."""
+    kernel_names, design, name = ("varlen_rows_256",), "varlen", "varlen"
+
+    def __init__(self, built, path, plan=None, cooperative=False):
+        from launchlab.model import varlen_partition as partition
+
+        super().__init__(built, path)
+        self.prepared, self.cooperative = (), bool(cooperative)
+        capacity = {threads: RESIDENT * SM_COUNT for threads in partition.BLOCK_SIZES}
+        self.layout = plan or partition.choose(np.asarray(path.lengths, dtype=np.int64), capacity, SM_COUNT)
+        self.capacity = capacity[self.layout.threads]
+
+    def words(self):
+        return np.array([0, 0, 0, 0, 1], dtype=np.int64), np.array([0, 0, 0, 0, 1], dtype=np.int64)
+
+    def reset(self):
+        pass
+
+    def describe(self):
+        return {**self.layout.describe(), "capacity": int(self.capacity), "cooperative": self.cooperative}
+
+
 def fake_design_trace(target, traced_module, invoke=None, records=None) -> Trace:
     """A design's trace from its model in design_schedules.py, with jittered durations."""
     (invoke or target.invoke)()
@@ -420,7 +444,7 @@ class FakeBuilt:
 def simulated_gpu():
     """The GPU modules' names that run.py reaches, pointed at the NumPy stand-ins for this module's tests."""
     from launchlab.chapters.megakernels import megakernel_designs as designs
-    from launchlab.chapters.megakernels import persistent
+    from launchlab.chapters.megakernels import persistent, varlen
     from launchlab.gpu import build, capture, instruments, probes, sanitizer, targets
     from launchlab.gpu import device as gpu_device
 
@@ -431,6 +455,7 @@ def simulated_gpu():
     patch.setattr(designs, "DependencyPersistent", FakeDependency)
     patch.setattr(designs, "ClusterRows", FakeCluster)
     patch.setattr(designs, "FusedPackedRows", FakeFused)
+    patch.setattr(varlen, "VarlenRows", FakeVarlen)
     patch.setattr(designs, "trace", fake_design_trace)
     patch.setattr(designs, "graph_edge_record", fake_edge_record)
     patch.setattr(instruments, "ColdL2", FakeColdL2)

@@ -34,7 +34,8 @@ def design(name: str, rows: int, cols: int) -> dict:
 
 # (family, defines, extra options) as the chapters build them: ordinary_launches and graphs (row_softmax,
 # tiled_softmax, empty), fusion (instruments, the row kernel at a shape of each tier's kind, the three designs),
-# megakernels (tiled_softmax, megakernel and megakernel_designs timed and traced, the packed row kernel),
+# megakernels (tiled_softmax, megakernel, megakernel_designs and megakernel_flow timed and traced, the packed row
+# kernel, the chain's plain builds: chain_tiled, chain_flow, fused_softmax_chain, the varlen kernel),
 # Examples A (pointwise, FMA contraction off) and B (jobs, timed and traced).
 BUILDS = [
     ("empty", None, ()),
@@ -53,6 +54,11 @@ BUILDS = [
     ("megakernel", TRACED, ()),
     ("megakernel_designs", None, ()),
     ("megakernel_designs", TRACED, ()),
+    ("megakernel_flow", None, ()),
+    ("megakernel_flow", TRACED, ()),
+    ("chain_flow", None, ()),
+    ("chain_tiled", None, ()),
+    ("fused_softmax_chain", fused_defines(H200["shared_bytes_per_block_optin"]), ()),
     ("varlen_softmax", None, ()),
     ("pointwise", None, pointwise.COMPILE_OPTIONS),
     ("jobs", None, ()),

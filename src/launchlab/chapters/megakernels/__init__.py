@@ -77,7 +77,7 @@ class Parameters:
     fixture_seed: int = 2026
     workers_per_sm: int = 0  # persistent blocks per SM of the main variants; 0: all the occupancy API allows
     sweep_workers_per_sm: Counts = Counts.parse("1,2,4,8")  # worker blocks per SM of the sweep ("" for none)
-    designs: Names = Names.parse("pdl3,tiled2,depend,cluster,fused_row,flow,chain")  # added design groups ("" for none)
+    designs: Names = Names.parse("pdl3,tiled2,depend,cluster,fused_row,varlen,flow,chain")  # added design groups ("" for none)
     chain_stages: Counts = Counts.parse("1,4,16")  # the chain's stage counts k (needs the `chain` design group)
     sanitizer_tools: Names = Names.parse("memcheck,racecheck,synccheck")  # over every kernel ("" for none)
 
@@ -161,6 +161,9 @@ DEPENDENCY_WORDS = Words("dependency error words and counter consistency",
                                                          [int(target.counters_consistent())]]),
                                          np.array([0, 0, 0, 0, 1], dtype=np.int64), {}),
                          lambda target: target.reset())
+# the varlen kernel's error words are zero (no piece's wait ran out) and its stamps agree with its counters
+VARLEN_WORDS = Words("varlen error words and counter consistency", lambda target: (*target.words(), {}),
+                     lambda target: target.reset())
 
 
 # --------------------------------------------------------------------------- the designs
@@ -200,6 +203,8 @@ CHAIN_KERNELS = {"chain_graph3": ("tile_producer", "chain_row_combiner", "tile_c
 PDL3_KERNELS = ("pdl_tile_producer", "pdl_row_combiner", "pdl_tile_consumer")
 TILED2_KERNELS = ("pdl_tile_producer", "combining_tile_consumer")
 GRAPH_L2 = ("warm", "cold")
+VARLEN_ORACLE = dataclasses.replace(PACKED_ROWS, name=PACKED_ROWS.name + ", and its error words (no piece gave up)")
+VARLEN_KERNELS = ("varlen_rows_256", "varlen_rows_512")
 TRACED_MAIN, UNTRACED_MAIN = MAIN_OUTPUTS, MAIN_OUTPUTS - {"trace"}
 SWEPT_MAIN = MAIN_OUTPUTS | {"sweep"}
 
@@ -244,6 +249,9 @@ DESIGN: dict[str, Design] = {d.name: d for d in (
     _design("fused_row", "fused row kernel (chapter 3)", targets.make_fused_row, "fused_softmax",
             ("fused_rms_softmax_packed",), None, 1, 0, bytes=x_once_bytes, outputs=UNTRACED_MAIN, group="fused_row",
             one_launch=True, varlen=True),
+    _design("varlen", "varlen pieces (one launch)", targets.make_varlen, "varlen_softmax", VARLEN_KERNELS, None, 1, 0,
+            bytes=x_once_bytes, oracle=VARLEN_ORACLE, outputs=UNTRACED_MAIN, group="varlen", one_launch=True,
+            words=VARLEN_WORDS, varlen=True),
     _design("flow", "flow persistent (B in C)", targets.make_flow, FLOW_FAMILY, FLOW_KERNELS, "flow", 1, 0,
             bytes=x_on_chip_bytes, oracle=DEPENDENCY_ORACLE, persistent=True, group="flow", one_launch=True,
             words=DEPENDENCY_WORDS, varlen=True),
@@ -363,7 +371,7 @@ def baseline(case: str) -> VariantId:
 
 
 HOST_PATH = ("CuPy from CPython on one non-blocking stream: RawKernel launches for the three kernels and the fused "
-             "row kernel; cuLaunchCooperativeKernel through CuPy (which queries the occupancy API on every call) for "
+             "row kernel, and for the varlen kernel after its own occupancy check; cuLaunchCooperativeKernel through CuPy (which queries the occupancy API on every call) for "
              "the cooperative and the dependency-driven kernels; an ordinary launch after the occupancy API's check for the "
              "flow kernel; cudaMemsetAsync of the queue counters then a launch "
              "for the queue; cuLaunchKernelEx (ctypes or cuda-bindings, chapters/megakernels/pdl.py) with the "

@@ -95,6 +95,9 @@ def _launched(run, kernel: str, design, case: str) -> str:
         return "; ".join(f"{rows} clusters of {k}" for k, rows in facts["classes"]) + f" ({case})"
     if design.name == "fused_row":
         return f"one per row, {facts['block']} threads"
+    if design.name == "varlen":
+        return (f"{facts['grid']} blocks of {facts['threads']} threads ({facts['split_rows']} rows split into up to "
+                f"{facts['most_pieces']} pieces, {facts['packed_rows']} rows packed a warp each; {case})")
     return "one per row" if kernel == "pdl_row_combiner" else "one per tile"
 
 

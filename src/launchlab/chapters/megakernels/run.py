@@ -121,6 +121,8 @@ def note_designs(session, variants) -> None:
         if getattr(target, "plan", None) is not None:  # the cluster design
             fact.update(classes=[[int(k), int(len(rows))] for k, rows in target.plan.classes],
                         cache_elements=[int(c) for c in target.plan.cache_elements], max_cluster=target.max_cluster)
+        if getattr(target, "layout", None) is not None:  # the varlen design: its plan
+            fact.update(target.describe())
         if hasattr(target, "tiers"):  # the fused row kernel
             fact.update(block=int(target.block), shared_bytes=int(target.shared_bytes), tiers=target.tiers())
         if hasattr(target, "prepared"):

@@ -175,6 +175,13 @@ def make_cluster(context: Context, case: str):
     return designs.ClusterRows(context.modules[DESIGN_FAMILY], context.path(case), max_cluster=CLUSTER_MAX)
 
 
+def make_varlen(context: Context, case: str):
+    """The one-launch varlen design with the plan its partition rule picks for this GPU's co-resident blocks."""
+    from launchlab.chapters.megakernels import varlen
+
+    return varlen.VarlenRows(context.modules[varlen.FAMILY], context.path(case))
+
+
 def make_fused_row(context: Context, case: str):
     """The packed fused kernel, with the shared memory that keeps the case's widest row on chip where it fits."""
     from launchlab.chapters.megakernels import megakernel_designs as designs
