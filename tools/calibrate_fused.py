@@ -18,6 +18,7 @@ compiling each with NVRTC on the GPU machine; a module missing there is compiled
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import statistics
 import subprocess
@@ -222,7 +223,8 @@ def measure_shape(rows, cols, device, modules, stream, cold, modes, rounds, seed
         module = modules.get_module(plan["module"], plan["family"], plan["defines"])
         for mode in modes:
             entry = {"tag": plan["tag"], "design": plan["design"], "mode": mode, "defines": plan["defines"],
-                     "options": plan["options"]}
+                     "options": plan["options"], "module": plan["module"], "tier": plan.get("tier"),
+                     "shared_bytes": plan.get("shared_bytes")}
             try:
                 if plan["options"]:
                     target = fused_designs.make_target(plan["design"], module, rows, cols, mode, x, **plan["options"])
@@ -275,7 +277,7 @@ def summary_line(record: dict) -> str:
     return text + (f" | INVALID {bad}" if bad else "")
 
 
-def calibrate(shapes, modes, rounds, cubins, out: Path, budget_s: float, seed: int) -> None:
+def calibrate(shapes, modes, rounds, cubins, out: Path, budget_s: float, seed: int, plane_seed) -> None:
     import cupy
 
     from launchlab.gpu.backend import CupyBackend
@@ -291,7 +293,8 @@ def calibrate(shapes, modes, rounds, cubins, out: Path, budget_s: float, seed: i
     cold = ColdL2(modules["instruments"], device["l2_bytes"], device["sm_count"], COLD_WAIT_NS)
     result = {"device": device, "protocol": {"rounds": rounds, "bytes_per_replay": BYTES_PER_REPLAY,
               "max_calls": MAX_CALLS, "cold_wait_ns": COLD_WAIT_NS, "check_rows": CHECK_ROWS},
-              "modes": list(modes), "shapes": [], "complete": False, "load_s": modules.compile_s}
+              "modes": list(modes), "shapes": [], "complete": False, "load_s": modules.compile_s,
+              "plane_seed": plane_seed}
     for index, (rows, cols) in enumerate(shapes):
         if time.perf_counter() - started > budget_s:
             print(f"budget of {budget_s} s reached after {index} shapes", flush=True)
@@ -317,6 +320,61 @@ def calibrate(shapes, modes, rounds, cubins, out: Path, budget_s: float, seed: i
     print(f"done in {result['elapsed_s']:.1f} s", flush=True)
 
 
+# ---------------------------------------------------------------- the fit (CPU)
+def median(values) -> float:
+    return float(statistics.median(values))
+
+
+def copy_plan() -> dict:
+    return {"design": "copy", "defines": {}, "tag": "copy"}
+
+
+def observations(calibration: dict, modes=("plain", "rms")) -> list[tuple]:
+    """[(plan, rows, cols, l2, median us)] of every configuration validated and timed, and of the copy kernel:
+    each configuration's plan as plans.candidates makes it now (matched by tag and module)."""
+    device = calibration["device"]
+    found = []
+    for record in calibration["shapes"]:
+        rows, cols = record["rows"], record["cols"]
+        current = {(plan["tag"], plan["module"]): plan for plan in plans.candidates(rows, cols, device)}
+        for l2 in ("warm", "cold"):
+            found.append((copy_plan(), rows, cols, l2, median(record["copy"]["vector"][l2])))
+        for entry in record["fused"]:
+            plan = current.get((entry["tag"], entry.get("module")))
+            if plan is None or not entry.get("valid") or entry["mode"] not in modes:
+                continue
+            for l2 in ("warm", "cold"):
+                found.append((plan, rows, cols, l2, median(entry[l2])))
+    return found
+
+
+def version_of(calibration_path: Path) -> str:
+    """The calibration file's identity in the model's version: the first 12 hex digits of its SHA-256."""
+    import hashlib
+
+    return hashlib.sha256(Path(calibration_path).read_bytes()).hexdigest()[:12]
+
+
+def fit_file(calibration_path: Path) -> dict:
+    """The model's constants fitted on a calibration file, with its errors per design and L2 state."""
+    import numpy as np
+
+    from launchlab.model import fused_cost
+
+    calibration = json.loads(calibration_path.read_text())
+    observed = observations(calibration)
+    constants, overall = fused_cost.fit(observed, calibration["device"])
+    predicted = np.array([fused_cost.predict(p, r, c, calibration["device"], l2, constants) for p, r, c, l2, _ in observed])
+    relative = predicted / np.array([us for *_, us in observed]) - 1.0
+    groups = {}
+    for (plan, _, _, l2, _), error in zip(observed, relative):
+        groups.setdefault(f"{plan['design']}.{l2}", []).append(error)
+    return {"constants": dataclasses.asdict(constants), "errors": overall,
+            "errors_by_design": {k: fused_cost.errors(np.array(v)) for k, v in sorted(groups.items())},
+            "calibration": calibration_path.name, "calibration_sha256_12": version_of(calibration_path),
+            "points": len(calibration["shapes"])}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", type=Path, default=Path("calibration.json"))
@@ -329,7 +387,11 @@ def main() -> None:
     parser.add_argument("--cubins", type=Path)
     parser.add_argument("--build-cubins", type=Path, help="only build every module as an sm_90 cubin into this folder")
     parser.add_argument("--budget-s", type=float, default=1e9)
+    parser.add_argument("--fit", type=Path, help="only fit the model on this calibration file and print the result")
     args = parser.parse_args()
+    if args.fit:
+        print(json.dumps(fit_file(args.fit), indent=1))
+        return
     if args.shapes:
         shapes = [tuple(int(v) for v in s.split("x")) for s in args.shapes.split(",")]
     else:
@@ -338,7 +400,8 @@ def main() -> None:
     if args.build_cubins:
         build_cubins(shapes, H200, args.build_cubins)
         return
-    calibrate(shapes, args.modes.split(","), args.rounds, args.cubins, args.out, args.budget_s, args.seed)
+    calibrate(shapes, args.modes.split(","), args.rounds, args.cubins, args.out, args.budget_s, args.seed,
+              None if args.shapes else args.seed)
 
 
 if __name__ == "__main__":

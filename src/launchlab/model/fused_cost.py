@@ -1,7 +1,26 @@
 """A cost model of the fused softmax designs (NumPy only): device time per call, warm and cold L2, of each
 configuration the launch policy considers, from the bytes it moves, how its blocks fill the GPU and how many
-reduction round trips it makes; its constants are fitted by least squares on a calibration plane."""
+reduction round trips it makes. Its constants are fitted by least squares (on log time) on a calibration plane
+drawn with another seed than the fusion chapter's (tools/calibrate_fused.py measures it; the fit and the data are
+committed under evidence/development/).
+
+How a configuration is seen (`geometry`): its work is N equal TASKS (a row, a slice of a row, a group of rows a
+warp holds), P of which run at once (resident blocks x tasks a block runs at a time); a task moves b bytes
+(x read once, y written once; the streamed tiers read x again), keeps q bytes of loads in flight, and waits for
+`syncs` block-wide reductions, `cluster` cluster barriers and `grid` grid-wide round trips.
+
+The time (`predict`): t = launch + sum over waves of the wave's time; N / P waves, the last one partial; a wave of
+A tasks takes max(task latency, A b / BW, (A / SMs) b / per-SM bandwidth), where a task's latency is
+dependent + syncs sync + cluster cluster_sync + grid grid_sync + latency b / q (its loads in flight, round trip
+after round trip). BW mixes the L2's and the DRAM's rates by the share of bytes the L2 serves: warm, of a footprint
+of x and y (8 bytes an element) against the L2's effective size; cold, x always from DRAM and y's writes absorbed
+by the L2 as far as it holds them.
+"""
 from __future__ import annotations
+
+import dataclasses
+import json
+import math
 
 import numpy as np
 
@@ -13,6 +32,7 @@ MIN_BYTES = 4 << 10
 MAX_BYTES = 256 << 20
 CALIBRATION_SEED = 4851   # the calibration plane's: never the chapter's
 CALIBRATION_POINTS = 96
+L2_STATES = ("warm", "cold")
 
 
 def draw_plane(seed: int, points: int) -> list[tuple[int, int]]:
@@ -25,3 +45,238 @@ def draw_plane(seed: int, points: int) -> list[tuple[int, int]]:
         if MIN_BYTES <= 4 * rows * cols <= MAX_BYTES and (rows, cols) not in shapes:
             shapes.append((rows, cols))
     return shapes
+
+
+# ---------------------------------------------------------------- the GPU's limits (occupancy)
+THREADS_PER_SM = 2048
+BLOCKS_PER_SM = 32
+REGISTERS_PER_SM = 65536
+SHARED_RESERVED_PER_BLOCK = 1024
+STATIC_SHARED_BYTES = 256          # a design's reduction scratch and flags (ptxas: 144 bytes and less)
+# Registers per thread of each build (ptxas for sm_90, the larger of the two modes; tests check them against
+# nvcc): narrow by ROW_CHUNKS, cluster by SLICE_REGS, split; the row kernel's follow its MIN_BLOCKS bound.
+NARROW_REGISTERS = {1: 42, 2: 46, 4: 56, 8: 77}
+CLUSTER_REGISTERS = {0: 40, 8: 64, 16: 108}
+SPLIT_REGISTERS = 59
+
+
+def worst_chunks(rows: int, cols: int) -> int:
+    """16-byte chunks of the worst-aligned row (rows start at r*cols floats from an aligned base)."""
+    lead = 0 if cols % 4 == 0 else (3 if rows > 1 else 0)
+    return (lead + cols + 3) // 4
+
+
+def next_power_of_two(n: int) -> int:
+    return 1 << max(0, int(n) - 1).bit_length()
+
+
+def resident_blocks(block: int, registers: int, shared_bytes: int, shared_per_sm: int) -> int:
+    """Blocks of `block` threads one SM holds: threads, blocks, registers (allocated per warp in units of 256)
+    and shared memory (with the hardware's reservation per block)."""
+    warps = -(-block // 32)
+    per_warp = -(-registers * 32 // 256) * 256
+    by_registers = REGISTERS_PER_SM // (per_warp * warps)
+    by_shared = shared_per_sm // (shared_bytes + STATIC_SHARED_BYTES + SHARED_RESERVED_PER_BLOCK)
+    return max(0, min(THREADS_PER_SM // block, BLOCKS_PER_SM, by_registers, by_shared))
+
+
+@dataclasses.dataclass(frozen=True)
+class Geometry:
+    """What the cost model sees of a configuration at a shape (see the module's docstring)."""
+    tasks: int          # N
+    slots: int          # P: tasks at once over the GPU
+    task_bytes: float   # b: moved per task
+    in_flight: float    # q: bytes of loads a task keeps in flight
+    syncs: float        # block-wide reductions a task waits for
+    cluster: float      # cluster barriers a task waits for
+    grid: float         # grid-wide round trips a task waits for
+    reread: float       # share of x read a second time (the streamed tiers)
+
+
+def geometry(plan: dict, rows: int, cols: int, device: dict) -> Geometry:
+    """The Geometry of a plan (chapters/fusion/plans.py: design, defines, shared_bytes, tier) at a shape."""
+    sms = int(device["sm_count"])
+    shared_per_sm = int(device.get("shared_bytes_per_sm", 233472))
+    design, defines = plan["design"], plan["defines"]
+    block = int(defines.get("BLOCK", 256))
+    chunks = worst_chunks(rows, cols)
+    row_bytes = 4.0 * cols
+    block_syncs = 0.0 if block == 32 else 1.0
+    rms_round = 1.0  # the RMS mode's extra sum (counted for both modes: it overlaps with the sum in plain)
+    if design == "row":
+        reg_chunks, unroll = int(defines["REG_CHUNKS"]), int(defines["UNROLL"])
+        budget = REGISTERS_PER_SM // (block * max(1, int(defines.get("MIN_BLOCKS", 1))))
+        resident = resident_blocks(block, min(255, budget), int(plan.get("shared_bytes") or 0), shared_per_sm)
+        tier = plan.get("tier") or ("registers" if chunks <= reg_chunks * block else "streamed")
+        in_flight = min(row_bytes, 16.0 * block * (reg_chunks if tier == "registers" else unroll))
+        return Geometry(rows, sms * resident, 8.0 * cols, in_flight, block_syncs * (2 + rms_round), 0.0, 0.0,
+                        1.0 if tier == "streamed" else 0.0)
+    if design == "narrow":
+        row_chunks = int(defines["ROW_CHUNKS"])
+        lanes = min(32, next_power_of_two(-(-chunks // row_chunks)))
+        rows_per_warp = 32 // lanes
+        resident = resident_blocks(block, NARROW_REGISTERS.get(row_chunks, 80), 0, shared_per_sm)
+        groups = -(-rows // rows_per_warp)
+        return Geometry(groups, sms * resident * (block // 32), 8.0 * cols * min(rows, rows_per_warp),
+                        row_bytes * min(rows, rows_per_warp), 0.0, 0.0, 0.0, 0.0)
+    if design == "cluster":
+        width, regs = int(defines["CLUSTER"]), int(defines.get("SLICE_REGS", 0))
+        slice_chunks = -(-chunks // width)
+        in_registers = slice_chunks <= regs * block
+        shared = 0 if in_registers else 16 * slice_chunks
+        resident = resident_blocks(block, CLUSTER_REGISTERS.get(regs, 108), shared, shared_per_sm)
+        in_flight = min(16.0 * slice_chunks, 16.0 * block * (regs if in_registers else int(defines.get("UNROLL", 4))))
+        return Geometry(rows * width, sms * resident, 8.0 * cols / width, in_flight, 2 + rms_round, 1.0, 0.0, 0.0)
+    if design == "split":
+        resident = min(2, resident_blocks(block, SPLIT_REGISTERS, 112 * 1024, shared_per_sm))
+        capacity = sms * max(1, resident)
+        pieces = max(1, capacity // rows)
+        per_piece = -(-chunks // pieces)
+        kept = 16 * per_piece <= 112 * 1024
+        in_flight = min(16.0 * per_piece, 16.0 * block * int(defines.get("UNROLL", 4)))
+        return Geometry(rows * pieces, pieces * min(rows, capacity // pieces), 8.0 * cols / pieces, in_flight,
+                        2 + rms_round, 0.0, 1.0 if pieces > 1 else 0.0, 0.0 if kept else 1.0)
+    if design == "copy":
+        return Geometry(1, 1, 8.0 * rows * cols, float("inf"), 0.0, 0.0, 0.0, 0.0)
+    raise ValueError(f"unknown design {design!r}")
+
+
+# ---------------------------------------------------------------- the model's constants
+@dataclasses.dataclass(frozen=True)
+class Constants:
+    """Times in microseconds, bandwidths in bytes per microsecond, sizes in bytes."""
+    launch: float = 2.0           # a call's fixed cost in a graph of many calls
+    dependent: float = 1.0        # a task's dependent round trips (load, reduce, store) beyond its loads
+    latency: float = 0.8          # a memory round trip under load
+    sync: float = 0.1             # one block-wide reduction
+    cluster_sync: float = 0.5     # one cluster barrier
+    grid_sync: float = 3.0        # one grid-wide round trip
+    dram: float = 4.0e6           # DRAM bytes per microsecond (read + write)
+    l2: float = 9.0e6             # L2 bytes per microsecond
+    per_sm: float = 1.0e5         # bytes per microsecond one SM moves at most
+    l2_effective: float = 40e6    # footprint the L2 holds for reuse
+    l2_sharpness: float = 4.0     # how fast the hit share falls past l2_effective
+
+    @classmethod
+    def names(cls) -> list[str]:
+        return [field.name for field in dataclasses.fields(cls)]
+
+    def vector(self) -> np.ndarray:
+        return np.array([getattr(self, name) for name in self.names()], dtype=float)
+
+    @classmethod
+    def from_vector(cls, values) -> "Constants":
+        return cls(**{name: float(v) for name, v in zip(cls.names(), values)})
+
+
+def hit_share(footprint, constants: Constants):
+    """Share of a footprint's bytes the L2 serves: 1 well inside its effective size, falling to 0 past it."""
+    return 1.0 / (1.0 + (np.asarray(footprint, dtype=float) / constants.l2_effective) ** constants.l2_sharpness)
+
+
+@dataclasses.dataclass(frozen=True)
+class Cases:
+    """Many (geometry, shape, L2 state) at once, as arrays: what `times` evaluates in one pass."""
+    tasks: np.ndarray
+    slots: np.ndarray
+    task_bytes: np.ndarray
+    in_flight: np.ndarray
+    syncs: np.ndarray
+    cluster: np.ndarray
+    grid: np.ndarray
+    reread: np.ndarray
+    matrix_bytes: np.ndarray
+    warm: np.ndarray
+    copy: np.ndarray
+    sms: float
+
+    @classmethod
+    def of(cls, items, sms: int) -> "Cases":
+        """From [(Geometry, rows, cols, l2)]."""
+        columns = {name: np.array([float(getattr(g, name)) for g, _, _, _ in items])
+                   for name in ("tasks", "slots", "task_bytes", "in_flight", "syncs", "cluster", "grid", "reread")}
+        for _, _, _, l2 in items:
+            if l2 not in L2_STATES:
+                raise ValueError(f"L2 state {l2!r} is not one of {L2_STATES}")
+        return cls(**columns, matrix_bytes=np.array([4.0 * r * c for _, r, c, _ in items]),
+                   warm=np.array([l2 == "warm" for _, _, _, l2 in items]),
+                   copy=np.isinf(columns["in_flight"]), sms=float(sms))
+
+
+def times(cases: Cases, constants: Constants) -> np.ndarray:
+    """Device time per call (microseconds) of every case (see the module's docstring)."""
+    k = constants
+    # share of the moved bytes the L2 serves: warm, the footprint of x and y; cold, y's writes as far as the L2
+    # holds y, x from DRAM; the streamed tiers' second read of x always from the L2 (a row's worth fits it)
+    served = np.where(cases.warm, hit_share(2.0 * cases.matrix_bytes, k), 0.5 * hit_share(cases.matrix_bytes, k))
+    served = (2.0 * served + cases.reread) / (2.0 + cases.reread)
+    bw = 1.0 / (served / k.l2 + (1.0 - served) / k.dram)
+    task_bytes = cases.task_bytes * (1.0 + 0.5 * cases.reread)
+    in_flight = np.where(cases.copy, 1.0, cases.in_flight)
+    task = (k.dependent + cases.syncs * k.sync + cases.cluster * k.cluster_sync + cases.grid * k.grid_sync
+            + k.latency * np.maximum(1.0, 0.5 * task_bytes / in_flight))
+    slots = np.maximum(1.0, cases.slots)
+    full = np.floor(cases.tasks / slots)
+    rest = cases.tasks - full * slots
+
+    def wave(active):
+        return np.maximum.reduce([task, active * task_bytes / bw,
+                                  np.maximum(1.0, active / cases.sms) * task_bytes / k.per_sm])
+
+    fused = k.launch + full * wave(slots) + np.where(rest > 0, wave(rest), 0.0)
+    copied = k.launch + k.latency + task_bytes / bw
+    return np.where(cases.copy, copied, fused)
+
+
+def predict(plan: dict, rows: int, cols: int, device: dict, l2: str, constants: Constants) -> float:
+    """Device time per call (microseconds) of a plan at a shape in an L2 state."""
+    cases = Cases.of([(geometry(plan, rows, cols, device), rows, cols, l2)], int(device["sm_count"]))
+    return float(times(cases, constants)[0])
+
+
+# ---------------------------------------------------------------- fitting
+def fit(observations, device: dict, start: Constants = Constants(), iterations: int = 100) -> tuple[Constants, dict]:
+    """Least squares on log time (Levenberg-Marquardt over the logs of the constants) of `observations`:
+    [(plan, rows, cols, l2, measured microseconds)]. Returns the constants and the fit's errors."""
+    cases = Cases.of([(geometry(plan, rows, cols, device), rows, cols, l2) for plan, rows, cols, l2, _ in observations],
+                     int(device["sm_count"]))
+    measured = np.log([float(us) for *_, us in observations])
+
+    def residuals(log_values: np.ndarray) -> np.ndarray:
+        return np.log(times(cases, Constants.from_vector(np.exp(log_values)))) - measured
+
+    x = np.log(start.vector())
+    r = residuals(x)
+    damping = 1e-2
+    for _ in range(iterations):
+        jacobian = np.empty((r.size, x.size))
+        for j in range(x.size):
+            step = np.zeros_like(x)
+            step[j] = 1e-5
+            jacobian[:, j] = (residuals(x + step) - r) / 1e-5
+        normal, gradient = jacobian.T @ jacobian, jacobian.T @ r
+        improved = False
+        while damping < 1e10:
+            delta = np.linalg.solve(normal + damping * np.diag(np.diag(normal) + 1e-12), -gradient)
+            trial = residuals(x + delta)
+            if trial @ trial < r @ r:
+                x, r, damping, improved = x + delta, trial, max(damping / 3.0, 1e-9), True
+                break
+            damping *= 4.0
+        if not improved or np.abs(delta).max() < 1e-7:
+            break
+    return Constants.from_vector(np.exp(x)), errors(np.exp(r) - 1.0)
+
+
+def errors(relative: np.ndarray) -> dict:
+    """median and p90 of |predicted / measured - 1|."""
+    magnitude = np.abs(np.asarray(relative, dtype=float))
+    return {"median": float(np.median(magnitude)), "p90": float(np.percentile(magnitude, 90)),
+            "points": int(magnitude.size)}
+
+
+# ---------------------------------------------------------------- the fitted constants
+# Fitted by tools/calibrate_fused.py --fit on evidence/development/fused_calibration.json (the calibration plane,
+# seed CALIBRATION_SEED, measured on an H200); tests/test_fused_cost.py refits and compares.
+MODEL_VERSION = "fused_cost-1 (unfitted)"
+FITTED = Constants()

@@ -8,7 +8,7 @@ memory; None for the designs, whose targets derive it), "options" (launch-time c
 considered) and "model" (the version of the fitted constants)."""
 from __future__ import annotations
 
-from launchlab.model import fused_policy
+from launchlab.model import fused_cost, fused_policy
 
 FUSED_KERNELS = ("fused_rms_softmax", "fused_softmax")
 
@@ -163,18 +163,28 @@ def candidates(rows: int, cols: int, device: dict) -> list[dict]:
     return list(unique.values())
 
 
+def predictions(rows: int, cols: int, device: dict, constants: fused_cost.Constants | None = None) -> list[tuple]:
+    """[(plan, {"warm": us, "cold": us})] of every candidate, in the order `candidates` gives them."""
+    constants = constants or fused_cost.FITTED
+    return [(plan, {l2: fused_cost.predict(plan, rows, cols, device, l2, constants) for l2 in fused_cost.L2_STATES})
+            for plan in candidates(rows, cols, device)]
+
+
+def score(predicted: dict) -> float:
+    """What the policy minimises: the geometric mean of the warm and cold predictions (both count alike)."""
+    return (predicted["warm"] * predicted["cold"]) ** 0.5
+
+
 def fused_plan(rows: int, cols: int, device: dict) -> dict:
-    """The fused kernel for a shape under the declared launch policy (model/fused_policy.design_for) on the
-    device (its identity: SM count, compute capability, opt-in shared memory), and "fallback" (why) where the GPU
-    cannot run the preferred design."""
-    sm_count, capability = int(device["sm_count"]), device["compute_capability"]
-    design = fused_policy.design_for(rows, cols, sm_count, capability)
-    if design == "row":
-        plan = row_plan(rows, cols, int(device["shared_bytes_per_block_optin"]), sm_count)
-    else:
-        plan = design_plan(design, fused_policy.design_defines(design, rows, cols, sm_count))
-    fallback = fused_policy.fallback_reason(rows, cols, sm_count, capability)
-    return plan | ({"fallback": fallback} if fallback else {})
+    """The fused kernel for a shape on a device (its identity: SM count, compute capability, opt-in shared memory):
+    the candidate of least predicted time (model/fused_cost.py with its fitted constants; the first candidate on
+    a tie), with every candidate's prediction ("predicted_us", by tag) and the model's version ("model")."""
+    predicted = predictions(rows, cols, device)
+    best = min(range(len(predicted)), key=lambda k: (score(predicted[k][1]), k))
+    plan = dict(predicted[best][0])
+    plan["predicted_us"] = {candidate["tag"]: times for candidate, times in predicted}
+    plan["model"] = fused_cost.MODEL_VERSION
+    return plan
 
 
 def fused_plans(shapes, device: dict) -> dict:
