@@ -125,6 +125,9 @@ def test_every_candidate_holds_its_shape(shape):
             assert (slice_chunks <= d["SLICE_REGS"] * d["BLOCK"]
                     or 16 * slice_chunks <= H200["shared_bytes_per_block_optin"] - designs.SHARED_RESERVED_PER_BLOCK)
             assert rows * d["CLUSTER"] <= plans.CANDIDATE_MAX_BLOCKS_PER_SM * SMS
+        elif plan["design"] == "split" and plan["options"]:   # pieces that keep x in shared memory (read once)
+            pieces = plan["options"]["pieces"]
+            assert 16 * -(-chunks // pieces) <= designs.SPLIT_SLICE_BYTES and pieces <= designs.SPLIT_BLOCKS_PER_SM * SMS
         elif plan["design"] == "split":
             assert rows < plans.SPLIT_MAX_ROWS_PER_SM * SMS
         else:

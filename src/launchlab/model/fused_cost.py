@@ -130,7 +130,7 @@ def geometry(plan: dict, rows: int, cols: int, device: dict) -> Geometry:
     if design == "split":
         resident = min(2, resident_blocks(block, SPLIT_REGISTERS, 112 * 1024, shared_per_sm))
         capacity = sms * max(1, resident)
-        pieces = max(1, capacity // rows)
+        pieces = int(plan.get("options", {}).get("pieces") or max(1, capacity // rows))
         per_piece = -(-chunks // pieces)
         kept = 16 * per_piece <= 112 * 1024
         in_flight = min(16.0 * per_piece, 16.0 * block * int(defines.get("UNROLL", 4)))

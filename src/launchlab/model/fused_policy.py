@@ -166,3 +166,14 @@ def design_defines(design: str, rows: int, cols: int, sm_count: int, **choices) 
 def split_pieces(rows: int, capacity: int) -> int:
     """Pieces per row: as many as let every row's pieces be resident at once (1 when rows fill the grid)."""
     return max(1, capacity // rows)
+
+
+def split_kept_pieces(rows: int, cols: int, sm_count: int) -> int | None:
+    """Pieces per row that keep every piece in shared memory (x read once), where split_pieces' would not and a
+    row's pieces can still all be resident; None elsewhere. The grid then walks the rows a group at a time."""
+    capacity = SPLIT_BLOCKS_PER_SM * sm_count
+    chunks = worst_chunks(rows, cols)
+    if 16 * -(-chunks // split_pieces(rows, capacity)) <= SPLIT_SLICE_BYTES:
+        return None
+    pieces = -(-16 * chunks // SPLIT_SLICE_BYTES)
+    return pieces if pieces <= capacity else None

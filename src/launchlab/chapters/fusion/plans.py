@@ -155,8 +155,13 @@ def candidates(rows: int, cols: int, device: dict) -> list[dict]:
                 if defines and (slice_chunks <= regs * 256
                                 or 16 * slice_chunks <= optin - fused_policy.SHARED_RESERVED_PER_BLOCK):
                     found.append(design_plan("cluster", defines))
-    if cols >= 4096 and rows < SPLIT_MAX_ROWS_PER_SM * sm_count:
-        found.append(design_plan("split", fused_policy.design_defines("split", rows, cols, sm_count)))
+    if cols >= 4096:
+        split = fused_policy.design_defines("split", rows, cols, sm_count)
+        if rows < SPLIT_MAX_ROWS_PER_SM * sm_count:
+            found.append(design_plan("split", split))
+        kept = fused_policy.split_kept_pieces(rows, cols, sm_count)
+        if kept:
+            found.append(design_plan("split", split, {"pieces": kept}))
     unique = {}
     for plan in found:
         unique.setdefault(plan["tag"] + "|" + plan["module"], plan)
