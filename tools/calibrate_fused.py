@@ -114,12 +114,6 @@ class Modules(dict):
         return self[label]
 
 
-def median_us(events) -> list[float]:
-    import cupy
-
-    return [1000.0 * cupy.cuda.get_elapsed_time(a, b) for a, b in zip(events[:-1], events[1:])]
-
-
 def time_warm(target, stream, calls: int, rounds: int) -> list[float]:
     """Per-call device time of each of `rounds` replays of a graph of `calls` calls."""
     import cupy
@@ -137,7 +131,7 @@ def time_warm(target, stream, calls: int, rounds: int) -> list[float]:
         end.record(stream)
         events.append((start, end))
     stream.synchronize()
-    return [1000.0 * cupy.cuda.get_elapsed_time(a, b) / calls for a, b in events]
+    return [round(1000.0 * cupy.cuda.get_elapsed_time(a, b) / calls, 4) for a, b in events]
 
 
 def time_cold(target, stream, cold, rounds: int) -> list[float]:
@@ -152,7 +146,7 @@ def time_cold(target, stream, cold, rounds: int) -> list[float]:
         end.record(stream)
         events.append((start, end))
     stream.synchronize()
-    return [1000.0 * cupy.cuda.get_elapsed_time(a, b) for a, b in events]
+    return [round(1000.0 * cupy.cuda.get_elapsed_time(a, b), 4) for a, b in events]
 
 
 class VectorCopy:
