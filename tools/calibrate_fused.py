@@ -369,6 +369,59 @@ def fit_file(calibration_path: Path) -> dict:
             "points": len(calibration["shapes"])}
 
 
+def report(calibration_path: Path, constants=None) -> dict:
+    """Per shape of a calibration file: the copy ceiling, the fastest configuration measured and the model's pick
+    (plain mode), warm and cold; then the plane's figures for the pick and for the fastest (bandwidth regime:
+    ratio to the copy; latency regime: time over the copy)."""
+    import numpy as np
+
+    from launchlab.model import fused_cost
+
+    calibration = json.loads(calibration_path.read_text())
+    device = calibration["device"]
+    constants = constants or fused_cost.FITTED
+    figures = {l2: {"pick": [], "best": [], "copy": [], "model_error": []} for l2 in ("warm", "cold")}
+    print(f"{'shape':>16} {'l2':>5} {'copy':>9} {'best':>9} {'':>5} {'pick':>9} {'':>5} {'pred':>9}  best / pick")
+    for record in calibration["shapes"]:
+        rows, cols = record["rows"], record["cols"]
+        measured = {e["tag"]: e for e in record["fused"] if e["mode"] == "plain" and e.get("valid")}
+        if not measured:
+            continue
+        scored = []
+        for plan in plans.candidates(rows, cols, device):
+            predicted = {l2: fused_cost.predict(plan, rows, cols, device, l2, constants) for l2 in ("warm", "cold")}
+            scored.append((plans.score(predicted), plan["tag"], predicted))
+        pick_score, pick, predicted = min(scored, key=lambda item: item[0])
+        for l2 in ("warm", "cold"):
+            copy = min(median(record["copy"][k][l2]) for k in record["copy"])
+            times = {tag: median(e[l2]) for tag, e in measured.items()}
+            best = min(times, key=times.get)
+            picked = times.get(pick, float("nan"))
+            for key, value in (("pick", picked), ("best", times[best]), ("copy", copy)):
+                figures[l2][key].append(value)
+            figures[l2]["model_error"] += [fused_cost.predict(p, rows, cols, device, l2, constants) / times[p["tag"]] - 1
+                                           for p in plans.candidates(rows, cols, device) if p["tag"] in times]
+            print(f"{rows:>7}x{cols:<8} {l2:>5} {copy:9.2f} {times[best]:9.2f} {times[best] / copy:5.2f} {picked:9.2f} "
+                  f"{picked / copy:5.2f} {predicted[l2]:9.2f}  {best} / {pick}")
+    summary = {}
+    for l2, f in figures.items():
+        pick, best, copy = (np.array(f[k]) for k in ("pick", "best", "copy"))
+        bandwidth, latency = copy >= 10.0, copy < 10.0
+        summary[l2] = {"points": int(copy.size), "bandwidth_points": int(bandwidth.sum()),
+                       "model_error": fused_cost.errors(np.array(f["model_error"]))}
+        for name, times in (("pick", pick), ("best", best)):
+            ratio = times[bandwidth] / copy[bandwidth]
+            over = times[latency] - copy[latency]
+            summary[l2][name] = {"geomean": float(np.exp(np.nanmean(np.log(ratio)))) if ratio.size else None,
+                                 "p90": float(np.nanpercentile(ratio, 90)) if ratio.size else None,
+                                 "max": float(np.nanmax(ratio)) if ratio.size else None,
+                                 "latency_over_median_us": float(np.nanmedian(over)) if over.size else None,
+                                 "latency_over_p90_us": float(np.nanpercentile(over, 90)) if over.size else None}
+        summary[l2]["pick_over_best"] = {"median": float(np.nanmedian(pick / best)), "max": float(np.nanmax(pick / best))}
+    print(json.dumps(summary, indent=1))
+    return summary
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", type=Path, default=Path("calibration.json"))
@@ -382,9 +435,13 @@ def main() -> None:
     parser.add_argument("--build-cubins", type=Path, help="only build every module as an sm_90 cubin into this folder")
     parser.add_argument("--budget-s", type=float, default=1e9)
     parser.add_argument("--fit", type=Path, help="only fit the model on this calibration file and print the result")
+    parser.add_argument("--report", type=Path, help="only report a calibration file against the fitted model")
     args = parser.parse_args()
     if args.fit:
         print(json.dumps(fit_file(args.fit), indent=1))
+        return
+    if args.report:
+        report(args.report)
         return
     if args.shapes:
         shapes = [tuple(int(v) for v in s.split("x")) for s in args.shapes.split(",")]

@@ -91,6 +91,7 @@ class Geometry:
     cluster: float      # cluster barriers a task waits for
     grid: float         # grid-wide round trips a task waits for
     reread: float       # share of x read a second time (the streamed tiers)
+    launch_kind: str = "plain"  # how the grid is launched: plain, cluster (thread-block clusters), cooperative
 
 
 def geometry(plan: dict, rows: int, cols: int, device: dict) -> Geometry:
@@ -126,7 +127,8 @@ def geometry(plan: dict, rows: int, cols: int, device: dict) -> Geometry:
         shared = 0 if in_registers else 16 * slice_chunks
         resident = resident_blocks(block, CLUSTER_REGISTERS.get(regs, 108), shared, shared_per_sm)
         in_flight = min(16.0 * slice_chunks, 16.0 * block * (regs if in_registers else int(defines.get("UNROLL", 4))))
-        return Geometry(rows * width, sms * resident, 8.0 * cols / width, in_flight, 2 + rms_round, 1.0, 0.0, 0.0)
+        return Geometry(rows * width, sms * resident, 8.0 * cols / width, in_flight, 2 + rms_round, 1.0, 0.0, 0.0,
+                        "cluster")
     if design == "split":
         resident = min(2, resident_blocks(block, SPLIT_REGISTERS, 112 * 1024, shared_per_sm))
         capacity = sms * max(1, resident)
@@ -135,7 +137,7 @@ def geometry(plan: dict, rows: int, cols: int, device: dict) -> Geometry:
         kept = 16 * per_piece <= 112 * 1024
         in_flight = min(16.0 * per_piece, 16.0 * block * int(defines.get("UNROLL", 4)))
         return Geometry(rows * pieces, pieces * min(rows, capacity // pieces), 8.0 * cols / pieces, in_flight,
-                        2 + rms_round, 0.0, 1.0 if pieces > 1 else 0.0, 0.0 if kept else 1.0)
+                        2 + rms_round, 0.0, 1.0 if pieces > 1 else 0.0, 0.0 if kept else 1.0, "cooperative")
     if design == "copy":
         return Geometry(1, 1, 8.0 * rows * cols, float("inf"), 0.0, 0.0, 0.0, 0.0)
     raise ValueError(f"unknown design {design!r}")
@@ -146,6 +148,8 @@ def geometry(plan: dict, rows: int, cols: int, device: dict) -> Geometry:
 class Constants:
     """Times in microseconds, bandwidths in bytes per microsecond, sizes in bytes."""
     launch: float = 2.0           # a call's fixed cost in a graph of many calls
+    cluster_launch: float = 0.3   # added for a grid of thread-block clusters
+    cooperative_launch: float = 0.5  # added for a cooperative grid
     dependent: float = 1.0        # a task's dependent round trips (load, reduce, store) beyond its loads
     latency: float = 0.8          # a memory round trip under load
     sync: float = 0.1             # one block-wide reduction
@@ -188,6 +192,8 @@ class Cases:
     matrix_bytes: np.ndarray
     warm: np.ndarray
     copy: np.ndarray
+    cluster_launch: np.ndarray
+    cooperative_launch: np.ndarray
     sms: float
 
     @classmethod
@@ -200,7 +206,10 @@ class Cases:
                 raise ValueError(f"L2 state {l2!r} is not one of {L2_STATES}")
         return cls(**columns, matrix_bytes=np.array([4.0 * r * c for _, r, c, _ in items]),
                    warm=np.array([l2 == "warm" for _, _, _, l2 in items]),
-                   copy=np.isinf(columns["in_flight"]), sms=float(sms))
+                   copy=np.isinf(columns["in_flight"]),
+                   cluster_launch=np.array([g.launch_kind == "cluster" for g, _, _, _ in items]),
+                   cooperative_launch=np.array([g.launch_kind == "cooperative" for g, _, _, _ in items]),
+                   sms=float(sms))
 
 
 def times(cases: Cases, constants: Constants) -> np.ndarray:
@@ -223,7 +232,8 @@ def times(cases: Cases, constants: Constants) -> np.ndarray:
         return np.maximum.reduce([task, active * task_bytes / bw,
                                   np.maximum(1.0, active / cases.sms) * task_bytes / k.per_sm])
 
-    fused = k.launch + full * wave(slots) + np.where(rest > 0, wave(rest), 0.0)
+    launch = k.launch + cases.cluster_launch * k.cluster_launch + cases.cooperative_launch * k.cooperative_launch
+    fused = launch + full * wave(slots) + np.where(rest > 0, wave(rest), 0.0)
     copied = k.launch + k.latency + task_bytes / bw
     return np.where(cases.copy, copied, fused)
 
