@@ -56,7 +56,7 @@ STATIC_SHARED_BYTES = 256          # a design's reduction scratch and flags (ptx
 # Registers per thread of each build (ptxas for sm_90, the larger of the two modes; tests check them against
 # nvcc): narrow by ROW_CHUNKS, cluster by SLICE_REGS, split; the row kernel's follow its MIN_BLOCKS bound.
 NARROW_REGISTERS = {1: 42, 2: 46, 4: 56, 8: 77}
-CLUSTER_REGISTERS = {0: 40, 8: 64, 16: 108}
+CLUSTER_REGISTERS = {0: 64, 8: 64, 16: 108}
 SPLIT_REGISTERS = 59
 
 
