@@ -164,8 +164,25 @@ def candidates(rows: int, cols: int, device: dict) -> list[dict]:
             found.append(design_plan("split", split, {"pieces": kept}))
     unique = {}
     for plan in found:
-        unique.setdefault(plan["tag"] + "|" + plan["module"], plan)
+        unique.setdefault(plan["tag"] + "|" + plan["module"], plan | {"place": place(plan, rows, cols, sm_count)})
     return list(unique.values())
+
+
+def place(plan: dict, rows: int, cols: int, sm_count: int) -> str:
+    """Where a plan keeps a row at this shape, in words (the page's)."""
+    defines, chunks = plan["defines"], fused_policy.worst_chunks(rows, cols)
+    if plan["design"] == "row":
+        return plan["tier"]
+    if plan["design"] == "narrow":
+        return f"registers, {fused_policy.narrow_lanes(rows, cols, defines['ROW_CHUNKS'])} lanes a row"
+    if plan["design"] == "cluster":
+        slice_chunks = -(-chunks // defines["CLUSTER"])
+        where = "registers" if slice_chunks <= defines["SLICE_REGS"] * defines["BLOCK"] else "shared memory"
+        return f"{where}, {defines['CLUSTER']} blocks a row"
+    pieces = plan["options"].get("pieces") or fused_policy.split_pieces(
+        rows, fused_policy.SPLIT_BLOCKS_PER_SM * sm_count)
+    kept = 16 * -(-chunks // pieces) <= fused_policy.SPLIT_SLICE_BYTES
+    return f"{'shared memory' if kept else 'streamed'}, {pieces} pieces a row"
 
 
 def predictions(rows: int, cols: int, device: dict, constants: fused_cost.Constants | None = None) -> list[tuple]:
