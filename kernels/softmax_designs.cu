@@ -35,6 +35,9 @@ namespace cg = cooperative_groups;
 #ifndef ROW_CHUNKS
 #define ROW_CHUNKS 4   // narrow: 16-byte chunks of a row each lane holds in registers
 #endif
+#ifndef PREFETCH
+#define PREFETCH 0     // narrow: 1 loads the next group of rows while this one is reduced
+#endif
 #ifndef CLUSTER
 #define CLUSTER 8      // cluster: blocks per row (8 portable, 16 with the non-portable attribute)
 #endif
@@ -88,26 +91,42 @@ __device__ __forceinline__ float group_sum(float v) {
     return v;
 }
 
+// A group's ROW_CHUNKS chunks a lane: loaded all at once (-inf where the row has none or the group is past the
+// last row).
+template <int LANES>
+__device__ __forceinline__ void narrow_load(const float* __restrict__ x, float* __restrict__ y, long long first,
+                                            int rows, int cols, float4 (&v)[ROW_CHUNKS]) {
+    const int lane = threadIdx.x & 31, part = lane % LANES;
+    const long long row = first + lane / LANES;
+    const Row r = row_at(x, y, row < rows ? row : 0, cols);
+#pragma unroll
+    for (int i = 0; i < ROW_CHUNKS; ++i) {
+        const int c = part + i * LANES;
+        v[i] = (row < rows && c < r.chunks) ? load_chunk(r, c) : neg_inf4();
+    }
+}
+
 // The warp strides over groups of 32 / LANES consecutive rows, so every lane runs the same number
 // of iterations; a group past the last row loads nothing and stores nothing. Lane `part` of a group
-// holds chunks part, part + LANES, ...: a group's loads of one step are contiguous.
+// holds chunks part, part + LANES, ...: a group's loads of one step are contiguous. With PREFETCH the
+// next group's loads are issued before this group is reduced, so that a warp keeps loads in flight
+// while it reduces and stores (twice the registers for the row).
 // docs:begin narrow-rows
 template <bool RMS, int LANES>
 __device__ __forceinline__ void narrow_rows(const float* __restrict__ x, float* __restrict__ y, int rows, int cols) {
     constexpr int ROWS_PER_WARP = 32 / LANES;
     const int lane = threadIdx.x & 31, part = lane % LANES;
     const long long warp = (long long)blockIdx.x * (BLOCK / 32) + threadIdx.x / 32;
-    const long long warps = (long long)gridDim.x * (BLOCK / 32);
-    for (long long first = warp * ROWS_PER_WARP; first < rows; first += warps * ROWS_PER_WARP) {
+    const long long step = (long long)gridDim.x * (BLOCK / 32) * ROWS_PER_WARP;
+    float4 v[ROW_CHUNKS];
+    if (PREFETCH) narrow_load<LANES>(x, y, warp * ROWS_PER_WARP, rows, cols, v);
+    for (long long first = warp * ROWS_PER_WARP; first < rows; first += step) {
         const long long row = first + lane / LANES;
         const bool live = row < rows;
         const Row r = row_at(x, y, live ? row : 0, cols);
-        float4 v[ROW_CHUNKS];
-#pragma unroll
-        for (int i = 0; i < ROW_CHUNKS; ++i) {
-            const int c = part + i * LANES;
-            v[i] = (live && c < r.chunks) ? load_chunk(r, c) : neg_inf4();
-        }
+        float4 next[ROW_CHUNKS];  // without PREFETCH never used, and no register is spent on it
+        if (PREFETCH) narrow_load<LANES>(x, y, first + step, rows, cols, next);
+        else narrow_load<LANES>(x, y, first, rows, cols, v);
         float m = NEG_INF, squares = 0.0f;
 #pragma unroll
         for (int i = 0; i < ROW_CHUNKS; ++i) {
@@ -127,6 +146,10 @@ __device__ __forceinline__ void narrow_rows(const float* __restrict__ x, float* 
         for (int i = 0; i < ROW_CHUNKS; ++i) {
             const int c = part + i * LANES;
             if (live && c < r.chunks) store_chunk(r, c, scale4(v[i], factor));
+        }
+        if (PREFETCH) {
+#pragma unroll
+            for (int i = 0; i < ROW_CHUNKS; ++i) v[i] = next[i];
         }
     }
 }

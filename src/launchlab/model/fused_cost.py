@@ -56,6 +56,7 @@ STATIC_SHARED_BYTES = 256          # a design's reduction scratch and flags (ptx
 # Registers per thread of each build (ptxas for sm_90, the larger of the two modes; tests check them against
 # nvcc): narrow by ROW_CHUNKS, cluster by SLICE_REGS, split; the row kernel's follow its MIN_BLOCKS bound.
 NARROW_REGISTERS = {1: 42, 2: 46, 4: 56, 8: 77}
+NARROW_PREFETCH_REGISTERS = {1: 40, 2: 56, 4: 76}
 CLUSTER_REGISTERS = {0: 64, 8: 64, 16: 108}
 SPLIT_REGISTERS = 59
 
@@ -116,10 +117,12 @@ def geometry(plan: dict, rows: int, cols: int, device: dict) -> Geometry:
         row_chunks = int(defines["ROW_CHUNKS"])
         lanes = min(32, next_power_of_two(-(-chunks // row_chunks)))
         rows_per_warp = 32 // lanes
-        resident = resident_blocks(block, NARROW_REGISTERS.get(row_chunks, 80), 0, shared_per_sm)
+        prefetch = int(defines.get("PREFETCH", 0))
+        registers = (NARROW_PREFETCH_REGISTERS if prefetch else NARROW_REGISTERS).get(row_chunks, 120)
+        resident = resident_blocks(block, registers, 0, shared_per_sm)
         groups = -(-rows // rows_per_warp)
         return Geometry(groups, sms * resident * (block // 32), 8.0 * cols * min(rows, rows_per_warp),
-                        row_bytes * min(rows, rows_per_warp), 0.0, 0.0, 0.0, 0.0)
+                        (1 + prefetch) * row_bytes * min(rows, rows_per_warp), 0.0, 0.0, 0.0, 0.0)
     if design == "cluster":
         width, regs = int(defines["CLUSTER"]), int(defines.get("SLICE_REGS", 0))
         slice_chunks = -(-chunks // width)

@@ -94,7 +94,7 @@ def design_plan(design: str, defines: dict, options: dict | None = None) -> dict
             "tag": design_tag(design, defines, options)}
 
 
-TAG_LETTERS = {"CLUSTER": "c", "BLOCK": "b", "ROW_CHUNKS": "r", "SLICE_REGS": "g"}
+TAG_LETTERS = {"CLUSTER": "c", "BLOCK": "b", "ROW_CHUNKS": "r", "PREFETCH": "p", "SLICE_REGS": "g"}
 
 
 def design_tag(design: str, defines: dict, options: dict) -> str:
@@ -112,6 +112,7 @@ def plan_kernels(plan: dict) -> tuple[str, str]:
 
 # ---------------------------------------------------------------- what the policy considers
 CANDIDATE_NARROW_ROW_CHUNKS = (1, 2, 4, 8)      # chunks per lane a narrow build may hold (16 spills)
+CANDIDATE_PREFETCH_ROW_CHUNKS = (1, 2, 4)        # narrow builds that may load the next rows early (8: too many registers)
 CANDIDATE_CLUSTERS = (2, 4, 8, 16)
 NARROW_BLOCK = 256
 CANDIDATE_SLICE_REGS = (8, 16)                    # chunks per thread a cluster build holds in registers
@@ -140,8 +141,10 @@ def candidates(rows: int, cols: int, device: dict) -> list[dict]:
         if chunks <= 32 * per_lane:
             by_lanes.setdefault(fused_policy.narrow_lanes(rows, cols, per_lane), per_lane)
     for per_lane in by_lanes.values():
-        found.append(design_plan("narrow", fused_policy.design_defines(
-            "narrow", rows, cols, sm_count, row_chunks=per_lane, block=NARROW_BLOCK)))
+        for prefetch in (0, 1) if per_lane in CANDIDATE_PREFETCH_ROW_CHUNKS else (0,):
+            found.append(design_plan("narrow", fused_policy.design_defines(
+                "narrow", rows, cols, sm_count, row_chunks=per_lane, block=NARROW_BLOCK,
+                **({"prefetch": 1} if prefetch else {}))))
     if clusters and cols >= 1024:
         for width in CANDIDATE_CLUSTERS:
             if rows * width > CANDIDATE_MAX_BLOCKS_PER_SM * sm_count:
