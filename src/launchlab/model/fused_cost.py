@@ -31,7 +31,7 @@ MAX_COLS = 1 << 21
 MIN_BYTES = 4 << 10
 MAX_BYTES = 256 << 20
 CALIBRATION_SEED = 4851   # the calibration plane's: never the chapter's
-CALIBRATION_POINTS = 96
+CALIBRATION_POINTS = 128
 L2_STATES = ("warm", "cold")
 
 
