@@ -48,16 +48,21 @@ def calls_for(rows: int, cols: int) -> int:
     return min(MAX_CALLS, 1 << (calls.bit_length() - 1))
 
 
-def builds(shapes, device) -> dict:
-    """{module: (family, defines)} of every candidate of every shape, plus the instruments and the copy kernel."""
+def configurations(rows: int, cols: int, device: dict, picks_only: bool = False) -> list[dict]:
+    """The plans timed at a shape: every candidate, or only the policy's pick (with its predictions)."""
+    return [plans.fused_plan(rows, cols, device)] if picks_only else plans.candidates(rows, cols, device)
+
+
+def builds(shapes, device, picks_only: bool = False) -> dict:
+    """{module: (family, defines)} of every configuration of every shape, plus the instruments and the copy kernel."""
     found = {"instruments": ("instruments", {}), "vector_copy": ("vector_copy", {"BLOCK": COPY_BLOCK})}
     for rows, cols in shapes:
-        for plan in plans.candidates(rows, cols, device):
+        for plan in configurations(rows, cols, device, picks_only):
             found[plan["module"]] = (plan["family"], plan["defines"])
     return found
 
 
-def build_cubins(shapes, device, directory: Path, jobs: int = 16) -> None:
+def build_cubins(shapes, device, directory: Path, jobs: int = 16, picks_only: bool = False) -> None:
     """Every module as an sm_90 cubin, built here with nvcc (parallel), from the expanded source NVRTC would see."""
     from launchlab.gpu import build
 
@@ -76,8 +81,8 @@ def build_cubins(shapes, device, directory: Path, jobs: int = 16) -> None:
         return label
 
     with ThreadPoolExecutor(jobs) as pool:
-        done = list(pool.map(one, builds(shapes, device).items()))
-    (directory / "modules.json").write_text(json.dumps(builds(shapes, device), indent=1, sort_keys=True))
+        done = list(pool.map(one, builds(shapes, device, picks_only).items()))
+    (directory / "modules.json").write_text(json.dumps(builds(shapes, device, picks_only), indent=1, sort_keys=True))
     print(f"{len(done)} cubins in {directory}")
 
 
@@ -190,7 +195,7 @@ def check_rows(rows: int, cols: int):
     return np.unique(np.linspace(0, rows - 1, count).round().astype(np.int64))
 
 
-def measure_shape(rows, cols, device, modules, stream, cold, modes, rounds, seed) -> dict:
+def measure_shape(rows, cols, device, modules, stream, cold, modes, rounds, seed, picks_only=False) -> dict:
     import cupy
 
     from launchlab.chapters.fusion.targets import make_fused
@@ -213,12 +218,12 @@ def measure_shape(rows, cols, device, modules, stream, cold, modes, rounds, seed
         record["copy"][name] = {"exact": exact, "warm": time_warm(target, stream, calls, rounds),
                                 "cold": time_cold(target, stream, cold, rounds)}
     del copies
-    for plan in plans.candidates(rows, cols, device):
+    for plan in configurations(rows, cols, device, picks_only):
         module = modules.get_module(plan["module"], plan["family"], plan["defines"])
         for mode in modes:
             entry = {"tag": plan["tag"], "design": plan["design"], "mode": mode, "defines": plan["defines"],
                      "options": plan["options"], "module": plan["module"], "tier": plan.get("tier"),
-                     "shared_bytes": plan.get("shared_bytes")}
+                     "shared_bytes": plan.get("shared_bytes"), "predicted_us": plan.get("predicted_us", {}).get(plan["tag"])}
             try:
                 if plan["options"]:
                     target = fused_designs.make_target(plan["design"], module, rows, cols, mode, x, **plan["options"])
@@ -271,7 +276,7 @@ def summary_line(record: dict) -> str:
     return text + (f" | INVALID {bad}" if bad else "")
 
 
-def calibrate(shapes, modes, rounds, cubins, out: Path, budget_s: float, seed: int, plane_seed) -> None:
+def calibrate(shapes, modes, rounds, cubins, out: Path, budget_s: float, seed: int, plane_seed, picks_only=False) -> None:
     import cupy
 
     from launchlab.gpu.backend import CupyBackend
@@ -281,21 +286,22 @@ def calibrate(shapes, modes, rounds, cubins, out: Path, budget_s: float, seed: i
     started = time.perf_counter()
     backend, device = CupyBackend(), identity()
     modules = Modules(cubins)
-    for label, (family, defines) in builds(shapes, device).items():
+    for label, (family, defines) in builds(shapes, device, picks_only).items():
         modules.get_module(label, family, defines)
     print(f"{len(modules)} modules loaded in {modules.compile_s:.1f} s", flush=True)
     cold = ColdL2(modules["instruments"], device["l2_bytes"], device["sm_count"], COLD_WAIT_NS)
     result = {"device": device, "protocol": {"rounds": rounds, "bytes_per_replay": BYTES_PER_REPLAY,
               "max_calls": MAX_CALLS, "cold_wait_ns": COLD_WAIT_NS, "check_rows": CHECK_ROWS},
               "modes": list(modes), "shapes": [], "complete": False, "load_s": modules.compile_s,
-              "plane_seed": plane_seed}
+              "plane_seed": plane_seed, "picks_only": picks_only}
     for index, (rows, cols) in enumerate(shapes):
         if time.perf_counter() - started > budget_s:
             print(f"budget of {budget_s} s reached after {index} shapes", flush=True)
             break
         shape_start = time.perf_counter()
         try:
-            record = measure_shape(rows, cols, device, modules, backend.stream, cold, modes, rounds, seed + index)
+            record = measure_shape(rows, cols, device, modules, backend.stream, cold, modes, rounds, seed + index,
+                                   picks_only)
         except Exception:
             import traceback
 
@@ -434,11 +440,18 @@ def main() -> None:
     parser.add_argument("--cubins", type=Path)
     parser.add_argument("--build-cubins", type=Path, help="only build every module as an sm_90 cubin into this folder")
     parser.add_argument("--budget-s", type=float, default=1e9)
+    parser.add_argument("--picks-only", action="store_true", help="time only the policy's pick at each shape")
     parser.add_argument("--fit", type=Path, help="only fit the model on this calibration file and print the result")
+    parser.add_argument("--fit-out", type=Path, help="with --fit: write the fit (constants, errors) here as JSON")
     parser.add_argument("--report", type=Path, help="only report a calibration file against the fitted model")
     args = parser.parse_args()
     if args.fit:
-        print(json.dumps(fit_file(args.fit), indent=1))
+        fitted = fit_file(args.fit)
+        print(json.dumps(fitted, indent=1))
+        if args.fit_out:
+            args.fit_out.write_text(json.dumps(fitted, indent=1, sort_keys=True) + "\n")
+        constants = ", ".join(f"{k}={v:.6g}" for k, v in fitted["constants"].items())
+        print(f'MODEL_VERSION = "fused_cost-1 {fitted["calibration_sha256_12"]}"\nFITTED = Constants({constants})')
         return
     if args.report:
         report(args.report)
@@ -449,10 +462,10 @@ def main() -> None:
         shapes = fused_cost.draw_plane(args.seed, args.points)
     shapes = list(shapes) + (list(EDGE_SHAPES) if args.edges else [])
     if args.build_cubins:
-        build_cubins(shapes, H200, args.build_cubins)
+        build_cubins(shapes, H200, args.build_cubins, picks_only=args.picks_only)
         return
     calibrate(shapes, args.modes.split(","), args.rounds, args.cubins, args.out, args.budget_s, args.seed,
-              None if args.shapes else args.seed)
+              None if args.shapes else args.seed, args.picks_only)
 
 
 if __name__ == "__main__":
