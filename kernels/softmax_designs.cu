@@ -59,16 +59,6 @@ static_assert(BLOCK % 32 == 0, "whole warps");
 
 #define FULL_MASK 0xffffffffu
 
-__device__ __forceinline__ Row row_at(const float* x, float* y, long long row, int cols) {
-    return row_from(x, y, (size_t)row * (size_t)cols, cols);
-}
-
-// A sum of exp(x - from) re-expressed against the larger maximum `to`; an empty part (from = -inf,
-// sum 0) contributes 0 rather than 0 * exp(NaN).
-__device__ __forceinline__ float rescaled(float sum, float from, float to) {
-    return from == NEG_INF ? 0.0f : sum * exp_shifted(from, to);
-}
-
 // Statistics of part of a row: max m, sum s of exp(x - m), sum q of squares.
 struct Stats {
     float m, s, q;
@@ -191,11 +181,7 @@ __device__ __forceinline__ Stats slice_to_shared(const Row& r, int begin, int en
     float m = NEG_INF, squares = 0.0f;
     for (int base = begin + (int)threadIdx.x; base < end; base += UNROLL * BLOCK) {
         float4 v[UNROLL];
-#pragma unroll
-        for (int u = 0; u < UNROLL; ++u) {
-            const int c = base + u * BLOCK;
-            v[u] = c < end ? load_chunk(r, c) : neg_inf4();
-        }
+        load_unrolled(r, base, end, v);
 #pragma unroll
         for (int u = 0; u < UNROLL; ++u) {
             const int c = base + u * BLOCK;
@@ -334,17 +320,11 @@ __device__ __forceinline__ Stats piece_streamed(const Row& r, int begin, int end
     float m = NEG_INF, s = 0.0f, squares = 0.0f;
     for (int base = begin + (int)threadIdx.x; base < end; base += UNROLL * BLOCK) {
         float4 v[UNROLL];
+        load_unrolled(r, base, end, v);
 #pragma unroll
         for (int u = 0; u < UNROLL; ++u) {
-            const int c = base + u * BLOCK;
-            v[u] = c < end ? load_chunk(r, c) : neg_inf4();
-        }
-#pragma unroll
-        for (int u = 0; u < UNROLL; ++u) {
-            if (base + u * BLOCK < end) {  // such a chunk holds a finite element, so grown is finite
-                const float grown = fmaxf(m, max4(v[u]));
-                s = rescaled(s, m, grown) + sum4(exp4(v[u], grown));
-                m = grown;
+            if (base + u * BLOCK < end) {  // such a chunk holds a finite element
+                absorb(m, s, v[u]);
                 if (RMS) squares += squares4(v[u]);
             }
         }
@@ -360,11 +340,7 @@ __device__ __forceinline__ Stats piece_streamed(const Row& r, int begin, int end
 __device__ __forceinline__ void piece_rewritten(const Row& r, int begin, int end, float m, float factor) {
     for (int base = begin + (int)threadIdx.x; base < end; base += UNROLL * BLOCK) {
         float4 v[UNROLL];
-#pragma unroll
-        for (int u = 0; u < UNROLL; ++u) {
-            const int c = base + u * BLOCK;
-            v[u] = c < end ? load_chunk(r, c) : neg_inf4();
-        }
+        load_unrolled(r, base, end, v);
 #pragma unroll
         for (int u = 0; u < UNROLL; ++u) {
             const int c = base + u * BLOCK;

@@ -248,6 +248,7 @@ def predict(plan: dict, rows: int, cols: int, device: dict, l2: str, constants: 
 
 
 # ---------------------------------------------------------------- fitting
+FIT_RANGE = 1000.0
 def fit(observations, device: dict, start: Constants = Constants(), iterations: int = 100) -> tuple[Constants, dict]:
     """Least squares on log time (Levenberg-Marquardt over the logs of the constants) of `observations`:
     [(plan, rows, cols, l2, measured microseconds)]. Returns the constants and the fit's errors."""
@@ -257,6 +258,10 @@ def fit(observations, device: dict, start: Constants = Constants(), iterations: 
 
     def residuals(log_values: np.ndarray) -> np.ndarray:
         return np.log(times(cases, Constants.from_vector(np.exp(log_values)))) - measured
+
+    # each constant stays within a factor FIT_RANGE of its start: a term the data cannot see stays put
+    # instead of drifting to zero or infinity
+    low, high = np.log(start.vector()) - np.log(FIT_RANGE), np.log(start.vector()) + np.log(FIT_RANGE)
 
     x = np.log(start.vector())
     r = residuals(x)
@@ -270,7 +275,8 @@ def fit(observations, device: dict, start: Constants = Constants(), iterations: 
         normal, gradient = jacobian.T @ jacobian, jacobian.T @ r
         improved = False
         while damping < 1e10:
-            delta = np.linalg.solve(normal + damping * np.diag(np.diag(normal) + 1e-12), -gradient)
+            delta = np.clip(x + np.linalg.solve(normal + damping * np.diag(np.diag(normal) + 1e-12), -gradient),
+                            low, high) - x
             trial = residuals(x + delta)
             if trial @ trial < r @ r:
                 x, r, damping, improved = x + delta, trial, max(damping / 3.0, 1e-9), True
