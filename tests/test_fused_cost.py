@@ -131,3 +131,15 @@ def test_the_committed_constants_refit_from_the_committed_calibration():
     for name, value in fitted["constants"].items():
         assert getattr(fused_cost.FITTED, name) == pytest.approx(value, rel=1e-3), name
     assert fused_cost.MODEL_VERSION.endswith(calibrate_fused.version_of(CALIBRATION))
+
+
+def test_the_policy_needs_no_cupy():
+    import subprocess
+
+    code = ("import sys\nfrom launchlab.chapters.fusion import plans\n"
+            f"for rows, cols in {EDGES!r}: plans.fused_plan(rows, cols, {H200!r})\n"
+            "print(sorted(m for m in sys.modules if m == 'cupy' or m.startswith('cupy.')))\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                          env={"PYTHONPATH": str(ROOT / "src")})
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
