@@ -329,18 +329,23 @@ def copy_plan() -> dict:
     return {"design": "copy", "defines": {}, "tag": "copy"}
 
 
+def identity(plan: dict) -> tuple:
+    """What makes a configuration itself (its tag is only its name): design, build, tier and launch options."""
+    return plan["design"], plan["module"], plan.get("tier"), json.dumps(plan.get("options") or {}, sort_keys=True)
+
+
 def observations(calibration: dict, modes=("plain", "rms")) -> list[tuple]:
     """[(plan, rows, cols, l2, median us)] of every configuration validated and timed, and of the copy kernel:
-    each configuration's plan as plans.candidates makes it now (matched by tag and module)."""
+    each configuration's plan as plans.candidates makes it now (matched by design, build, tier and options)."""
     device = calibration["device"]
     found = []
     for record in calibration["shapes"]:
         rows, cols = record["rows"], record["cols"]
-        current = {(plan["tag"], plan["module"]): plan for plan in plans.candidates(rows, cols, device)}
+        current = {identity(plan): plan for plan in plans.candidates(rows, cols, device)}
         for l2 in ("warm", "cold"):
             found.append((copy_plan(), rows, cols, l2, median(record["copy"]["vector"][l2])))
         for entry in record["fused"]:
-            plan = current.get((entry["tag"], entry.get("module")))
+            plan = current.get(identity(entry))
             if plan is None or not entry.get("valid") or entry["mode"] not in modes:
                 continue
             for l2 in ("warm", "cold"):

@@ -33,6 +33,7 @@ MAX_BYTES = 256 << 20
 CALIBRATION_SEED = 4851   # the calibration plane's: never the chapter's
 CALIBRATION_POINTS = 128
 L2_STATES = ("warm", "cold")
+DESIGNS = ("row", "narrow", "cluster", "split")
 
 
 def draw_plane(seed: int, points: int) -> list[tuple[int, int]]:
@@ -92,7 +93,8 @@ class Geometry:
     cluster: float      # cluster barriers a task waits for
     grid: float         # grid-wide round trips a task waits for
     reread: float       # share of x read a second time (the streamed tiers)
-    launch_kind: str = "plain"  # how the grid is launched: plain, cluster (thread-block clusters), cooperative
+    design: str = "copy"  # the design (its fixed cost is its own)
+    width: int = 1        # blocks a cluster holds (clusters are scheduled a GPC at a time)
 
 
 def geometry(plan: dict, rows: int, cols: int, device: dict) -> Geometry:
@@ -112,7 +114,7 @@ def geometry(plan: dict, rows: int, cols: int, device: dict) -> Geometry:
         tier = plan.get("tier") or ("registers" if chunks <= reg_chunks * block else "streamed")
         in_flight = min(row_bytes, 16.0 * block * (reg_chunks if tier == "registers" else unroll))
         return Geometry(rows, sms * resident, 8.0 * cols, in_flight, block_syncs * (2 + rms_round), 0.0, 0.0,
-                        1.0 if tier == "streamed" else 0.0)
+                        1.0 if tier == "streamed" else 0.0, "row")
     if design == "narrow":
         row_chunks = int(defines["ROW_CHUNKS"])
         lanes = min(32, next_power_of_two(-(-chunks // row_chunks)))
@@ -122,7 +124,7 @@ def geometry(plan: dict, rows: int, cols: int, device: dict) -> Geometry:
         resident = resident_blocks(block, registers, 0, shared_per_sm)
         groups = -(-rows // rows_per_warp)
         return Geometry(groups, sms * resident * (block // 32), 8.0 * cols * min(rows, rows_per_warp),
-                        (1 + prefetch) * row_bytes * min(rows, rows_per_warp), 0.0, 0.0, 0.0, 0.0)
+                        (1 + prefetch) * row_bytes * min(rows, rows_per_warp), 0.0, 0.0, 0.0, 0.0, "narrow")
     if design == "cluster":
         width, regs = int(defines["CLUSTER"]), int(defines.get("SLICE_REGS", 0))
         slice_chunks = -(-chunks // width)
@@ -131,16 +133,16 @@ def geometry(plan: dict, rows: int, cols: int, device: dict) -> Geometry:
         resident = resident_blocks(block, CLUSTER_REGISTERS.get(regs, 108), shared, shared_per_sm)
         in_flight = min(16.0 * slice_chunks, 16.0 * block * (regs if in_registers else int(defines.get("UNROLL", 4))))
         return Geometry(rows * width, sms * resident, 8.0 * cols / width, in_flight, 2 + rms_round, 1.0, 0.0, 0.0,
-                        "cluster")
+                        "cluster", width)
     if design == "split":
-        resident = min(2, resident_blocks(block, SPLIT_REGISTERS, 112 * 1024, shared_per_sm))
+        resident = min(2 if block <= 512 else 1, resident_blocks(block, SPLIT_REGISTERS, 112 * 1024, shared_per_sm))
         capacity = sms * max(1, resident)
         pieces = int(plan.get("options", {}).get("pieces") or max(1, capacity // rows))
         per_piece = -(-chunks // pieces)
         kept = 16 * per_piece <= 112 * 1024
         in_flight = min(16.0 * per_piece, 16.0 * block * int(defines.get("UNROLL", 4)))
         return Geometry(rows * pieces, pieces * min(rows, capacity // pieces), 8.0 * cols / pieces, in_flight,
-                        2 + rms_round, 0.0, 1.0 if pieces > 1 else 0.0, 0.0 if kept else 1.0, "cooperative")
+                        2 + rms_round, 0.0, 1.0 if pieces > 1 else 0.0, 0.0 if kept else 1.0, "split")
     if design == "copy":
         return Geometry(1, 1, 8.0 * rows * cols, float("inf"), 0.0, 0.0, 0.0, 0.0)
     raise ValueError(f"unknown design {design!r}")
@@ -150,19 +152,39 @@ def geometry(plan: dict, rows: int, cols: int, device: dict) -> Geometry:
 @dataclasses.dataclass(frozen=True)
 class Constants:
     """Times in microseconds, bandwidths in bytes per microsecond, sizes in bytes."""
-    launch: float = 2.0           # a call's fixed cost in a graph of many calls
-    cluster_launch: float = 0.3   # added for a grid of thread-block clusters
-    cooperative_launch: float = 0.5  # added for a cooperative grid
-    dependent: float = 1.0        # a task's dependent round trips (load, reduce, store) beyond its loads
-    latency: float = 0.8          # a memory round trip under load
+    launch: float = 1.0           # a call's fixed cost in a graph of many calls
+    cold_start: float = 2.5       # added to a call after an L2 flush (its first misses, address translation)
+    fixed_row: float = 0.3        # each design's own fixed cost per call (its launch, its setup and its end)
+    fixed_narrow: float = 0.3
+    fixed_cluster: float = 1.0    # a grid of thread-block clusters
+    fixed_split: float = 3.0      # a cooperative grid
+    task_row: float = 1.0         # each design's fixed time per task: its dependent steps (load, reduce, store)
+    task_narrow: float = 1.0      # beyond its loads, and for a block per task, the block's start and end
+    task_cluster: float = 1.0
+    task_split: float = 1.0
+    task_latency: float = 0.8     # a round trip of a task's loads while the GPU is loaded with other tasks
+    latency: float = 0.6          # a memory round trip under load, served by the L2
+    cold_latency: float = 0.4     # added to a round trip served by DRAM
     sync: float = 0.1             # one block-wide reduction
     cluster_sync: float = 0.5     # one cluster barrier
     grid_sync: float = 3.0        # one grid-wide round trip
-    dram: float = 4.0e6           # DRAM bytes per microsecond (read + write)
-    l2: float = 9.0e6             # L2 bytes per microsecond
+    dram: float = 4.2e6           # DRAM bytes per microsecond (read + write)
+    l2: float = 7.0e6             # L2 bytes per microsecond
     per_sm: float = 1.0e5         # bytes per microsecond one SM moves at most
     l2_effective: float = 40e6    # footprint the L2 holds for reuse
-    l2_sharpness: float = 4.0     # how fast the hit share falls past l2_effective
+    l2_sharpness: float = 8.0     # how fast the hit share falls past l2_effective
+    # share of the memory system's rate each design reaches, warm and cold (its phases do not all overlap)
+    share_row_warm: float = 0.8
+    share_row_cold: float = 0.9
+    share_narrow_warm: float = 0.8
+    share_narrow_cold: float = 0.9
+    share_cluster_warm: float = 0.8
+    share_cluster_cold: float = 0.9
+    share_split_warm: float = 0.8
+    share_split_cold: float = 0.9
+    warm_dram: float = 0.95       # DRAM's rate when warm calls also write back the last call's y
+    cluster_block: float = 0.008  # clusters start one after another: this long per block of a cluster grid
+    row_block: float = 0.08       # an SM starts the row kernel's blocks one after another: this long per block
 
     @classmethod
     def names(cls) -> list[str]:
@@ -195,8 +217,8 @@ class Cases:
     matrix_bytes: np.ndarray
     warm: np.ndarray
     copy: np.ndarray
-    cluster_launch: np.ndarray
-    cooperative_launch: np.ndarray
+    designs: dict
+    width: np.ndarray
     sms: float
 
     @classmethod
@@ -210,23 +232,30 @@ class Cases:
         return cls(**columns, matrix_bytes=np.array([4.0 * r * c for _, r, c, _ in items]),
                    warm=np.array([l2 == "warm" for _, _, _, l2 in items]),
                    copy=np.isinf(columns["in_flight"]),
-                   cluster_launch=np.array([g.launch_kind == "cluster" for g, _, _, _ in items]),
-                   cooperative_launch=np.array([g.launch_kind == "cooperative" for g, _, _, _ in items]),
-                   sms=float(sms))
+                   designs={d: np.array([g.design == d for g, _, _, _ in items]) for d in DESIGNS},
+                   width=np.array([g.width for g, _, _, _ in items]), sms=float(sms))
 
 
 def times(cases: Cases, constants: Constants) -> np.ndarray:
     """Device time per call (microseconds) of every case (see the module's docstring)."""
     k = constants
-    # share of the moved bytes the L2 serves: warm, the footprint of x and y; cold, y's writes as far as the L2
-    # holds y, x from DRAM; the streamed tiers' second read of x always from the L2 (a row's worth fits it)
-    served = np.where(cases.warm, hit_share(2.0 * cases.matrix_bytes, k), 0.5 * hit_share(cases.matrix_bytes, k))
+    # share of the moved bytes the L2 serves: warm, as far as it holds the footprint of x and y; cold, none (x
+    # comes from DRAM, y's lines are allocated there); the streamed tiers' second read of x from the L2 (a row's
+    # worth fits it)
+    served = np.where(cases.warm, hit_share(2.0 * cases.matrix_bytes, k), 0.0)
     served = (2.0 * served + cases.reread) / (2.0 + cases.reread)
-    bw = 1.0 / (served / k.l2 + (1.0 - served) / k.dram)
+    dram = k.dram * np.where(cases.warm, k.warm_dram, 1.0)
+    bw = 1.0 / (served / k.l2 + (1.0 - served) / dram)
+    for design in DESIGNS:
+        share = np.where(cases.warm, getattr(k, f"share_{design}_warm"), getattr(k, f"share_{design}_cold"))
+        bw = np.where(cases.designs[design], bw * share, bw)
+    latency = k.latency + (1.0 - served) * k.cold_latency * (~cases.warm)
+    task_latency = k.task_latency + (1.0 - served) * k.cold_latency * (~cases.warm)
     task_bytes = cases.task_bytes * (1.0 + 0.5 * cases.reread)
     in_flight = np.where(cases.copy, 1.0, cases.in_flight)
-    task = (k.dependent + cases.syncs * k.sync + cases.cluster * k.cluster_sync + cases.grid * k.grid_sync
-            + k.latency * np.maximum(1.0, 0.5 * task_bytes / in_flight))
+    dependent = sum(cases.designs[design] * getattr(k, f"task_{design}") for design in DESIGNS)
+    task = (dependent + cases.syncs * k.sync + cases.cluster * k.cluster_sync + cases.grid * k.grid_sync
+            + task_latency * np.maximum(1.0, 0.5 * task_bytes / in_flight))
     slots = np.maximum(1.0, cases.slots)
     full = np.floor(cases.tasks / slots)
     rest = cases.tasks - full * slots
@@ -235,9 +264,14 @@ def times(cases: Cases, constants: Constants) -> np.ndarray:
         return np.maximum.reduce([task, active * task_bytes / bw,
                                   np.maximum(1.0, active / cases.sms) * task_bytes / k.per_sm])
 
-    launch = k.launch + cases.cluster_launch * k.cluster_launch + cases.cooperative_launch * k.cooperative_launch
-    fused = launch + full * wave(slots) + np.where(rest > 0, wave(rest), 0.0)
-    copied = k.launch + k.latency + task_bytes / bw
+    launch = k.launch + (~cases.warm) * k.cold_start
+    for design in DESIGNS:
+        launch = launch + cases.designs[design] * getattr(k, f"fixed_{design}")
+    waves = full * wave(slots) + np.where(rest > 0, wave(rest), 0.0)
+    starts = np.maximum(cases.designs["cluster"] * cases.tasks * k.cluster_block,
+                        cases.designs["row"] * np.ceil(cases.tasks / cases.sms) * k.row_block)
+    fused = launch + (waves ** 4 + starts ** 4) ** 0.25  # a smooth max: the larger of the two sets the pace
+    copied = k.launch + (~cases.warm) * k.cold_start + latency + task_bytes / bw
     return np.where(cases.copy, copied, fused)
 
 
@@ -249,21 +283,45 @@ def predict(plan: dict, rows: int, cols: int, device: dict, l2: str, constants: 
 
 # ---------------------------------------------------------------- fitting
 FIT_RANGE = 1000.0
+MEMORY_CONSTANTS = ("launch", "cold_start", "latency", "cold_latency", "dram", "l2", "l2_effective", "l2_sharpness",
+                    "warm_dram")
+
+
 def fit(observations, device: dict, start: Constants = Constants(), iterations: int = 100) -> tuple[Constants, dict]:
-    """Least squares on log time (Levenberg-Marquardt over the logs of the constants) of `observations`:
-    [(plan, rows, cols, l2, measured microseconds)]. Returns the constants and the fit's errors."""
+    """Least squares on log time of `observations` [(plan, rows, cols, l2, measured microseconds)], in two stages:
+    the memory system's constants (MEMORY_CONSTANTS) on the copy's observations, then the designs' own constants
+    on theirs with the memory system's held. Returns the constants and the fit's errors over every observation."""
+    copies = [o for o in observations if o[0]["design"] == "copy"]
+    designs = [o for o in observations if o[0]["design"] != "copy"]
+    names = Constants.names()
+    memory = [names.index(name) for name in MEMORY_CONSTANTS]
+    constants = start
+    if copies:
+        constants = _least_squares(copies, device, constants, memory, iterations)
+    if designs:
+        constants = _least_squares(designs, device, constants,
+                                   [k for k in range(len(names)) if k not in memory], iterations)
+    cases = Cases.of([(geometry(p, r, c, device), r, c, l2) for p, r, c, l2, _ in observations], int(device["sm_count"]))
+    relative = times(cases, constants) / np.array([float(us) for *_, us in observations]) - 1.0
+    return constants, errors(relative)
+
+
+def _least_squares(observations, device: dict, start: Constants, free: list[int], iterations: int) -> Constants:
+    """Levenberg-Marquardt over the logs of the constants `free` (indices), the others held at `start`."""
     cases = Cases.of([(geometry(plan, rows, cols, device), rows, cols, l2) for plan, rows, cols, l2, _ in observations],
                      int(device["sm_count"]))
     measured = np.log([float(us) for *_, us in observations])
+    base = np.log(start.vector())
 
-    def residuals(log_values: np.ndarray) -> np.ndarray:
-        return np.log(times(cases, Constants.from_vector(np.exp(log_values)))) - measured
+    def residuals(values: np.ndarray) -> np.ndarray:
+        full = base.copy()
+        full[free] = values
+        return np.log(times(cases, Constants.from_vector(np.exp(full)))) - measured
 
     # each constant stays within a factor FIT_RANGE of its start: a term the data cannot see stays put
     # instead of drifting to zero or infinity
-    low, high = np.log(start.vector()) - np.log(FIT_RANGE), np.log(start.vector()) + np.log(FIT_RANGE)
-
-    x = np.log(start.vector())
+    x = base[free]
+    low, high = x - np.log(FIT_RANGE), x + np.log(FIT_RANGE)
     r = residuals(x)
     damping = 1e-2
     for _ in range(iterations):
@@ -284,7 +342,9 @@ def fit(observations, device: dict, start: Constants = Constants(), iterations: 
             damping *= 4.0
         if not improved or np.abs(delta).max() < 1e-7:
             break
-    return Constants.from_vector(np.exp(x)), errors(np.exp(r) - 1.0)
+    full = base.copy()
+    full[free] = x
+    return Constants.from_vector(np.exp(full))
 
 
 def errors(relative: np.ndarray) -> dict:

@@ -168,10 +168,15 @@ def split_pieces(rows: int, capacity: int) -> int:
     return max(1, capacity // rows)
 
 
-def split_kept_pieces(rows: int, cols: int, sm_count: int) -> int | None:
+def split_blocks_per_sm(block: int) -> int:
+    """Resident blocks per SM of a split build: SPLIT_BLOCKS_PER_SM, one for blocks of more than 512 threads."""
+    return SPLIT_BLOCKS_PER_SM if block <= 512 else 1
+
+
+def split_kept_pieces(rows: int, cols: int, sm_count: int, block: int = SPLIT_BLOCK) -> int | None:
     """Pieces per row that keep every piece in shared memory (x read once), where split_pieces' would not and a
     row's pieces can still all be resident; None elsewhere. The grid then walks the rows a group at a time."""
-    capacity = SPLIT_BLOCKS_PER_SM * sm_count
+    capacity = split_blocks_per_sm(block) * sm_count
     chunks = worst_chunks(rows, cols)
     if 16 * -(-chunks // split_pieces(rows, capacity)) <= SPLIT_SLICE_BYTES:
         return None

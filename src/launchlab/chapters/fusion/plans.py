@@ -81,9 +81,33 @@ def row_kernel_module(defines: dict) -> str:
 
 # ---------------------------------------------------------------- plans
 def row_plan(rows: int, cols: int, shared_limit: int, sm_count: int | None) -> dict:
-    config = fused_config(rows, cols, shared_limit, sm_count)
+    return _row(fused_config(rows, cols, shared_limit, sm_count))
+
+
+def _row(config: dict) -> dict:
+    d = config["defines"]
     return {"design": "row", "family": "fused_softmax", "options": {}, **config,
-            "tag": f"row-b{config['block']}-r{config['defines']['REG_CHUNKS']}-{config['tier']}"}
+            "tag": f"row-b{d['BLOCK']}-r{d['REG_CHUNKS']}-u{d['UNROLL']}-m{d['MIN_BLOCKS']}-{config['tier']}"}
+
+
+# (threads, chunks in flight a thread, registers a thread) beside fused_config's shared and streamed tiers
+ROW_VARIANTS = ((256, 8, 64), (1024, 8, 64), (256, 16, 128))
+
+
+def row_variants(rows: int, cols: int, shared_limit: int) -> list[dict]:
+    """The row kernel for rows its registers cannot hold, with other blocks and deeper unrolling than
+    fused_config's (each keeps the row in shared memory where it fits, else streams it)."""
+    chunks = fused_policy.worst_chunks(rows, cols)
+    shared = 16 * chunks if 16 * chunks <= shared_limit else 0
+    found = []
+    for block, unroll, registers in ROW_VARIANTS:
+        if REG_CHUNKS * block >= chunks:
+            continue
+        defines = {"BLOCK": block, "REG_CHUNKS": REG_CHUNKS, "UNROLL": unroll, "MIN_BLOCKS": min_blocks(block, registers)}
+        tier = fused_tier(rows, cols, block, shared)
+        found.append(_row({"defines": defines, "block": block, "shared_bytes": shared, "tier": tier,
+                           "module": row_kernel_module(defines)}))
+    return found
 
 
 def design_plan(design: str, defines: dict, options: dict | None = None) -> dict:
@@ -94,7 +118,7 @@ def design_plan(design: str, defines: dict, options: dict | None = None) -> dict
             "tag": design_tag(design, defines, options)}
 
 
-TAG_LETTERS = {"CLUSTER": "c", "BLOCK": "b", "ROW_CHUNKS": "r", "PREFETCH": "p", "SLICE_REGS": "g"}
+TAG_LETTERS = {"CLUSTER": "c", "BLOCK": "b", "ROW_CHUNKS": "r", "PREFETCH": "p", "SLICE_REGS": "g", "UNROLL": "u"}
 
 
 def design_tag(design: str, defines: dict, options: dict) -> str:
@@ -136,6 +160,7 @@ def candidates(rows: int, cols: int, device: dict) -> list[dict]:
     clusters = fused_policy.capability(device["compute_capability"]) >= fused_policy.CLUSTER_CAPABILITY
     chunks = fused_policy.worst_chunks(rows, cols)
     found = [row_plan(rows, cols, optin, sm_count), row_plan(rows, cols, optin, None)]
+    found += row_variants(rows, cols, optin)
     by_lanes = {}  # per lane count the narrow build of fewest chunks a lane that gives it
     for per_lane in CANDIDATE_NARROW_ROW_CHUNKS:
         if chunks <= 32 * per_lane:
@@ -160,11 +185,12 @@ def candidates(rows: int, cols: int, device: dict) -> list[dict]:
                     found.append(design_plan("cluster", defines))
     if cols >= 4096:
         split = fused_policy.design_defines("split", rows, cols, sm_count)
-        if rows < SPLIT_MAX_ROWS_PER_SM * sm_count:
-            found.append(design_plan("split", split))
-        kept = fused_policy.split_kept_pieces(rows, cols, sm_count)
-        if kept:
-            found.append(design_plan("split", split, {"pieces": kept}))
+        for defines in (split, split | {"BLOCK": 1024}):
+            if rows < SPLIT_MAX_ROWS_PER_SM * sm_count:
+                found.append(design_plan("split", defines))
+            kept = fused_policy.split_kept_pieces(rows, cols, sm_count, defines["BLOCK"])
+            if kept:
+                found.append(design_plan("split", defines, {"pieces": kept}))
     unique = {}
     for plan in found:
         unique.setdefault(plan["tag"] + "|" + plan["module"], plan | {"place": place(plan, rows, cols, sm_count)})
@@ -183,7 +209,7 @@ def place(plan: dict, rows: int, cols: int, sm_count: int) -> str:
         where = "registers" if slice_chunks <= defines["SLICE_REGS"] * defines["BLOCK"] else "shared memory"
         return f"{where}, {defines['CLUSTER']} blocks a row"
     pieces = plan["options"].get("pieces") or fused_policy.split_pieces(
-        rows, fused_policy.SPLIT_BLOCKS_PER_SM * sm_count)
+        rows, fused_policy.split_blocks_per_sm(defines["BLOCK"]) * sm_count)
     kept = 16 * -(-chunks // pieces) <= fused_policy.SPLIT_SLICE_BYTES
     return f"{'shared memory' if kept else 'streamed'}, {pieces} pieces a row"
 
