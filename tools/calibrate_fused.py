@@ -433,6 +433,43 @@ def report(calibration_path: Path, constants=None) -> dict:
     return summary
 
 
+def policy_table(device: dict, constants=None, points: int = 400, seed: int = 1) -> list[dict]:
+    """Which design the policy picks where, on `points` shapes of the plane's distribution (a seed of neither the
+    calibration nor the chapter), and why: per design, the rows and row lengths it serves, and the term of the
+    model (fused_cost.TERMS) by which the best other design loses most often, warm and cold summed."""
+    import collections
+
+    from launchlab.model import fused_cost
+
+    constants = constants or fused_cost.FITTED
+    served = {}
+    for rows, cols in fused_cost.draw_plane(seed, points):
+        scored = []
+        for plan in plans.candidates(rows, cols, device):
+            per_state = {l2: fused_cost.predict_terms(plan, rows, cols, device, l2, constants)
+                         for l2 in fused_cost.L2_STATES}
+            scored.append((plans.score({l2: t["total"] for l2, t in per_state.items()}), plan, per_state))
+        scored.sort(key=lambda item: item[0])
+        pick = scored[0]
+        other = next((item for item in scored if item[1]["design"] != pick[1]["design"]), None)
+        entry = served.setdefault(pick[1]["design"], {"rows": [], "cols": [], "reasons": collections.Counter(),
+                                                      "tags": collections.Counter()})
+        entry["rows"].append(rows)
+        entry["cols"].append(cols)
+        entry["tags"][pick[1]["tag"]] += 1
+        if other:
+            gaps = {name: sum(other[2][l2][name] - pick[2][l2][name] for l2 in fused_cost.L2_STATES)
+                    for name in fused_cost.TERMS}
+            entry["reasons"][f"{other[1]['design']} loses on {max(gaps, key=gaps.get)}"] += 1
+    table = []
+    for design, entry in sorted(served.items(), key=lambda item: -len(item[1]["rows"])):
+        table.append({"design": design, "shapes": len(entry["rows"]),
+                      "rows": [min(entry["rows"]), max(entry["rows"])], "cols": [min(entry["cols"]), max(entry["cols"])],
+                      "configurations": dict(entry["tags"].most_common(4)),
+                      "reasons": dict(entry["reasons"].most_common(3))})
+    return table
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", type=Path, default=Path("calibration.json"))
@@ -454,6 +491,12 @@ def main() -> None:
         fitted = fit_file(args.fit)
         print(json.dumps(fitted, indent=1))
         if args.fit_out:
+            from launchlab.model import fused_cost
+
+            constants = fused_cost.Constants(**fitted["constants"])
+            device = json.loads(args.fit.read_text())["device"]
+            fitted["policy"] = policy_table(device, constants)
+            fitted["calibration_plane"] = report(args.fit, constants)
             args.fit_out.write_text(json.dumps(fitted, indent=1, sort_keys=True) + "\n")
         constants = ", ".join(f"{k}={v:.6g}" for k, v in fitted["constants"].items())
         print(f'MODEL_VERSION = "fused_cost-1 {fitted["calibration_sha256_12"]}"\nFITTED = Constants({constants})')

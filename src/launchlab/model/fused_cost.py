@@ -236,8 +236,14 @@ class Cases:
                    width=np.array([g.width for g, _, _, _ in items]), sms=float(sms))
 
 
-def times(cases: Cases, constants: Constants) -> np.ndarray:
-    """Device time per call (microseconds) of every case (see the module's docstring)."""
+TERMS = ("fixed", "latency", "bandwidth", "per_sm", "starts")
+
+
+def terms(cases: Cases, constants: Constants) -> dict:
+    """The model's time of every case (microseconds, "total") and what it is made of: "fixed" (the launch and
+    the design's own fixed cost), and over the waves the time set by a task's "latency", by the GPU's
+    "bandwidth" or by one SM's bandwidth ("per_sm"), or by blocks starting one after another ("starts"; the
+    smooth max of waves and starts is shared out in proportion)."""
     k = constants
     # share of the moved bytes the L2 serves: warm, as far as it holds the footprint of x and y; cold, none (x
     # comes from DRAM, y's lines are allocated there); the streamed tiers' second read of x from the L2 (a row's
@@ -259,26 +265,44 @@ def times(cases: Cases, constants: Constants) -> np.ndarray:
     slots = np.maximum(1.0, cases.slots)
     full = np.floor(cases.tasks / slots)
     rest = cases.tasks - full * slots
-
-    def wave(active):
-        return np.maximum.reduce([task, active * task_bytes / bw,
-                                  np.maximum(1.0, active / cases.sms) * task_bytes / k.per_sm])
-
-    launch = k.launch + (~cases.warm) * k.cold_start
+    parts = {name: np.zeros_like(task) for name in ("latency", "bandwidth", "per_sm")}
+    for count, active in ((full, slots), (rest > 0, rest)):
+        limits = np.stack([task, active * task_bytes / bw, np.maximum(1.0, active / cases.sms) * task_bytes / k.per_sm])
+        which = np.argmax(limits, axis=0)
+        for index, name in enumerate(parts):
+            parts[name] = parts[name] + count * np.where(which == index, limits[index], 0.0)
+    waves = sum(parts.values())
+    fixed = k.launch + (~cases.warm) * k.cold_start
     for design in DESIGNS:
-        launch = launch + cases.designs[design] * getattr(k, f"fixed_{design}")
-    waves = full * wave(slots) + np.where(rest > 0, wave(rest), 0.0)
+        fixed = fixed + cases.designs[design] * getattr(k, f"fixed_{design}")
     starts = np.maximum(cases.designs["cluster"] * cases.tasks * k.cluster_block,
                         cases.designs["row"] * np.ceil(cases.tasks / cases.sms) * k.row_block)
-    fused = launch + (waves ** 4 + starts ** 4) ** 0.25  # a smooth max: the larger of the two sets the pace
-    copied = k.launch + (~cases.warm) * k.cold_start + latency + task_bytes / bw
-    return np.where(cases.copy, copied, fused)
+    paced = (waves ** 4 + starts ** 4) ** 0.25  # a smooth max: the larger of the two sets the pace
+    scale = paced / np.maximum(waves + starts, 1e-12)
+    copied = {"fixed": fixed + latency, "bandwidth": task_bytes / bw}
+    found = {"fixed": np.where(cases.copy, copied["fixed"], fixed)}
+    for name in ("latency", "bandwidth", "per_sm"):
+        found[name] = np.where(cases.copy, copied.get(name, 0.0), parts[name] * scale)
+    found["starts"] = np.where(cases.copy, 0.0, starts * scale)
+    found["total"] = sum(found[name] for name in TERMS)
+    return found
+
+
+def times(cases: Cases, constants: Constants) -> np.ndarray:
+    """Device time per call (microseconds) of every case (see `terms`)."""
+    return terms(cases, constants)["total"]
 
 
 def predict(plan: dict, rows: int, cols: int, device: dict, l2: str, constants: Constants) -> float:
     """Device time per call (microseconds) of a plan at a shape in an L2 state."""
     cases = Cases.of([(geometry(plan, rows, cols, device), rows, cols, l2)], int(device["sm_count"]))
     return float(times(cases, constants)[0])
+
+
+def predict_terms(plan: dict, rows: int, cols: int, device: dict, l2: str, constants: Constants) -> dict:
+    """`terms` of a plan at a shape in an L2 state, as floats."""
+    cases = Cases.of([(geometry(plan, rows, cols, device), rows, cols, l2)], int(device["sm_count"]))
+    return {name: float(value[0]) for name, value in terms(cases, constants).items()}
 
 
 # ---------------------------------------------------------------- fitting
