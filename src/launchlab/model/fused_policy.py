@@ -1,7 +1,10 @@
-"""The fused softmax launch policy (which design serves which shape) and the compile-time configurations of
-kernels/softmax_designs.cu (plain arithmetic on the device identity: no CuPy), shared by the fusion chapter,
-the GPU targets (launchlab.gpu.fused_designs), the development sweep (tools/sweep_fused_designs.py) and the
-CPU tests."""
+"""The compile-time configurations of kernels/softmax_designs.cu and the launch-time choices they leave (lanes
+per row, split pieces), as plain arithmetic on the device identity (no CuPy), shared by the fusion chapter's
+plans (chapters/fusion/plans.py, whose policy is the cost model's least prediction), the GPU targets
+(launchlab.gpu.fused_designs) and the CPU tests.
+
+`preferred_design`, `design_for` and `fallback_reason` are the rule-based policy of the fusion chapter's runs
+before the cost model; chapters/fusion/__init__.py still calls them until it takes its plans from plans.py."""
 from __future__ import annotations
 
 FAMILY = "softmax_designs"
@@ -11,8 +14,8 @@ DESIGN_DEFINE = {"narrow": 1, "cluster": 2, "split": 3}  # -DDESIGN=n: a module 
 MODES = ("rms", "plain")
 
 # ---------------------------------------------------------------- policy constants (why each value)
-# Declared before the chapter's run from a development sweep on an H200 (tools/sweep_fused_designs.py): per shape,
-# the fastest configuration of each design; its figures are in evidence/development/fused_policy_sweep.md.
+# Declared before the chapter's earlier runs from a development sweep on an H200: per shape, the fastest
+# configuration of each design; its figures are in evidence/development/fused_policy_sweep.md.
 # Narrow: rows of at most NARROW_MAX_CHUNKS 16-byte chunks (512 floats) get 32 lanes (fewer only for rows of
 # fewer than 32 chunks) holding the row in registers; 128-thread blocks up to 64 chunks a row, 256 above.
 NARROW_MAX_CHUNKS = 128
