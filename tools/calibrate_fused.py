@@ -476,7 +476,7 @@ def main() -> None:
     parser.add_argument("--points", type=int, default=fused_cost.CALIBRATION_POINTS)
     parser.add_argument("--seed", type=int, default=fused_cost.CALIBRATION_SEED)
     parser.add_argument("--shapes", help="ROWSxCOLS,... instead of the calibration plane")
-    parser.add_argument("--edges", action="store_true", help="add the edge shapes (EDGE_SHAPES) after the plane")
+    parser.add_argument("--edges", action="store_true", help="add the edge shapes (EDGE_SHAPES) before the plane")
     parser.add_argument("--modes", default="plain,rms")
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--cubins", type=Path)
@@ -491,8 +491,6 @@ def main() -> None:
         fitted = fit_file(args.fit)
         print(json.dumps(fitted, indent=1))
         if args.fit_out:
-            from launchlab.model import fused_cost
-
             constants = fused_cost.Constants(**fitted["constants"])
             device = json.loads(args.fit.read_text())["device"]
             fitted["policy"] = policy_table(device, constants)
@@ -508,7 +506,7 @@ def main() -> None:
         shapes = [tuple(int(v) for v in s.split("x")) for s in args.shapes.split(",")]
     else:
         shapes = fused_cost.draw_plane(args.seed, args.points)
-    shapes = list(shapes) + (list(EDGE_SHAPES) if args.edges else [])
+    shapes = (list(EDGE_SHAPES) if args.edges else []) + list(shapes)  # the edges first: a budget cut spares them
     if args.build_cubins:
         build_cubins(shapes, H200, args.build_cubins, picks_only=args.picks_only)
         return

@@ -381,5 +381,5 @@ def errors(relative: np.ndarray) -> dict:
 # ---------------------------------------------------------------- the fitted constants
 # Fitted by tools/calibrate_fused.py --fit on evidence/development/fused_calibration.json (the calibration plane,
 # seed CALIBRATION_SEED, measured on an H200); tests/test_fused_cost.py refits and compares.
-MODEL_VERSION = "fused_cost-1 (unfitted)"
-FITTED = Constants()
+MODEL_VERSION = "fused_cost-1 interim 9118dab63b77"
+FITTED = Constants(launch=0.690668, cold_start=2.4725, fixed_row=1.0192, fixed_narrow=0.903925, fixed_cluster=2.50869, fixed_split=0.003, task_row=0.001, task_narrow=0.001, task_cluster=0.001, task_split=5.11016, task_latency=0.307561, latency=0.322817, cold_latency=0.375997, sync=0.00923513, cluster_sync=0.0005, grid_sync=3.52696, dram=4.51375e+06, l2=7.45104e+06, per_sm=46456.5, l2_effective=3.98545e+07, l2_sharpness=11.1306, share_row_warm=0.785565, share_row_cold=0.765591, share_narrow_warm=0.591157, share_narrow_cold=0.796913, share_cluster_warm=0.700188, share_cluster_cold=0.695681, share_split_warm=0.600188, share_split_cold=0.617332, warm_dram=0.897987, cluster_block=0.00957934, row_block=0.0782668)

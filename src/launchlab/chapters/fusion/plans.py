@@ -94,12 +94,21 @@ def _row(config: dict) -> dict:
 ROW_VARIANTS = ((256, 8, 64), (1024, 8, 64), (256, 16, 128))
 
 
+WARP_VARIANTS = ((16, 16), (32, 8))  # (chunks a thread, resident blocks) of one warp holding a row of up to 4K floats
+
+
 def row_variants(rows: int, cols: int, shared_limit: int) -> list[dict]:
-    """The row kernel for rows its registers cannot hold, with other blocks and deeper unrolling than
-    fused_config's (each keeps the row in shared memory where it fits, else streams it)."""
+    """The row kernel configured otherwise than fused_config: one warp holding a row of 1K to 4K floats in
+    registers (no block barrier), and for rows its registers cannot hold, other blocks and deeper unrolling (each
+    keeps the row in shared memory where it fits, else streams it)."""
     chunks = fused_policy.worst_chunks(rows, cols)
     shared = 16 * chunks if 16 * chunks <= shared_limit else 0
     found = []
+    for reg_chunks, resident in WARP_VARIANTS:
+        if 16 * reg_chunks < chunks <= 32 * reg_chunks:
+            defines = {"BLOCK": 32, "REG_CHUNKS": reg_chunks, "UNROLL": 4, "MIN_BLOCKS": resident}
+            found.append(_row({"defines": defines, "block": 32, "shared_bytes": 0, "tier": "registers",
+                               "module": row_kernel_module(defines)}))
     for block, unroll, registers in ROW_VARIANTS:
         if REG_CHUNKS * block >= chunks:
             continue
@@ -137,7 +146,7 @@ def plan_kernels(plan: dict) -> tuple[str, str]:
 # ---------------------------------------------------------------- what the policy considers
 CANDIDATE_NARROW_ROW_CHUNKS = (1, 2, 4, 8)      # chunks per lane a narrow build may hold (16 spills)
 CANDIDATE_PREFETCH_ROW_CHUNKS = (1, 2, 4)        # narrow builds that may load the next rows early (8: too many registers)
-CANDIDATE_CLUSTERS = (2, 4, 8, 16)
+CANDIDATE_CLUSTERS = (4, 8, 16)                   # clusters of 2 never beat the others by 1 % on the calibration plane
 NARROW_BLOCK = 256
 CANDIDATE_SLICE_REGS = (8, 16)                    # chunks per thread a cluster build holds in registers
 CANDIDATE_MAX_BLOCKS_PER_SM = 64                  # a cluster design whose grid exceeds SMs x this is not considered
@@ -185,12 +194,11 @@ def candidates(rows: int, cols: int, device: dict) -> list[dict]:
                     found.append(design_plan("cluster", defines))
     if cols >= 4096:
         split = fused_policy.design_defines("split", rows, cols, sm_count)
-        for defines in (split, split | {"BLOCK": 1024}):
-            if rows < SPLIT_MAX_ROWS_PER_SM * sm_count:
-                found.append(design_plan("split", defines))
-            kept = fused_policy.split_kept_pieces(rows, cols, sm_count, defines["BLOCK"])
-            if kept:
-                found.append(design_plan("split", defines, {"pieces": kept}))
+        if rows < SPLIT_MAX_ROWS_PER_SM * sm_count:
+            found.append(design_plan("split", split))
+        kept = fused_policy.split_kept_pieces(rows, cols, sm_count, split["BLOCK"])
+        if kept:
+            found.append(design_plan("split", split, {"pieces": kept}))
     unique = {}
     for plan in found:
         unique.setdefault(plan["tag"] + "|" + plan["module"], plan | {"place": place(plan, rows, cols, sm_count)})
