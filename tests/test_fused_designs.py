@@ -87,7 +87,8 @@ def test_every_configuration_compiles_without_spills_with_the_models_registers(t
             assert resources["registers"] <= 65536 // defines.get("BLOCK", 256), (defines, kernel, resources)
         registers = max(r["registers"] for r in report.values())
         if defines.get("DESIGN") == 1 and defines.get("BLOCK") == plans.NARROW_BLOCK:
-            assert registers <= fused_cost.NARROW_REGISTERS[defines["ROW_CHUNKS"]], defines
+            table = fused_cost.NARROW_PREFETCH_REGISTERS if defines.get("PREFETCH") else fused_cost.NARROW_REGISTERS
+            assert registers <= table[defines["ROW_CHUNKS"]], defines
         if defines.get("DESIGN") == 2 and defines.get("SLICE_REGS") in fused_cost.CLUSTER_REGISTERS:
             assert registers <= fused_cost.CLUSTER_REGISTERS[defines["SLICE_REGS"]], defines
         if defines.get("DESIGN") == 3 and defines.get("BLOCK") == designs.SPLIT_BLOCK:
