@@ -15,7 +15,7 @@ from launchlab.model import fused_cost
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tools"))
-import calibrate_fused  # noqa: E402
+import fused_fit  # noqa: E402
 
 H200 = {"sm_count": 132, "compute_capability": "9.0", "shared_bytes_per_block_optin": 232448,
         "shared_bytes_per_sm": 233472, "l2_bytes": 62914560}
@@ -129,10 +129,10 @@ def test_the_policy_picks_the_least_prediction_with_every_candidates_prediction(
 def test_the_committed_constants_refit_from_the_committed_calibration():
     calibration = json.loads(CALIBRATION.read_text())
     assert calibration["plane_seed"] == fused_cost.CALIBRATION_SEED
-    fitted = calibrate_fused.fit_file(CALIBRATION)
+    fitted = fused_fit.fit_file(CALIBRATION)
     for name, value in fitted["constants"].items():
         assert getattr(fused_cost.FITTED, name) == pytest.approx(value, rel=1e-3), name
-    assert fused_cost.MODEL_VERSION.endswith(calibrate_fused.version_of(CALIBRATION))
+    assert fused_cost.MODEL_VERSION.endswith(fused_fit.version_of(CALIBRATION))
 
 
 def test_the_policy_needs_no_cupy():
