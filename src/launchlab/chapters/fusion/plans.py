@@ -211,15 +211,15 @@ def place(plan: dict, rows: int, cols: int, sm_count: int) -> str:
     if plan["design"] == "row":
         return plan["tier"]
     if plan["design"] == "narrow":
-        return f"registers, {fused_policy.narrow_lanes(rows, cols, defines['ROW_CHUNKS'])} lanes a row"
+        return f"registers, {fused_policy.narrow_lanes(rows, cols, defines['ROW_CHUNKS'])} lanes"
     if plan["design"] == "cluster":
         slice_chunks = -(-chunks // defines["CLUSTER"])
         where = "registers" if slice_chunks <= defines["SLICE_REGS"] * defines["BLOCK"] else "shared memory"
-        return f"{where}, {defines['CLUSTER']} blocks a row"
+        return f"{where}, {defines['CLUSTER']} blocks"
     pieces = plan["options"].get("pieces") or fused_policy.split_pieces(
         rows, fused_policy.split_blocks_per_sm(defines["BLOCK"]) * sm_count)
     kept = 16 * -(-chunks // pieces) <= fused_policy.SPLIT_SLICE_BYTES
-    return f"{'shared memory' if kept else 'streamed'}, {pieces} pieces a row"
+    return f"{'shared memory' if kept else 'streamed'}, {pieces} pieces"
 
 
 def predictions(rows: int, cols: int, device: dict, constants: fused_cost.Constants | None = None) -> list[tuple]:
