@@ -217,8 +217,8 @@ def measure_shape(rows, cols, device, modules, stream, cold, modes, rounds, seed
         target.invoke()
         stream.synchronize()
         exact = bool((target.y == x).all())
-        record["copy"][name] = {"exact": exact, "warm": time_warm(target, stream, calls, rounds),
-                                "cold": time_cold(target, stream, cold, rounds)}
+        record["copy"][name] = {"exact": exact, "warm": time_warm(target, stream, calls, rounds) if rounds else [],
+                                "cold": time_cold(target, stream, cold, rounds) if rounds else []}
     del copies
     for plan in configurations(rows, cols, device, picks_only):
         module = modules.get_module(plan["module"], plan["family"], plan["defines"])
@@ -242,7 +242,7 @@ def measure_shape(rows, cols, device, modules, stream, cold, modes, rounds, seed
                 entry["valid"] = finite and result["passed"]
                 entry["check"] = {"finite": finite, "rows": int(sample.size), "failing": result["failing_elements"],
                                   "max_abs_error": result["max_abs_error"]}
-                if entry["valid"]:
+                if entry["valid"] and rounds:  # no rounds: validation only
                     entry["warm"] = time_warm(target, stream, calls, rounds)
                     entry["cold"] = time_cold(target, stream, cold, rounds)
                     target.poison()
@@ -262,6 +262,9 @@ def measure_shape(rows, cols, device, modules, stream, cold, modes, rounds, seed
 
 
 def summary_line(record: dict) -> str:
+    if not any(v["warm"] for v in record["copy"].values()):  # validation only
+        bad = [e["tag"] + "/" + e["mode"] for e in record["fused"] if not e.get("valid")]
+        return f"{record['rows']:>6}x{record['cols']:<8} validated {len(record['fused'])}" + (f" | INVALID {bad}" if bad else "")
     copy = {l2: min(statistics.median(record["copy"][k][l2]) for k in record["copy"]) for l2 in ("warm", "cold")}
     best = {}
     for entry in record["fused"]:
@@ -330,7 +333,7 @@ def main() -> None:
     parser.add_argument("--shapes", help="ROWSxCOLS,... instead of the calibration plane")
     parser.add_argument("--edges", action="store_true", help="add the edge shapes (EDGE_SHAPES) before the plane")
     parser.add_argument("--modes", default="plain,rms")
-    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--rounds", type=int, default=5, help="timed rounds (0: validation only)")
     parser.add_argument("--cubins", type=Path)
     parser.add_argument("--build-cubins", type=Path, help="only build every module as an sm_90 cubin into this folder")
     parser.add_argument("--budget-s", type=float, default=1e9)
