@@ -1,20 +1,23 @@
 """A cost model of the fused softmax designs (NumPy only): device time per call, warm and cold L2, of each
 configuration the launch policy considers, from the bytes it moves, how its blocks fill the GPU and how many
 reduction round trips it makes. Its constants are fitted by least squares (on log time) on a calibration plane
-drawn with another seed than the fusion chapter's (tools/calibrate_fused.py measures it; the fit and the data are
-committed under evidence/development/).
+drawn with another seed than the fusion chapter's (tools/calibrate_fused.py measures it, tools/fused_fit.py fits;
+the data and the fit are committed under evidence/development/).
 
 How a configuration is seen (`geometry`): its work is N equal TASKS (a row, a slice of a row, a group of rows a
-warp holds), P of which run at once (resident blocks x tasks a block runs at a time); a task moves b bytes
-(x read once, y written once; the streamed tiers read x again), keeps q bytes of loads in flight, and waits for
-`syncs` block-wide reductions, `cluster` cluster barriers and `grid` grid-wide round trips.
+warp holds), P of which run at once (resident blocks x tasks a block runs at a time, from the registers, shared
+memory and threads each build needs); a task moves b bytes (x read once, y written once; the streamed tiers read x
+again), keeps q bytes of loads in flight, and waits for `syncs` block-wide reductions, `cluster` cluster barriers
+and `grid` grid-wide round trips.
 
-The time (`predict`): t = launch + sum over waves of the wave's time; N / P waves, the last one partial; a wave of
-A tasks takes max(task latency, A b / BW, (A / SMs) b / per-SM bandwidth), where a task's latency is
-dependent + syncs sync + cluster cluster_sync + grid grid_sync + latency b / q (its loads in flight, round trip
-after round trip). BW mixes the L2's and the DRAM's rates by the share of bytes the L2 serves: warm, of a footprint
-of x and y (8 bytes an element) against the L2's effective size; cold, x always from DRAM and y's writes absorbed
-by the L2 as far as it holds them.
+The time (`terms`): a fixed part (the launch, the design's own fixed cost, and after an L2 flush a cold start), then
+N / P waves, the last one partial. A wave of A tasks takes the longest of: a task's latency (its design's fixed
+time per task, its reductions, and a loaded round trip for every q of its bytes), A b over the GPU's bandwidth (its
+share of it that the design reaches), and (A / SMs) b over one SM's bandwidth. Blocks that start one after another
+(thread-block clusters over the whole GPU, the row kernel's blocks on each SM) can set the pace instead. The
+bandwidth mixes the L2's and DRAM's by the share of the bytes the L2 serves: warm, as far as it holds x and y; cold,
+none. The copy is the same model without tasks: launch, one round trip and its bytes over the bandwidth; the fit
+takes the memory system's constants from the copy first, then each design's own from the designs.
 """
 from __future__ import annotations
 
