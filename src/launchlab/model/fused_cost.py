@@ -97,7 +97,6 @@ class Geometry:
     grid: float         # grid-wide round trips a task waits for
     reread: float       # share of x read a second time (the streamed tiers)
     design: str = "copy"  # the design (its fixed cost is its own)
-    width: int = 1        # blocks a cluster holds (clusters are scheduled a GPC at a time)
 
 
 def geometry(plan: dict, rows: int, cols: int, device: dict) -> Geometry:
@@ -136,7 +135,7 @@ def geometry(plan: dict, rows: int, cols: int, device: dict) -> Geometry:
         resident = resident_blocks(block, CLUSTER_REGISTERS.get(regs, 108), shared, shared_per_sm)
         in_flight = min(16.0 * slice_chunks, 16.0 * block * (regs if in_registers else int(defines.get("UNROLL", 4))))
         return Geometry(rows * width, sms * resident, 8.0 * cols / width, in_flight, 2 + rms_round, 1.0, 0.0, 0.0,
-                        "cluster", width)
+                        "cluster")
     if design == "split":
         resident = min(2 if block <= 512 else 1, resident_blocks(block, SPLIT_REGISTERS, 112 * 1024, shared_per_sm))
         capacity = sms * max(1, resident)
@@ -221,7 +220,6 @@ class Cases:
     warm: np.ndarray
     copy: np.ndarray
     designs: dict
-    width: np.ndarray
     sms: float
 
     @classmethod
@@ -236,7 +234,7 @@ class Cases:
                    warm=np.array([l2 == "warm" for _, _, _, l2 in items]),
                    copy=np.isinf(columns["in_flight"]),
                    designs={d: np.array([g.design == d for g, _, _, _ in items]) for d in DESIGNS},
-                   width=np.array([g.width for g, _, _, _ in items]), sms=float(sms))
+                   sms=float(sms))
 
 
 TERMS = ("fixed", "latency", "bandwidth", "per_sm", "starts")
