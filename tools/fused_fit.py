@@ -162,3 +162,55 @@ def policy_table(device: dict, constants=None, points: int = 400, seed: int = 1)
                       "configurations": dict(entry["tags"].most_common(4)),
                       "reasons": dict(entry["reasons"].most_common(3))})
     return table
+
+
+ON_CHIP_BYTES_PER_SM = 65536 * 4  # an SM's registers, beside its shared memory (the floor class below)
+
+
+def floor_class(rows: int, cols: int, device: dict) -> bool:
+    """The issue's floor class: one or two rows of at least 4 MiB, or fewer rows than SMs holding more than the GPU's
+    registers and shared memory."""
+    on_chip = int(device["sm_count"]) * (ON_CHIP_BYTES_PER_SM + int(device.get("shared_bytes_per_sm", 233472)))
+    return (rows <= 2 and 4 * cols >= 4 << 20) or (rows < int(device["sm_count"]) and 4 * rows * cols > on_chip)
+
+
+def heldout_summary(path: Path) -> dict:
+    """A --picks-only file: per L2 state, the model's error on the picks (their predictions were made before the
+    measurement), and plain mode's figures against the copy ceiling (the faster of cudaMemcpyAsync and the copy
+    kernel): bandwidth regime (copy >= 10 us, floor class apart) ratio geomean, p90, max; latency regime fused - copy
+    median and p90; the floor class's worst ratio."""
+    import numpy as np
+
+    from launchlab.model import fused_cost
+
+    held = json.loads(Path(path).read_text())
+    device = held["device"]
+    out = {"points": len(held["shapes"]), "plane_seed": held.get("plane_seed")}
+    for l2 in fused_cost.L2_STATES:
+        errors, ratio, over, floor, designs = [], [], [], [], {}
+        for record in held["shapes"]:
+            rows, cols = record["rows"], record["cols"]
+            copy = min(median(record["copy"][k][l2]) for k in record["copy"])
+            for entry in record["fused"]:
+                if not entry.get("valid") or l2 not in entry:
+                    continue
+                measured = median(entry[l2])
+                errors.append(entry["predicted_us"][l2] / measured - 1.0)
+                if entry["mode"] != "plain":
+                    continue
+                designs[entry["design"]] = designs.get(entry["design"], 0) + 1
+                if floor_class(rows, cols, device):
+                    floor.append(measured / copy)
+                elif copy >= 10.0:
+                    ratio.append(measured / copy)
+                else:
+                    over.append(measured - copy)
+        ratio, over = np.array(ratio), np.array(over)
+        out[l2] = {"model_error": fused_cost.errors(np.array(errors)), "designs": designs,
+                   "bandwidth": {"points": int(ratio.size), "geomean": float(np.exp(np.log(ratio).mean())) if ratio.size else None,
+                                 "p90": float(np.percentile(ratio, 90)) if ratio.size else None,
+                                 "max": float(ratio.max()) if ratio.size else None},
+                   "latency_minus_copy_us": {"points": int(over.size), "median": float(np.median(over)) if over.size else None,
+                                             "p90": float(np.percentile(over, 90)) if over.size else None},
+                   "floor": {"points": len(floor), "max": max(floor) if floor else None}}
+    return out
