@@ -25,10 +25,6 @@
 #define MIN_BLOCKS 1  // resident blocks per SM the register allocation must allow
 #endif
 
-__device__ __forceinline__ Row row_of(const float* x, float* y, int cols) {
-    return row_from(x, y, (size_t)blockIdx.x * (size_t)cols, cols);
-}
-
 // Reductions over the block (common.cuh); a block of one warp needs neither shared memory nor
 // a barrier, which matters for short rows, where these latencies are most of a block's life.
 __device__ __forceinline__ float row_max(float v, float* scratch) {
@@ -89,11 +85,7 @@ __device__ __forceinline__ void row_in_shared(const Row& r, float4* cache, float
     float m = NEG_INF, squares = 0.0f;
     for (int base = threadIdx.x; base < r.chunks; base += UNROLL * BLOCK) {
         float4 v[UNROLL];
-#pragma unroll
-        for (int u = 0; u < UNROLL; ++u) {
-            const int c = base + u * BLOCK;
-            v[u] = c < r.chunks ? load_chunk(r, c) : neg_inf4();
-        }
+        load_unrolled(r, base, r.chunks, v);
 #pragma unroll
         for (int u = 0; u < UNROLL; ++u) {
             const int c = base + u * BLOCK;
@@ -121,31 +113,21 @@ __device__ __forceinline__ void row_streamed(const Row& r, float* scratch) {
     float m = NEG_INF, s = 0.0f, squares = 0.0f;
     for (int base = threadIdx.x; base < r.chunks; base += UNROLL * BLOCK) {
         float4 v[UNROLL];
+        load_unrolled(r, base, r.chunks, v);
 #pragma unroll
         for (int u = 0; u < UNROLL; ++u) {
-            const int c = base + u * BLOCK;
-            v[u] = c < r.chunks ? load_chunk(r, c) : neg_inf4();
-        }
-#pragma unroll
-        for (int u = 0; u < UNROLL; ++u) {
-            if (base + u * BLOCK < r.chunks) {  // such a chunk holds a finite element, so grown is finite
-                const float grown = fmaxf(m, max4(v[u]));
-                s = s * exp_shifted(m, grown) + sum4(exp4(v[u], grown));
-                m = grown;
+            if (base + u * BLOCK < r.chunks) {  // such a chunk holds a finite element
+                absorb(m, s, v[u]);
                 if (RMS) squares += squares4(v[u]);
             }
         }
     }
     const float peak = row_max(m, scratch);
-    const float z = row_sum(s * exp_shifted(m, peak), scratch);  // a thread without chunks adds 0
+    const float z = row_sum(rescaled(s, m, peak), scratch);  // a thread without chunks adds 0
     const float factor = row_rho<RMS>(squares, r.cols, scratch) / z;
     for (int base = threadIdx.x; base < r.chunks; base += UNROLL * BLOCK) {
         float4 v[UNROLL];
-#pragma unroll
-        for (int u = 0; u < UNROLL; ++u) {
-            const int c = base + u * BLOCK;
-            v[u] = c < r.chunks ? load_chunk(r, c) : neg_inf4();
-        }
+        load_unrolled(r, base, r.chunks, v);
 #pragma unroll
         for (int u = 0; u < UNROLL; ++u) {
             const int c = base + u * BLOCK;
@@ -159,7 +141,7 @@ template <bool RMS>
 __device__ __forceinline__ void fused_row(const float* __restrict__ x, float* __restrict__ y, int cols) {
     __shared__ float scratch[32];
     extern __shared__ float4 row_cache[];
-    const Row r = row_of(x, y, cols);
+    const Row r = row_at(x, y, blockIdx.x, cols);
     if (r.chunks <= REG_CHUNKS * BLOCK) {
         row_in_registers<RMS>(r, scratch);
     } else if (16u * (unsigned int)r.chunks <= dynamic_shared_bytes()) {

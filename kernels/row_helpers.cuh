@@ -1,5 +1,5 @@
-// Rows of a float matrix walked in 16-byte chunks aligned in memory, shared by the fused row kernel
-// (fused_softmax.cu) and the fused designs (softmax_designs.cu).
+// Rows of a float matrix walked in 16-byte chunks aligned in memory, and the pieces of a row reduction, shared by
+// the fused row kernel (fused_softmax.cu) and the fused designs (softmax_designs.cu).
 //
 // Chunk c of a row covers row elements 4c - lead .. 4c - lead + 3, where lead (0-3) counts the
 // elements of chunk 0 that belong to the row before, so every load and store of a chunk that lies
@@ -43,6 +43,11 @@ __device__ __forceinline__ Row row_from(const float* x, float* y, Offset start, 
     r.cols = cols;
     r.chunks = (r.lead + cols + 3) >> 2;
     return r;
+}
+
+// Row `row` of a matrix of `cols` columns (rows start at row * cols elements).
+__device__ __forceinline__ Row row_at(const float* x, float* y, long long row, int cols) {
+    return row_from(x, y, (size_t)row * (size_t)cols, cols);
 }
 
 __device__ __forceinline__ float4 neg_inf4() { return make_float4(NEG_INF, NEG_INF, NEG_INF, NEG_INF); }
@@ -90,3 +95,28 @@ __device__ __forceinline__ float4 exp4(float4 v, float m) {
     return make_float4(exp_shifted(v.x, m), exp_shifted(v.y, m), exp_shifted(v.z, m), exp_shifted(v.w, m));
 }
 __device__ __forceinline__ float4 scale4(float4 v, float s) { return make_float4(v.x * s, v.y * s, v.z * s, v.w * s); }
+
+// U chunks of the row a thread loads at once, base, base + BLOCK, ... (-inf past `end`): the loads of a pass that
+// walks chunks [.., end) U x BLOCK at a time, all in flight before the first is used.
+template <int U>
+__device__ __forceinline__ void load_unrolled(const Row& r, int base, int end, float4 (&v)[U]) {
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+        const int c = base + u * BLOCK;
+        v[u] = c < end ? load_chunk(r, c) : neg_inf4();
+    }
+}
+
+// A sum of exp(x - from) re-expressed against the larger maximum `to`; an empty part (from = -inf,
+// sum 0) contributes 0 rather than 0 * exp(NaN).
+__device__ __forceinline__ float rescaled(float sum, float from, float to) {
+    return from == NEG_INF ? 0.0f : sum * exp_shifted(from, to);
+}
+
+// One step of the online softmax statistics: the running max m and sum s of exp(x - m) take in a chunk
+// holding at least one element of the row (so the grown max is finite).
+__device__ __forceinline__ void absorb(float& m, float& s, float4 v) {
+    const float grown = fmaxf(m, max4(v));
+    s = rescaled(s, m, grown) + sum4(exp4(v, grown));
+    m = grown;
+}

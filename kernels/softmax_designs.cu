@@ -6,16 +6,16 @@
 // reads x a second time: 12 bytes, the second read normally from L2.
 //
 // How each design maps rows to blocks:
-//   narrow   (narrow_*):  LANES lanes of a warp per row (1-32), 32 / LANES rows per warp, BLOCK / LANES
-//            rows per block; the grid is sized to the GPU (SMs x resident blocks at most) and each warp
-//            strides over groups of 32 / LANES rows. A row lives in registers: ROW_CHUNKS 16-byte
-//            chunks per lane, so rows of up to 4 * LANES * ROW_CHUNKS - 3 floats at the worst alignment.
+//   narrow   (narrow_*):  `lanes` lanes of a warp per row (1-32, a launch argument), 32 / lanes rows per warp,
+//            BLOCK / lanes rows per block; the grid is sized to the GPU (SMs x resident blocks at most) and each
+//            warp strides over groups of 32 / lanes rows. A row lives in registers: ROW_CHUNKS 16-byte chunks
+//            per lane, so rows of up to 4 * lanes * ROW_CHUNKS - 3 floats at the worst alignment.
 //   cluster  (cluster_*): a thread-block cluster of CLUSTER blocks per row (grid = rows x CLUSTER).
 //            Block k of the cluster keeps chunks [k S, (k + 1) S) of the row (S = ceil(chunks / CLUSTER))
 //            in its dynamic shared memory, reduces its own (max m_k, sum s_k = sum exp(x - m_k),
 //            sum of squares q_k), publishes them in shared memory, and after one cluster barrier
 //            every warp reads the CLUSTER triples through distributed shared memory and combines them.
-//            With SLICE_REGS = k > 0 a slice of up to k x BLOCK chunks stays in registers instead.
+//            A slice of up to SLICE_REGS x BLOCK chunks stays in registers instead (chosen at run time).
 //   split    (split_*):   rows x PIECES pieces over a cooperative grid of PIECES x (rows per iteration)
 //            blocks, every block resident at once. Each block reduces its piece (kept in dynamic shared
 //            memory when it fits, else streamed with an online max and sum) to (m_k, s_k, q_k) in a
@@ -32,11 +32,11 @@
 
 namespace cg = cooperative_groups;
 
-#ifndef LANES
-#define LANES 32       // narrow: lanes per row (a power of two, 1-32)
-#endif
 #ifndef ROW_CHUNKS
 #define ROW_CHUNKS 4   // narrow: 16-byte chunks of a row each lane holds in registers
+#endif
+#ifndef PREFETCH
+#define PREFETCH 0     // narrow: 1 loads the next group of rows while this one is reduced
 #endif
 #ifndef CLUSTER
 #define CLUSTER 8      // cluster: blocks per row (8 portable, 16 with the non-portable attribute)
@@ -45,7 +45,7 @@ namespace cg = cooperative_groups;
 #define UNROLL 4       // cluster and split: chunks per thread in flight while a slice is read
 #endif
 #ifndef SLICE_REGS
-#define SLICE_REGS 0   // cluster: 0 keeps a block's slice in shared memory; k > 0 in registers, k chunks per thread
+#define SLICE_REGS 0   // cluster: a slice of up to SLICE_REGS x BLOCK chunks stays in registers, a longer one in shared memory
 #endif
 // DESIGN selects the kernels a module holds: 1 narrow, 2 cluster, 3 split, 0 (default) all three.
 // A target needs only its own pair, and a module of one pair compiles in a third of the time.
@@ -54,21 +54,10 @@ namespace cg = cooperative_groups;
 #endif
 #define EMITS(design) (DESIGN == 0 || DESIGN == (design))
 
-static_assert(LANES >= 1 && LANES <= 32 && (LANES & (LANES - 1)) == 0, "LANES is a power of two up to 32");
 static_assert(CLUSTER >= 1 && CLUSTER <= 16, "a cluster holds at most 16 blocks");
 static_assert(BLOCK % 32 == 0, "whole warps");
 
 #define FULL_MASK 0xffffffffu
-
-__device__ __forceinline__ Row row_at(const float* x, float* y, long long row, int cols) {
-    return row_from(x, y, (size_t)row * (size_t)cols, cols);
-}
-
-// A sum of exp(x - from) re-expressed against the larger maximum `to`; an empty part (from = -inf,
-// sum 0) contributes 0 rather than 0 * exp(NaN).
-__device__ __forceinline__ float rescaled(float sum, float from, float to) {
-    return from == NEG_INF ? 0.0f : sum * exp_shifted(from, to);
-}
 
 // Statistics of part of a row: max m, sum s of exp(x - m), sum q of squares.
 struct Stats {
@@ -78,71 +67,108 @@ struct Stats {
 // ---------------------------------------------------------------- narrow: a part of a warp per row
 // Reductions within a group of LANES lanes: xor offsets below LANES never leave the group, and every
 // lane of the warp takes part (the loop below keeps the warp converged).
+template <int LANES>
 __device__ __forceinline__ float group_max(float v) {
 #pragma unroll
     for (int offset = LANES / 2; offset > 0; offset >>= 1) v = fmaxf(v, __shfl_xor_sync(FULL_MASK, v, offset));
     return v;
 }
 
+template <int LANES>
 __device__ __forceinline__ float group_sum(float v) {
 #pragma unroll
     for (int offset = LANES / 2; offset > 0; offset >>= 1) v += __shfl_xor_sync(FULL_MASK, v, offset);
     return v;
 }
 
+// A group's ROW_CHUNKS chunks a lane: loaded all at once (-inf where the row has none or the group is past the
+// last row).
+template <int LANES>
+__device__ __forceinline__ void narrow_load(const float* __restrict__ x, float* __restrict__ y, long long first,
+                                            int rows, int cols, float4 (&v)[ROW_CHUNKS]) {
+    const int lane = threadIdx.x & 31, part = lane % LANES;
+    const long long row = first + lane / LANES;
+    const Row r = row_at(x, y, row < rows ? row : 0, cols);
+#pragma unroll
+    for (int i = 0; i < ROW_CHUNKS; ++i) {
+        const int c = part + i * LANES;
+        v[i] = (row < rows && c < r.chunks) ? load_chunk(r, c) : neg_inf4();
+    }
+}
+
 // The warp strides over groups of 32 / LANES consecutive rows, so every lane runs the same number
 // of iterations; a group past the last row loads nothing and stores nothing. Lane `part` of a group
-// holds chunks part, part + LANES, ...: a group's loads of one step are contiguous.
+// holds chunks part, part + LANES, ...: a group's loads of one step are contiguous. With PREFETCH the
+// next group's loads are issued before this group is reduced, so that a warp keeps loads in flight
+// while it reduces and stores (twice the registers for the row).
 // docs:begin narrow-rows
-template <bool RMS>
+template <bool RMS, int LANES>
 __device__ __forceinline__ void narrow_rows(const float* __restrict__ x, float* __restrict__ y, int rows, int cols) {
     constexpr int ROWS_PER_WARP = 32 / LANES;
     const int lane = threadIdx.x & 31, part = lane % LANES;
     const long long warp = (long long)blockIdx.x * (BLOCK / 32) + threadIdx.x / 32;
-    const long long warps = (long long)gridDim.x * (BLOCK / 32);
-    for (long long first = warp * ROWS_PER_WARP; first < rows; first += warps * ROWS_PER_WARP) {
+    const long long step = (long long)gridDim.x * (BLOCK / 32) * ROWS_PER_WARP;
+    float4 v[ROW_CHUNKS];
+    if (PREFETCH) narrow_load<LANES>(x, y, warp * ROWS_PER_WARP, rows, cols, v);
+    for (long long first = warp * ROWS_PER_WARP; first < rows; first += step) {
         const long long row = first + lane / LANES;
         const bool live = row < rows;
         const Row r = row_at(x, y, live ? row : 0, cols);
-        float4 v[ROW_CHUNKS];
-#pragma unroll
-        for (int i = 0; i < ROW_CHUNKS; ++i) {
-            const int c = part + i * LANES;
-            v[i] = (live && c < r.chunks) ? load_chunk(r, c) : neg_inf4();
-        }
+        float4 next[ROW_CHUNKS];  // without PREFETCH never used, and no register is spent on it
+        if (PREFETCH) narrow_load<LANES>(x, y, first + step, rows, cols, next);
+        else narrow_load<LANES>(x, y, first, rows, cols, v);
         float m = NEG_INF, squares = 0.0f;
 #pragma unroll
         for (int i = 0; i < ROW_CHUNKS; ++i) {
             m = fmaxf(m, max4(v[i]));
             if (RMS) squares += squares4(v[i]);
         }
-        m = group_max(m);
-        const float rho = RMS ? sqrtf(group_sum(squares) / (float)cols) : 1.0f;
+        m = group_max<LANES>(m);
+        const float rho = RMS ? sqrtf(group_sum<LANES>(squares) / (float)cols) : 1.0f;
         float z = 0.0f;
 #pragma unroll
         for (int i = 0; i < ROW_CHUNKS; ++i) {
             v[i] = exp4(v[i], m);
             z += sum4(v[i]);
         }
-        const float factor = rho / group_sum(z);
+        const float factor = rho / group_sum<LANES>(z);
 #pragma unroll
         for (int i = 0; i < ROW_CHUNKS; ++i) {
             const int c = part + i * LANES;
             if (live && c < r.chunks) store_chunk(r, c, scale4(v[i], factor));
         }
+        if (PREFETCH) {
+#pragma unroll
+            for (int i = 0; i < ROW_CHUNKS; ++i) v[i] = next[i];
+        }
     }
 }
 // docs:end narrow-rows
 
+// Lanes per row are chosen at launch (a power of two, 1-32; the host checks), so that one build serves
+// every row length its ROW_CHUNKS covers: the switch is uniform over the grid.
+template <bool RMS>
+__device__ __forceinline__ void narrow_dispatch(const float* __restrict__ x, float* __restrict__ y, int rows, int cols,
+                                                int lanes) {
+    switch (lanes) {
+        case 1: narrow_rows<RMS, 1>(x, y, rows, cols); break;
+        case 2: narrow_rows<RMS, 2>(x, y, rows, cols); break;
+        case 4: narrow_rows<RMS, 4>(x, y, rows, cols); break;
+        case 8: narrow_rows<RMS, 8>(x, y, rows, cols); break;
+        case 16: narrow_rows<RMS, 16>(x, y, rows, cols); break;
+        default: narrow_rows<RMS, 32>(x, y, rows, cols); break;
+    }
+}
+
 #if EMITS(1)
 extern "C" __global__ void __launch_bounds__(BLOCK)
-narrow_rms_softmax(const float* __restrict__ x, float* __restrict__ y, int rows, int cols) {
-    narrow_rows<true>(x, y, rows, cols);
+narrow_rms_softmax(const float* __restrict__ x, float* __restrict__ y, int rows, int cols, int lanes) {
+    narrow_dispatch<true>(x, y, rows, cols, lanes);
 }
 
 extern "C" __global__ void __launch_bounds__(BLOCK)
-narrow_softmax(const float* __restrict__ x, float* __restrict__ y, int rows, int cols) {
-    narrow_rows<false>(x, y, rows, cols);
+narrow_softmax(const float* __restrict__ x, float* __restrict__ y, int rows, int cols, int lanes) {
+    narrow_dispatch<false>(x, y, rows, cols, lanes);
 }
 #endif
 
@@ -155,11 +181,7 @@ __device__ __forceinline__ Stats slice_to_shared(const Row& r, int begin, int en
     float m = NEG_INF, squares = 0.0f;
     for (int base = begin + (int)threadIdx.x; base < end; base += UNROLL * BLOCK) {
         float4 v[UNROLL];
-#pragma unroll
-        for (int u = 0; u < UNROLL; ++u) {
-            const int c = base + u * BLOCK;
-            v[u] = c < end ? load_chunk(r, c) : neg_inf4();
-        }
+        load_unrolled(r, base, end, v);
 #pragma unroll
         for (int u = 0; u < UNROLL; ++u) {
             const int c = base + u * BLOCK;
@@ -240,12 +262,12 @@ __device__ __forceinline__ void cluster_row(const float* __restrict__ x, float* 
     const Row r = row_at(x, y, blockIdx.x / CLUSTER, cols);
     const int per_block = (r.chunks + CLUSTER - 1) / CLUSTER;
     const int begin = rank * per_block, end = min(begin + per_block, r.chunks);
-#if SLICE_REGS > 0
-    float4 v[SLICE_REGS];
-    const Stats local = slice_to_registers<RMS>(r, begin, end, v, scratch);
-#else
-    const Stats local = slice_to_shared<RMS>(r, begin, end, slice, scratch);
-#endif
+    // The slice stays in registers where SLICE_REGS chunks per thread hold it, else in shared memory: decided
+    // per launch from the row length (the same for every block), so one build serves every row length.
+    const bool in_registers = SLICE_REGS > 0 && per_block <= SLICE_REGS * BLOCK;
+    float4 v[SLICE_REGS > 0 ? SLICE_REGS : 1];
+    const Stats local = in_registers ? slice_to_registers<RMS>(r, begin, end, v, scratch)
+                                     : slice_to_shared<RMS>(r, begin, end, slice, scratch);
     if (threadIdx.x == 0) {
         published[0] = local.m;
         published[1] = local.s;
@@ -267,11 +289,8 @@ __device__ __forceinline__ void cluster_row(const float* __restrict__ x, float* 
     cluster.barrier_arrive();  // this block has read every remote triple it needs
     if (local.m > NEG_INF) {
         const float factor = exp_shifted(local.m, m) * rho / z;
-#if SLICE_REGS > 0
-        slice_from_registers(r, begin, end, v, factor);
-#else
-        slice_from_shared(r, begin, end, slice, factor);
-#endif
+        if (in_registers) slice_from_registers(r, begin, end, v, factor);
+        else slice_from_shared(r, begin, end, slice, factor);
     }
     cluster.barrier_wait();    // no block leaves while another may still read its triple
 }
@@ -301,17 +320,11 @@ __device__ __forceinline__ Stats piece_streamed(const Row& r, int begin, int end
     float m = NEG_INF, s = 0.0f, squares = 0.0f;
     for (int base = begin + (int)threadIdx.x; base < end; base += UNROLL * BLOCK) {
         float4 v[UNROLL];
+        load_unrolled(r, base, end, v);
 #pragma unroll
         for (int u = 0; u < UNROLL; ++u) {
-            const int c = base + u * BLOCK;
-            v[u] = c < end ? load_chunk(r, c) : neg_inf4();
-        }
-#pragma unroll
-        for (int u = 0; u < UNROLL; ++u) {
-            if (base + u * BLOCK < end) {  // such a chunk holds a finite element, so grown is finite
-                const float grown = fmaxf(m, max4(v[u]));
-                s = rescaled(s, m, grown) + sum4(exp4(v[u], grown));
-                m = grown;
+            if (base + u * BLOCK < end) {  // such a chunk holds a finite element
+                absorb(m, s, v[u]);
                 if (RMS) squares += squares4(v[u]);
             }
         }
@@ -327,11 +340,7 @@ __device__ __forceinline__ Stats piece_streamed(const Row& r, int begin, int end
 __device__ __forceinline__ void piece_rewritten(const Row& r, int begin, int end, float m, float factor) {
     for (int base = begin + (int)threadIdx.x; base < end; base += UNROLL * BLOCK) {
         float4 v[UNROLL];
-#pragma unroll
-        for (int u = 0; u < UNROLL; ++u) {
-            const int c = base + u * BLOCK;
-            v[u] = c < end ? load_chunk(r, c) : neg_inf4();
-        }
+        load_unrolled(r, base, end, v);
 #pragma unroll
         for (int u = 0; u < UNROLL; ++u) {
             const int c = base + u * BLOCK;

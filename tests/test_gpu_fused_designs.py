@@ -10,7 +10,7 @@ with nvcc on the CPU (no spills, no local memory)."""
 import numpy as np
 import pytest
 
-from launchlab.chapters import fusion
+from launchlab.chapters.fusion import plans
 from launchlab.model import fused_policy, oracles
 from launchlab.model import workloads
 
@@ -56,12 +56,14 @@ def skip_without_clusters() -> None:
 
 
 def target_for(design, rows, cols, mode, sm_count, x=None, options=None, **choices):
+    """A design's target; a narrow `lanes` choice picks the build's chunks a lane and is passed on at launch."""
     from launchlab.gpu import fused_designs as designs
 
     if design == "cluster":
         skip_without_clusters()
+    options = dict(options or {}) | ({"lanes": choices["lanes"]} if design == "narrow" and "lanes" in choices else {})
     defines = fused_policy.design_defines(design, rows, cols, sm_count, **choices)
-    return designs.make_target(design, module(defines), rows, cols, mode, x, **(options or {}))
+    return designs.make_target(design, module(defines), rows, cols, mode, x, **options)
 
 
 def check(target, seed_index=0, label=""):
@@ -78,7 +80,7 @@ def check(target, seed_index=0, label=""):
 
 # ---------------------------------------------------------------- the parameters of the cases below
 # (shared with forced_configurations, so that the CPU compile test builds exactly what this file builds)
-POLICY_SHAPES = {  # shape: the design the declared policy (fused_policy.design_for) picks on a 132-SM H200
+POLICY_SHAPES = {  # shapes of every kind (the design the old declared policy picked on a 132-SM H200)
     (4096, 128): "narrow", (4096, 512): "narrow", (1, 1): "narrow", (3, 257): "narrow", (2, 509): "narrow",
     (4096, 1024): "row", (4096, 4096): "row", (128, 65536): "row", (1823, 781): "row", (33, 1030): "row",
     (9, 65536): "row", (132, 131072): "row",
@@ -137,7 +139,8 @@ def forced_configurations(sm_count: int) -> list[tuple[str, dict]]:
     found.append(("split", fused_policy.design_defines("split", 1, 1, sm_count)))
     found.append(("cluster", fused_policy.design_defines("cluster", 513, 1000, sm_count, cluster=2)))
     found.append(("narrow", fused_policy.design_defines("narrow", 513, 1000, sm_count)))
-    found.append(("narrow", fused_policy.design_defines("narrow", 4, 128, sm_count, lanes=8, row_chunks=4)))
+    found.append(("narrow", fused_policy.design_defines("narrow", 4, 128, sm_count, row_chunks=1)))
+    found.append(("cluster", fused_policy.design_defines("cluster", 3, 131075, sm_count, cluster=16, slice_regs=16)))
     found.append(("cluster", fused_policy.design_defines("cluster", 5, 8001, sm_count, cluster=4, slice_regs=1)))
     return found
 
@@ -146,12 +149,10 @@ def forced_configurations(sm_count: int) -> list[tuple[str, dict]]:
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("shape", list(POLICY_SHAPES))
 def test_policy_pick_matches_oracle(device, shape, mode):
-    """The fused kernel the chapter runs for a shape (fusion.fused_plan: the declared policy and its config)."""
+    """The fused kernel the chapter runs for a shape (plans.fused_plan: the model's least prediction on this GPU)."""
     from launchlab.chapters.fusion.targets import make_fused
 
-    plan = fusion.fused_plan(*shape, device)
-    # POLICY_SHAPES holds the picks on a 132-SM H200 (the CPU tests check them); here, this GPU's
-    assert plan["design"] == fused_policy.design_for(*shape, device["sm_count"], device["compute_capability"]), plan
+    plan = plans.fused_plan(*shape, device)
     built = {plan["module"]: module(plan["defines"], plan["family"])}
     target = make_fused(built, plan, *shape, mode, None)
     check(target, label=f"policy {plan['design']} {plan['defines']}")
@@ -193,7 +194,7 @@ def test_cluster_every_width(device, rows, cols, width, place, mode):
     """cols not a multiple of 4 nor of the width; one column leaves all but one block empty. Each slice where
     cluster_config puts it (registers, but shared memory for 7 x 20001 in one block) and forced to shared memory."""
     target = target_for("cluster", rows, cols, mode, device["sm_count"], cluster=width, **CLUSTER_PLACES[place])
-    assert (target.shared_bytes == 0) == (target.slice_regs > 0)
+    assert (target.shared_bytes == 0) == target.in_registers
     if place == "shared":
         assert target.slice_regs == 0 and target.shared_bytes == 16 * -(-fused_policy.worst_chunks(rows, cols) // width)
     check(target)
@@ -220,24 +221,21 @@ def test_cluster_slices_in_registers(device, rows, cols, choices, mode):
     check(target, seed_index=1)
 
 
-def test_cluster_policy_config_keeps_slices_in_registers(device):
-    """3 x 131075 is the policy's cluster in registers: 16 blocks, 16 chunks per thread, one launch per call."""
+def test_cluster_keeps_slices_of_16_chunks_a_thread_in_registers(device):
+    """3 x 131075 over 16 blocks of 256 threads: 2049 chunks a slice, 16 chunks a thread in registers."""
     skip_without_clusters()
-    plan = fusion.fused_plan(3, 131075, device)
-    assert plan["design"] == "cluster" and plan["defines"]["CLUSTER"] == fused_policy.MAX_CLUSTER
-    assert plan["defines"]["SLICE_REGS"] == fused_policy.CLUSTER_MAX_SLICE_REGS
-    target = target_for("cluster", 3, 131075, "rms", device["sm_count"])
+    target = target_for("cluster", 3, 131075, "rms", device["sm_count"], cluster=16, slice_regs=16)
     assert target.describe() == {"design": "cluster", "grid": 3 * 16, "block": 256, "shared_bytes": 0,
-                                 "cluster": 16, "slice_regs": 16}
+                                 "cluster": 16, "slice_regs": 16, "in_registers": True}
     check(target, seed_index=2)
 
 
-def test_cluster_rejects_a_slice_longer_than_its_registers(device):
-    from launchlab.gpu import fused_designs as designs
-
-    defines = fused_policy.design_defines("cluster", 5, 8001, device["sm_count"], cluster=4, slice_regs=1)
-    with pytest.raises(ValueError, match="registers"):
-        designs.ClusterRow(module(defines), 5, 8001, "rms")  # slices of 501 chunks, 256 in registers
+def test_cluster_puts_a_slice_longer_than_its_registers_in_shared_memory(device):
+    """Slices of 501 chunks (5 x 8001 over 4 blocks), 256 in registers at most: the kernel and the target both
+    keep them in shared memory instead."""
+    target = target_for("cluster", 5, 8001, "rms", device["sm_count"], cluster=4, slice_regs=1)
+    assert not target.in_registers and target.shared_bytes == 16 * 501
+    check(target, seed_index=3)
 
 
 # ---------------------------------------------------------------- split
@@ -308,6 +306,8 @@ def test_poisoned_output_fails(backend, device, case):
 def test_narrow_rejects_a_row_longer_than_its_registers(device):
     from launchlab.gpu import fused_designs as designs
 
-    defines = fused_policy.design_defines("narrow", 4, 128, device["sm_count"], lanes=8, row_chunks=4)
-    with pytest.raises(ValueError):
-        designs.NarrowRows(module(defines), 4, 129, "rms")
+    defines = fused_policy.design_defines("narrow", 4, 128, device["sm_count"], row_chunks=1)
+    with pytest.raises(ValueError, match="does not fit 32 lanes"):
+        designs.NarrowRows(module(defines), 4, 129, "rms")  # 33 chunks at the worst alignment: 32 lanes x 1 hold 32
+    with pytest.raises(ValueError, match="power of two"):
+        designs.NarrowRows(module(defines), 4, 12, "rms", lanes=3)

@@ -2,16 +2,16 @@
 
 Three designs, each one launch that reads x once and writes y once (the split design's streamed
 case reads x twice):
-  * `NarrowRows`: part of a warp per row, several rows per block, the row in registers, the grid
-    sized to the GPU;
-  * `ClusterRow`: a thread-block cluster per row, each block's slice in shared memory, the
-    partial statistics combined through distributed shared memory;
+  * `NarrowRows`: part of a warp per row (lanes per row chosen at launch), several rows per block,
+    the row in registers, the grid sized to the GPU;
+  * `ClusterRow`: a thread-block cluster per row, each block's slice in registers or shared memory,
+    the partial statistics combined through distributed shared memory;
   * `SplitRow`: a row split over many blocks of a cooperative grid, the partial statistics
     combined by the row's last block through a small global array.
 
 Every target takes `(built, rows, cols, mode="rms"|"plain", x=None)`; `x` may be another
 variant's input buffer. The module's compile-time defines (`design_defines`) fix the block size,
-lanes per row, cluster width and unrolling; the target derives its grid and shared memory.
+chunks per lane, cluster width and unrolling; the target derives its grid, lanes and shared memory.
 
 The launch policy and the configurations live in launchlab.model.fused_policy (no CuPy there).
 """
@@ -23,7 +23,8 @@ import numpy as np
 from launchlab.gpu import device
 from launchlab.gpu.build import BuiltModule
 from launchlab.gpu.targets import ArrayTarget, allow_dynamic_shared, module_define, resident_blocks_per_sm
-from launchlab.model.fused_policy import (KERNELS, MODES, PORTABLE_CLUSTER, SPLIT_BLOCKS_PER_SM, SPLIT_SLICE_BYTES, split_pieces, worst_chunks)
+from launchlab.model.fused_policy import (KERNELS, MODES, PORTABLE_CLUSTER, SPLIT_BLOCKS_PER_SM, SPLIT_SLICE_BYTES, narrow_lanes,
+                                          split_pieces, worst_chunks)
 
 # ---------------------------------------------------------------- targets (GPU)
 class _DesignTarget(ArrayTarget):
@@ -61,22 +62,26 @@ class _DesignTarget(ArrayTarget):
 
 
 class NarrowRows(_DesignTarget):
-    """narrow_*: LANES lanes per row, BLOCK / LANES rows per block, the row in registers; the grid is
-    the blocks the rows need, at most SMs x resident blocks per SM (the warps stride over the rest)."""
+    """narrow_*: `lanes` lanes per row (a launch argument: by default the fewest that hold the row at the
+    module's ROW_CHUNKS chunks a lane), BLOCK / lanes rows per block, the row in registers; the grid is the blocks
+    the rows need, at most SMs x resident blocks per SM (the warps stride over the rest)."""
 
     design = "narrow"
 
-    def __init__(self, built: BuiltModule, rows: int, cols: int, mode: str = "rms", x=None):
+    def __init__(self, built: BuiltModule, rows: int, cols: int, mode: str = "rms", x=None, lanes: int | None = None):
         super().__init__(built, rows, cols, mode, x)
-        self.lanes = module_define(built, "LANES", 32)
         self.row_chunks = module_define(built, "ROW_CHUNKS", 4)
+        self.lanes = int(lanes) if lanes else narrow_lanes(rows, cols, self.row_chunks)
+        if self.lanes not in (1, 2, 4, 8, 16, 32):
+            raise ValueError(f"lanes per row must be a power of two up to 32, not {self.lanes}")
         if worst_chunks(rows, cols) > self.lanes * self.row_chunks:
             raise ValueError(f"a row of {cols} floats needs {worst_chunks(rows, cols)} chunks; the module holds "
                              f"{self.lanes} lanes x {self.row_chunks}")
         rows_per_block = max(1, self.block // self.lanes)
         self.resident_per_sm = resident_blocks_per_sm(self.kernel, self.block, 0)
         grid = min(-(-rows // rows_per_block), self.resident_per_sm * device.sm_count())
-        self.launches = ((self.kernel, (grid,), (self.block,), (self.x, self.y, np.int32(rows), np.int32(cols))),)
+        self.launches = ((self.kernel, (grid,), (self.block,),
+                          (self.x, self.y, np.int32(rows), np.int32(cols), np.int32(self.lanes))),)
 
     def describe(self) -> dict:
         return super().describe() | {"lanes": self.lanes, "row_chunks": self.row_chunks,
@@ -85,8 +90,8 @@ class NarrowRows(_DesignTarget):
 
 class ClusterRow(_DesignTarget):
     """cluster_*: a cluster of CLUSTER blocks per row (grid = rows x CLUSTER), each block's slice of
-    ceil(chunks / CLUSTER) chunks in dynamic shared memory, or in registers where the module was built
-    with SLICE_REGS > 0."""
+    ceil(chunks / CLUSTER) chunks in registers where SLICE_REGS chunks per thread hold it (the kernel decides the
+    same way), else in dynamic shared memory."""
 
     design = "cluster"
 
@@ -95,10 +100,8 @@ class ClusterRow(_DesignTarget):
         self.cluster = module_define(built, "CLUSTER", 8)
         self.slice_regs = module_define(built, "SLICE_REGS", 0)
         slice_chunks = -(-worst_chunks(rows, cols) // self.cluster)
-        if self.slice_regs and slice_chunks > self.slice_regs * self.block:
-            raise ValueError(f"a slice of {slice_chunks} chunks exceeds the module's {self.slice_regs} x {self.block} "
-                             "chunks in registers")
-        self.shared_bytes = 0 if self.slice_regs else 16 * slice_chunks
+        self.in_registers = slice_chunks <= self.slice_regs * self.block
+        self.shared_bytes = 0 if self.in_registers else 16 * slice_chunks
         if self.shared_bytes > device.shared_limit():
             raise ValueError(f"a slice of {self.shared_bytes} bytes exceeds the {device.shared_limit()} a block may have")
         if self.shared_bytes > 48 * 1024:
@@ -109,7 +112,8 @@ class ClusterRow(_DesignTarget):
         self.launches = ((self.kernel, (rows * self.cluster,), (self.block,), (self.x, self.y, np.int32(cols))),)
 
     def describe(self) -> dict:
-        return super().describe() | {"cluster": self.cluster, "slice_regs": self.slice_regs}
+        return super().describe() | {"cluster": self.cluster, "slice_regs": self.slice_regs,
+                                     "in_registers": self.in_registers}
 
 
 class SplitRow(_DesignTarget):

@@ -34,14 +34,14 @@ class Context:
 
 
 def make_fused(modules: dict, plan: dict, rows: int, cols: int, mode: str, x):
-    """The fused kernel the plan names, in `mode` (rms or plain), reading x."""
+    """The fused kernel the plan names, in `mode` (rms or plain), reading x, with the plan's launch-time options."""
     from launchlab.gpu import fused_designs
     from launchlab.gpu.targets import FusedRow
 
     module = modules[plan["module"]]
     if plan["design"] == "row":
         return FusedRow(module, rows, cols, mode, plan["shared_bytes"], x=x)
-    return fused_designs.make_target(plan["design"], module, rows, cols, mode, x)
+    return fused_designs.make_target(plan["design"], module, rows, cols, mode, x, **plan.get("options", {}))
 
 
 def make_rows(session, context: Context, libraries: dict, case: str, names) -> dict:

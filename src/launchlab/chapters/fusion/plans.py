@@ -1,0 +1,244 @@
+"""The fused kernel of each shape: the configurations the launch policy considers (`candidates`), the model's
+prediction for each (model/fused_cost.py) and the pick (`fused_plan`), with the build each one needs.
+
+A plan is a dict: "design" (row, narrow, cluster, split), "family" (the kernel file), "defines" (compile-time),
+"module" (the build's label: plans with equal defines share one), "shared_bytes" (the row kernel's dynamic shared
+memory; None for the designs, whose targets derive it), "options" (launch-time choices of the target), "tag"
+(the configuration's name), and from `fused_plan` "predicted_us" ({tag: {"warm", "cold"}} for every candidate
+considered) and "model" (the version of the fitted constants)."""
+from __future__ import annotations
+
+from launchlab.model import fused_cost, fused_policy
+
+FUSED_KERNELS = ("fused_rms_softmax", "fused_softmax")
+
+# ---------------------------------------------------------------- the one-block-per-row kernel's build per shape
+# A row walks in 16-byte chunks; a block holds up to REG_CHUNKS chunks per thread in registers, else the row in
+# dynamic shared memory, else it streams the row twice (kernels/fused_softmax.cu decides, from these). One warp
+# per row for rows up to 256 chunks, a register budget that lets several rows share an SM, and deeper unrolling
+# where a row is cached in shared memory or streamed. Fewer rows than SMs (one row per SM at most) keep rows of up
+# to 8 x 1024 chunks in registers, 8 chunks a thread (evidence/development/fused_policy_sweep.md).
+REG_CHUNKS = 4
+WARP_ROW_CHUNKS = 8           # chunks per thread a one-warp block may hold (rows up to 1024 floats)
+FEW_ROWS_REG_CHUNKS = 8       # chunks per thread in registers when rows are fewer than SMs
+WIDE_REGISTER_BUDGET = 64     # per thread, for 8 chunks a thread (ptxas fits them in 60 without spills)
+REGISTER_TIER_MAX_BLOCK = 256
+SHARED_TIER_BLOCK = 512
+STREAMED_TIER_BLOCK = 1024
+UNROLL = {"registers": 4, "shared": 8, "streamed": 8}
+REGISTER_BUDGET = {"registers": 48, "shared": 64, "streamed": 64}  # per thread; ptxas fits these without spills
+
+
+def fused_tier(rows: int, cols: int, block: int, shared_bytes: int, reg_chunks: int = REG_CHUNKS) -> str:
+    """Where the kernel keeps a row (the worst-aligned one), mirroring fused_row() in the .cu file."""
+    chunks = fused_policy.worst_chunks(rows, cols)
+    if chunks <= reg_chunks * block:
+        return "registers"
+    if 16 * chunks <= shared_bytes:
+        return "shared"
+    return "streamed"
+
+
+def fused_config(rows: int, cols: int, shared_limit: int, sm_count: int | None = None) -> dict:
+    """Block size, compile-time defines and dynamic shared memory of the row kernel for a shape; `module` names
+    the build (shapes with equal defines share one). With the GPU's `sm_count`, fewer rows than SMs keep longer
+    rows in registers; without it (callers whose rows outnumber any GPU's SMs) they do not."""
+    chunks = fused_policy.worst_chunks(rows, cols)
+    few_rows = sm_count is not None and rows < sm_count
+    if chunks <= WARP_ROW_CHUNKS * 32:
+        tier, block, reg_chunks, shared = "registers", 32, (REG_CHUNKS if chunks <= REG_CHUNKS * 32 else WARP_ROW_CHUNKS), 0
+    elif chunks <= REG_CHUNKS * REGISTER_TIER_MAX_BLOCK:
+        tier, block, reg_chunks, shared = "registers", fused_policy.next_power_of_two(-(-chunks // REG_CHUNKS)), REG_CHUNKS, 0
+    elif few_rows and chunks <= FEW_ROWS_REG_CHUNKS * 1024:
+        tier, reg_chunks, shared = "registers", FEW_ROWS_REG_CHUNKS, 0
+        block = max(REGISTER_TIER_MAX_BLOCK, fused_policy.next_power_of_two(-(-chunks // FEW_ROWS_REG_CHUNKS)))
+    elif 16 * chunks <= shared_limit:
+        block = SHARED_TIER_BLOCK
+        while REG_CHUNKS * block >= chunks:  # the kernel keeps a row in registers when it fits: keep it from fitting
+            block //= 2
+        tier, reg_chunks, shared = "shared", REG_CHUNKS, 16 * chunks
+    else:
+        tier, block, reg_chunks, shared = "streamed", STREAMED_TIER_BLOCK, REG_CHUNKS, 0
+    budget = REGISTER_BUDGET[tier] if reg_chunks <= REG_CHUNKS else WIDE_REGISTER_BUDGET
+    defines = {"BLOCK": block, "REG_CHUNKS": reg_chunks, "UNROLL": UNROLL[tier], "MIN_BLOCKS": min_blocks(block, budget)}
+    assert fused_tier(rows, cols, block, shared, reg_chunks) == tier
+    return {"defines": defines, "block": block, "shared_bytes": shared, "tier": tier, "module": row_kernel_module(defines)}
+
+
+def min_blocks(block: int, register_budget: int = REGISTER_BUDGET["registers"]) -> int:
+    """Blocks per SM that __launch_bounds__ asks the register allocation to allow: as many as a budget of
+    registers per thread gives (4 schedulers of 16384 registers, 32 threads a warp), within the SM's 2048
+    threads and 32 blocks."""
+    warps = 4 * (16384 // (32 * register_budget))
+    return max(1, min(32, 2048 // block, warps // max(1, block // 32)))
+
+
+def row_kernel_module(defines: dict) -> str:
+    """The build of kernels/fused_softmax.cu with these defines (shapes with equal defines share it)."""
+    return (f"fused_softmax_b{defines['BLOCK']}_r{defines['REG_CHUNKS']}_u{defines['UNROLL']}"
+            f"_m{defines.get('MIN_BLOCKS', 1)}")
+
+
+# ---------------------------------------------------------------- plans
+def row_plan(rows: int, cols: int, shared_limit: int, sm_count: int | None) -> dict:
+    return _row(fused_config(rows, cols, shared_limit, sm_count))
+
+
+def _row(config: dict) -> dict:
+    d = config["defines"]
+    return {"design": "row", "family": "fused_softmax", "options": {}, **config,
+            "tag": f"row-b{d['BLOCK']}-r{d['REG_CHUNKS']}-u{d['UNROLL']}-m{d['MIN_BLOCKS']}-{config['tier']}"}
+
+
+# (threads, chunks in flight a thread, registers a thread) beside fused_config's shared and streamed tiers; the
+# calibration also timed (1024, 8, 64), (256, 16, 128) and one warp holding rows of 1K-4K floats (16 or 32 chunks a
+# thread): none beat the other candidates by 2 % anywhere on its plane
+ROW_VARIANTS = ((256, 8, 64),)
+
+
+def row_variants(rows: int, cols: int, shared_limit: int) -> list[dict]:
+    """The row kernel for rows its registers cannot hold, with 256 threads and deeper unrolling than fused_config's
+    (it keeps the row in shared memory where it fits, else streams it)."""
+    chunks = fused_policy.worst_chunks(rows, cols)
+    shared = 16 * chunks if 16 * chunks <= shared_limit else 0
+    found = []
+    for block, unroll, registers in ROW_VARIANTS:
+        if REG_CHUNKS * block >= chunks:
+            continue
+        defines = {"BLOCK": block, "REG_CHUNKS": REG_CHUNKS, "UNROLL": unroll, "MIN_BLOCKS": min_blocks(block, registers)}
+        tier = fused_tier(rows, cols, block, shared)
+        found.append(_row({"defines": defines, "block": block, "shared_bytes": shared, "tier": tier,
+                           "module": row_kernel_module(defines)}))
+    return found
+
+
+def design_plan(design: str, defines: dict, options: dict | None = None) -> dict:
+    """The plan of one of kernels/softmax_designs.cu's designs built with these defines."""
+    options = dict(options or {})
+    return {"design": design, "family": fused_policy.FAMILY, "defines": defines, "shared_bytes": None,
+            "module": fused_policy.module_label(design, defines), "options": options,
+            "tag": design_tag(design, defines, options)}
+
+
+TAG_LETTERS = {"CLUSTER": "c", "BLOCK": "b", "ROW_CHUNKS": "r", "PREFETCH": "p", "SLICE_REGS": "g", "UNROLL": "u"}
+
+
+def design_tag(design: str, defines: dict, options: dict) -> str:
+    parts = [f"{letter}{defines[key]}" for key, letter in TAG_LETTERS.items() if key in defines]
+    parts += [f"{key}{value}" for key, value in sorted(options.items())]
+    return "-".join([design, *parts])
+
+
+def plan_kernels(plan: dict) -> tuple[str, str]:
+    """(RMS kernel, plain kernel) of a plan: the row kernel's, or a design's of kernels/softmax_designs.cu."""
+    if plan["design"] == "row":
+        return FUSED_KERNELS
+    return tuple(fused_policy.KERNELS[plan["design"]][mode] for mode in fused_policy.MODES)
+
+
+# ---------------------------------------------------------------- what the policy considers
+CANDIDATE_NARROW_ROW_CHUNKS = (1, 2, 4, 8)      # chunks per lane a narrow build may hold (16 spills)
+CANDIDATE_PREFETCH_ROW_CHUNKS = (1, 2, 4)        # narrow builds that may load the next rows early (8: too many registers)
+CANDIDATE_CLUSTERS = (4, 8, 16)                   # clusters of 2 never beat the others by 1 % on the calibration plane
+NARROW_BLOCK = 256
+CANDIDATE_SLICE_REGS = (8, 16)                    # chunks per thread a cluster build holds in registers
+CANDIDATE_MAX_BLOCKS_PER_SM = 64                  # a cluster design whose grid exceeds SMs x this is not considered
+SPLIT_MAX_ROWS_PER_SM = 2                         # the split design is considered for fewer rows than SMs x this
+
+
+def _try(make, *args, **kwargs):
+    try:
+        return make(*args, **kwargs)
+    except ValueError:
+        return None
+
+
+def candidates(rows: int, cols: int, device: dict) -> list[dict]:
+    """Every configuration the policy considers for a shape on a device (its identity: "sm_count",
+    "compute_capability", "shared_bytes_per_block_optin"), each once, as plans."""
+    if rows <= 0 or cols <= 0:
+        raise ValueError(f"shape {rows}x{cols} is empty")
+    sm_count, optin = int(device["sm_count"]), int(device["shared_bytes_per_block_optin"])
+    clusters = fused_policy.capability(device["compute_capability"]) >= fused_policy.CLUSTER_CAPABILITY
+    chunks = fused_policy.worst_chunks(rows, cols)
+    found = [row_plan(rows, cols, optin, sm_count), row_plan(rows, cols, optin, None)]
+    found += row_variants(rows, cols, optin)
+    by_lanes = {}  # per lane count the narrow build of fewest chunks a lane that gives it
+    for per_lane in CANDIDATE_NARROW_ROW_CHUNKS:
+        if chunks <= 32 * per_lane:
+            by_lanes.setdefault(fused_policy.narrow_lanes(rows, cols, per_lane), per_lane)
+    for per_lane in by_lanes.values():
+        for prefetch in (0, 1) if per_lane in CANDIDATE_PREFETCH_ROW_CHUNKS else (0,):
+            found.append(design_plan("narrow", fused_policy.design_defines(
+                "narrow", rows, cols, sm_count, row_chunks=per_lane, block=NARROW_BLOCK,
+                **({"prefetch": 1} if prefetch else {}))))
+    if clusters and cols >= 1024:
+        for width in CANDIDATE_CLUSTERS:
+            if rows * width > CANDIDATE_MAX_BLOCKS_PER_SM * sm_count:
+                continue
+            slice_chunks = -(-chunks // width)
+            for regs in CANDIDATE_SLICE_REGS:
+                if regs != fused_policy.CLUSTER_SLICE_REGS and not (regs // 2) * 256 < slice_chunks <= regs * 256:
+                    continue  # another capacity only where it keeps a slice in registers the default cannot
+                defines = _try(fused_policy.design_defines, "cluster", rows, cols, sm_count, cluster=width,
+                               slice_regs=regs)
+                if defines and (slice_chunks <= regs * 256
+                                or 16 * slice_chunks <= optin - fused_policy.SHARED_RESERVED_PER_BLOCK):
+                    found.append(design_plan("cluster", defines))
+    if cols >= 4096:
+        split = fused_policy.design_defines("split", rows, cols, sm_count)
+        if rows < SPLIT_MAX_ROWS_PER_SM * sm_count:
+            found.append(design_plan("split", split))
+        kept = fused_policy.split_kept_pieces(rows, cols, sm_count, split["BLOCK"])
+        if kept:
+            found.append(design_plan("split", split, {"pieces": kept}))
+    unique = {}
+    for plan in found:
+        unique.setdefault(plan["tag"] + "|" + plan["module"], plan | {"place": place(plan, rows, cols, sm_count)})
+    return list(unique.values())
+
+
+def place(plan: dict, rows: int, cols: int, sm_count: int) -> str:
+    """Where a plan keeps a row at this shape, in words (the page's)."""
+    defines, chunks = plan["defines"], fused_policy.worst_chunks(rows, cols)
+    if plan["design"] == "row":
+        return plan["tier"]
+    if plan["design"] == "narrow":
+        return f"registers, {fused_policy.narrow_lanes(rows, cols, defines['ROW_CHUNKS'])} lanes"
+    if plan["design"] == "cluster":
+        slice_chunks = -(-chunks // defines["CLUSTER"])
+        where = "registers" if slice_chunks <= defines["SLICE_REGS"] * defines["BLOCK"] else "shared memory"
+        return f"{where}, {defines['CLUSTER']} blocks"
+    pieces = plan["options"].get("pieces") or fused_policy.split_pieces(
+        rows, fused_policy.split_blocks_per_sm(defines["BLOCK"]) * sm_count)
+    kept = 16 * -(-chunks // pieces) <= fused_policy.SPLIT_SLICE_BYTES
+    return f"{'shared memory' if kept else 'streamed'}, {pieces} pieces"
+
+
+def predictions(rows: int, cols: int, device: dict, constants: fused_cost.Constants | None = None) -> list[tuple]:
+    """[(plan, {"warm": us, "cold": us})] of every candidate, in the order `candidates` gives them."""
+    constants = constants or fused_cost.FITTED
+    return [(plan, {l2: fused_cost.predict(plan, rows, cols, device, l2, constants) for l2 in fused_cost.L2_STATES})
+            for plan in candidates(rows, cols, device)]
+
+
+def score(predicted: dict) -> float:
+    """What the policy minimises: the geometric mean of the warm and cold predictions (both count alike)."""
+    return (predicted["warm"] * predicted["cold"]) ** 0.5
+
+
+def fused_plan(rows: int, cols: int, device: dict) -> dict:
+    """The fused kernel for a shape on a device (its identity: SM count, compute capability, opt-in shared memory):
+    the candidate of least predicted time (model/fused_cost.py with its fitted constants; the first candidate on
+    a tie), with every candidate's prediction ("predicted_us", by tag) and the model's version ("model")."""
+    predicted = predictions(rows, cols, device)
+    best = min(range(len(predicted)), key=lambda k: (score(predicted[k][1]), k))
+    plan = dict(predicted[best][0])
+    plan["predicted_us"] = {candidate["tag"]: times for candidate, times in predicted}
+    plan["model"] = fused_cost.MODEL_VERSION
+    return plan
+
+
+def fused_plans(shapes, device: dict) -> dict:
+    """{"<rows>x<cols>": fused_plan} for every shape."""
+    return {f"{r}x{c}": fused_plan(r, c, device) for r, c in shapes}

@@ -1,0 +1,147 @@
+"""CPU: the fused cost model (model/fused_cost.py) and the launch policy derived from it (chapters/fusion/plans.py):
+the calibration plane's distribution, the model's sanity (monotone in bytes, L2 states, occupancy), the fit
+recovering known constants and reproducing the committed constants from the committed calibration file, and the
+policy choosing the candidate of least prediction."""
+import dataclasses
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from launchlab.chapters.fusion import plans
+from launchlab.model import fused_cost
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tools"))
+import fused_fit  # noqa: E402
+
+H200 = {"sm_count": 132, "compute_capability": "9.0", "shared_bytes_per_block_optin": 232448,
+        "shared_bytes_per_sm": 233472, "l2_bytes": 62914560}
+EDGES = [(1, 1), (1, 2), (1, 1 << 21), (65536, 1), (3, 1 << 21), (7, 3), (257, 1025), (33, 99999), (4099, 17),
+         (64, 1 << 22)]
+CALIBRATION = ROOT / "evidence/development/fused_calibration.json"
+COPY = {"design": "copy", "defines": {}}
+
+
+def test_plane_draws_follow_the_distribution_and_the_seed():
+    shapes = fused_cost.draw_plane(123, 200)
+    assert shapes == fused_cost.draw_plane(123, 200) != fused_cost.draw_plane(124, 200)
+    assert len(set(shapes)) == 200
+    for rows, cols in shapes:
+        assert 1 <= rows <= fused_cost.MAX_ROWS and 1 <= cols <= fused_cost.MAX_COLS
+        assert fused_cost.MIN_BYTES <= 4 * rows * cols <= fused_cost.MAX_BYTES
+    logs = np.log2([rows for rows, _ in shapes])
+    assert logs.min() < 2 and logs.max() > 14   # spread over the whole log range, not bunched
+
+
+def test_the_calibration_plane_is_not_the_chapters():
+    from launchlab.chapters import fusion
+
+    seed = getattr(fusion.Parameters(), "plane_seed", None)
+    assert seed != fused_cost.CALIBRATION_SEED
+
+
+def test_resident_blocks_follow_each_limit():
+    assert fused_cost.resident_blocks(256, 32, 0, 233472) == 8                 # threads
+    assert fused_cost.resident_blocks(32, 32, 0, 233472) == 32                 # blocks
+    assert fused_cost.resident_blocks(256, 64, 0, 233472) == 4                 # registers
+    assert fused_cost.resident_blocks(256, 32, 100 * 1024, 233472) == 2        # shared memory
+    assert fused_cost.resident_blocks(1024, 255, 0, 233472) == 0               # does not fit at all
+
+
+@pytest.mark.parametrize("rows", [1, 100, 5000])
+def test_more_bytes_never_take_less_time(rows):
+    for l2 in fused_cost.L2_STATES:
+        previous = 0.0
+        for cols in (64, 1024, 16384, 50000):
+            if 4 * rows * cols > fused_cost.MAX_BYTES:
+                continue
+            best = min(fused_cost.predict(p, rows, cols, H200, l2, fused_cost.FITTED)
+                       for p in plans.candidates(rows, cols, H200))
+            assert best >= previous * 0.999, (rows, cols, l2)
+            previous = best
+
+
+def test_cold_is_never_faster_than_warm_where_x_and_y_fit_the_l2():
+    # past the L2, warm calls evict the last call's dirty y while cold ones start from clean lines: no rule there
+    for rows, cols in [(r, c) for r, c in fused_cost.draw_plane(7, 80) if 8 * r * c <= H200["l2_bytes"] // 2]:
+        for plan in plans.candidates(rows, cols, H200) + [COPY]:
+            warm = fused_cost.predict(plan, rows, cols, H200, "warm", fused_cost.FITTED)
+            cold = fused_cost.predict(plan, rows, cols, H200, "cold", fused_cost.FITTED)
+            assert cold >= warm * 0.999, (rows, cols, plan.get("tag"))
+
+
+def test_a_larger_gpu_is_never_slower():
+    bigger = H200 | {"sm_count": 2 * H200["sm_count"]}
+    for rows, cols in [(64, 65536), (4096, 4096), (1, 1 << 20), (30000, 100)]:
+        for plan in plans.candidates(rows, cols, H200):
+            for l2 in fused_cost.L2_STATES:
+                assert (fused_cost.predict(plan, rows, cols, bigger, l2, fused_cost.FITTED)
+                        <= fused_cost.predict(plan, rows, cols, H200, l2, fused_cost.FITTED) * 1.001)
+
+
+def test_bad_input_is_refused_clearly():
+    with pytest.raises(ValueError, match="unknown design"):
+        fused_cost.geometry({"design": "magic", "defines": {}}, 4, 4, H200)
+    with pytest.raises(ValueError, match="L2 state"):
+        fused_cost.predict(COPY, 4, 4, H200, "lukewarm", fused_cost.FITTED)
+    with pytest.raises(ValueError, match="empty"):
+        plans.candidates(0, 4, H200)
+
+
+def synthetic(constants, shapes, noise=0.02):
+    rng = np.random.default_rng(5)
+    found = []
+    for rows, cols in shapes:
+        for plan in plans.candidates(rows, cols, H200) + [COPY]:
+            for l2 in fused_cost.L2_STATES:
+                us = fused_cost.predict(plan, rows, cols, H200, l2, constants) * np.exp(rng.normal(0.0, noise))
+                found.append((plan, rows, cols, l2, us))
+    return found
+
+
+def test_the_fit_recovers_known_constants():
+    true = dataclasses.replace(fused_cost.Constants(), launch=1.3, latency=0.7, dram=4.2e6, per_sm=9e4, sync=0.15,
+                               cluster_sync=0.6, l2_effective=42e6)
+    fitted, errors = fused_cost.fit(synthetic(true, fused_cost.draw_plane(11, 60)), H200)
+    assert errors["median"] < 0.03
+    # a copy's fixed cost is launch + latency: the copy alone tells the sum, not the parts
+    assert fitted.launch + fitted.latency == pytest.approx(true.launch + true.latency, rel=0.05)
+    for name in ("dram", "l2_effective", "per_sm"):
+        assert getattr(fitted, name) == pytest.approx(getattr(true, name), rel=0.1), name
+
+
+def test_the_policy_picks_the_least_prediction_with_every_candidates_prediction():
+    for rows, cols in fused_cost.draw_plane(99, 40) + EDGES:
+        plan = plans.fused_plan(rows, cols, H200)
+        considered = plans.candidates(rows, cols, H200)
+        assert set(plan["predicted_us"]) == {p["tag"] for p in considered}
+        scores = {tag: plans.score(times) for tag, times in plan["predicted_us"].items()}
+        assert scores[plan["tag"]] == min(scores.values())
+        assert plan["model"] == fused_cost.MODEL_VERSION
+        for tag, times in plan["predicted_us"].items():
+            assert set(times) == {"warm", "cold"} and all(t > 0 for t in times.values())
+
+
+@pytest.mark.skipif(not CALIBRATION.exists(), reason="no committed calibration yet")
+def test_the_committed_constants_refit_from_the_committed_calibration():
+    calibration = json.loads(CALIBRATION.read_text())
+    assert calibration["plane_seed"] == fused_cost.CALIBRATION_SEED
+    fitted = fused_fit.fit_file(CALIBRATION)
+    for name, value in fitted["constants"].items():
+        assert getattr(fused_cost.FITTED, name) == pytest.approx(value, rel=1e-3), name
+    assert fused_cost.MODEL_VERSION.endswith(fused_fit.version_of(CALIBRATION))
+
+
+def test_the_policy_needs_no_cupy():
+    import subprocess
+
+    code = ("import sys\nfrom launchlab.chapters.fusion import plans\n"
+            f"for rows, cols in {EDGES!r}: plans.fused_plan(rows, cols, {H200!r})\n"
+            "print(sorted(m for m in sys.modules if m == 'cupy' or m.startswith('cupy.')))\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                          env={"PYTHONPATH": str(ROOT / "src")})
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
