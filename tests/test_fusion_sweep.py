@@ -1,8 +1,5 @@
-"""Chapter 3's sweep on the CPU: the declaration's sweep helpers (grid, shapes, calls per replay, contenders, plans),
-chapters/fusion/sweep.py on fakes (an array module standing in for CuPy, fake variants and session), and the
-development tool tools/sweep_fused_designs.py's candidates (no CuPy)."""
-import importlib.util
-import subprocess
+"""Chapter 3's sweep on the CPU: the declaration's sweep helpers (grid, shapes, calls per replay, contenders, plans)
+and chapters/fusion/sweep.py on fakes (an array module standing in for CuPy, fake variants and session)."""
 import sys
 import types
 from pathlib import Path
@@ -17,7 +14,6 @@ from launchlab.measure.variant import VariantId
 from launchlab.model import fused_policy, oracles, workloads
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-TOOL = REPO_ROOT / "tools/sweep_fused_designs.py"
 H200 = {"sm_count": 132, "compute_capability": "9.0", "shared_bytes_per_block_optin": 232448}
 MIB = 2**20
 
@@ -287,57 +283,3 @@ def test_run_sweep_on_an_empty_sweep_needs_no_cupy(monkeypatch):
     sweep.run_sweep(session, Context(None, {}, {}), {}, types.SimpleNamespace(flush=None), {},
                     sweep_variants(session.parameters))
     assert session.events == []
-
-
-# ---------------------------------------------------------------- tools/sweep_fused_designs.py's candidates
-@pytest.fixture(scope="module")
-def tool():
-    spec = importlib.util.spec_from_file_location("sweep_fused_designs", TOOL)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-POLICY_PICKS = [(4096, 128, "narrow", "narrow-b128-l32-r1"), (4096, 4096, "row", "row-b256-r4-u4-m5"),
-                (128, 131072, "cluster", "cluster-c16-b256-u4-g8"), (128, 1000000, "split", "split-b512-u4")]
-
-
-@pytest.mark.parametrize("rows, cols, design, label", POLICY_PICKS)
-def test_candidates_put_the_policy_pick_first(tool, rows, cols, design, label):
-    assert fused_policy.design_for(rows, cols, H200["sm_count"], H200["compute_capability"]) == design   # what the policy says for the shape
-    found = tool.candidates(rows, cols, H200)
-    assert found[0] == (fusion.fused_plan(rows, cols, H200), {})
-    assert tool.tag(*found[0]) == label
-    assert any(plan["design"] == "row" for plan, _ in found[1:]) or design == "row"  # the row kernel always timed
-
-
-@pytest.mark.parametrize("rows, cols", [(rows, cols) for rows, cols, _, _ in POLICY_PICKS] + [(128, 65536), (4, 1 << 22)])
-def test_candidate_tags_are_unique_and_name_every_define(tool, rows, cols):
-    found = tool.candidates(rows, cols, H200)
-    tags = [tool.tag(plan, options) for plan, options in found]
-    assert len(tags) == len(set(tags)) > 1, tags
-    for (plan, options), label in zip(found, tags):
-        VariantId(label.replace(plan["design"], f"{plan['design']}_rms", 1), workloads.shape_name(rows, cols))
-        assert len(label.split("-")) == 1 + len(set(plan["defines"]) - {"DESIGN"}) + len(options), label
-        if plan["design"] == "cluster":
-            assert f"-g{plan['defines']['SLICE_REGS']}" in label
-        if plan["design"] != "row":
-            assert plan["module"] == fused_policy.module_label(plan["design"], plan["defines"])
-
-
-def test_every_tool_shape_has_unique_tags(tool):
-    for rows, cols in tool.SHAPES:
-        tags = [tool.tag(*candidate) for candidate in tool.candidates(rows, cols, H200)]
-        assert len(tags) == len(set(tags)), (rows, cols)
-
-
-def test_candidates_need_no_cupy():
-    shapes = [(rows, cols) for rows, cols, _, _ in POLICY_PICKS]
-    code = (f"import importlib.util, sys\n"
-            f"spec = importlib.util.spec_from_file_location('tool', {str(TOOL)!r})\n"
-            f"tool = importlib.util.module_from_spec(spec); spec.loader.exec_module(tool)\n"
-            f"for rows, cols in {shapes!r}: tool.candidates(rows, cols, {H200!r})\n"
-            f"print(sorted(m for m in sys.modules if m == 'cupy' or m.startswith('cupy.')))\n")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.strip() == "[]"

@@ -352,106 +352,17 @@ PLANE_TARGETS = (
 )
 
 # ---------------------------------------------------------------- the fused kernel's build policy per shape
-# Declared before any run. A row walks in 16-byte chunks; a block holds up to REG_CHUNKS chunks per
-# thread in registers, else the row in dynamic shared memory, else it streams the row twice
-# (kernels/fused_softmax.cu decides, from these). The numbers come from a development sweep on an H200
-# (tools/gpu_fusion_check.py --sweep): one warp per row for rows up to 256 chunks, a register budget that
-# lets several rows share an SM, and deeper unrolling where a row is cached in shared memory or streamed.
-# Fewer rows than SMs (one row per SM at most) keep rows of up to 8 x 1024 chunks in registers, 8 chunks a
-# thread; the sweep's figures for that are in evidence/development/fused_policy_sweep.md.
-REG_CHUNKS = 4
-WARP_ROW_CHUNKS = 8           # chunks per thread a one-warp block may hold (rows up to 1024 floats)
-FEW_ROWS_REG_CHUNKS = 8       # chunks per thread in registers when rows are fewer than SMs
-WIDE_REGISTER_BUDGET = 64     # per thread, for 8 chunks a thread (ptxas fits them in 60 without spills)
-REGISTER_TIER_MAX_BLOCK = 256
-SHARED_TIER_BLOCK = 512
-STREAMED_TIER_BLOCK = 1024
-UNROLL = {"registers": 4, "shared": 8, "streamed": 8}
-REGISTER_BUDGET = {"registers": 48, "shared": 64, "streamed": 64}  # per thread; ptxas fits these without spills
-
-
-def fused_tier(rows: int, cols: int, block: int, shared_bytes: int, reg_chunks: int = REG_CHUNKS) -> str:
-    """Where the kernel keeps a row (the worst-aligned one), mirroring fused_row() in the .cu file."""
-    chunks = fused_policy.worst_chunks(rows, cols)
-    if chunks <= reg_chunks * block:
-        return "registers"
-    if 16 * chunks <= shared_bytes:
-        return "shared"
-    return "streamed"
-
-
-def fused_config(rows: int, cols: int, shared_limit: int, sm_count: int | None = None) -> dict:
-    """Block size, compile-time defines and dynamic shared memory of the fused kernel for a shape;
-    `module` names the build (shapes with equal defines share one). With the GPU's `sm_count`, fewer rows
-    than SMs keep longer rows in registers; without it (callers whose rows outnumber any GPU's SMs) they do not."""
-    chunks = fused_policy.worst_chunks(rows, cols)
-    few_rows = sm_count is not None and rows < sm_count
-    if chunks <= WARP_ROW_CHUNKS * 32:
-        tier, block, reg_chunks, shared = "registers", 32, (REG_CHUNKS if chunks <= REG_CHUNKS * 32 else WARP_ROW_CHUNKS), 0
-    elif chunks <= REG_CHUNKS * REGISTER_TIER_MAX_BLOCK:
-        tier, block, reg_chunks, shared = "registers", fused_policy.next_power_of_two(-(-chunks // REG_CHUNKS)), REG_CHUNKS, 0
-    elif few_rows and chunks <= FEW_ROWS_REG_CHUNKS * 1024:
-        tier, reg_chunks, shared = "registers", FEW_ROWS_REG_CHUNKS, 0
-        block = max(REGISTER_TIER_MAX_BLOCK, fused_policy.next_power_of_two(-(-chunks // FEW_ROWS_REG_CHUNKS)))
-    elif 16 * chunks <= shared_limit:
-        block = SHARED_TIER_BLOCK
-        while REG_CHUNKS * block >= chunks:  # the kernel keeps a row in registers when it fits: keep it from fitting
-            block //= 2
-        tier, reg_chunks, shared = "shared", REG_CHUNKS, 16 * chunks
-    else:
-        tier, block, reg_chunks, shared = "streamed", STREAMED_TIER_BLOCK, REG_CHUNKS, 0
-    budget = REGISTER_BUDGET[tier] if reg_chunks <= REG_CHUNKS else WIDE_REGISTER_BUDGET
-    defines = {"BLOCK": block, "REG_CHUNKS": reg_chunks, "UNROLL": UNROLL[tier], "MIN_BLOCKS": min_blocks(block, budget)}
-    assert fused_tier(rows, cols, block, shared, reg_chunks) == tier
-    return {"defines": defines, "block": block, "shared_bytes": shared, "tier": tier, "module": row_kernel_module(defines)}
-
-
-def min_blocks(block: int, register_budget: int = REGISTER_BUDGET["registers"]) -> int:
-    """Blocks per SM that __launch_bounds__ asks the register allocation to allow: as many as a
-    budget of registers per thread gives (4 schedulers of 16384 registers, 32 threads a warp),
-    within the SM's 2048 threads and 32 blocks."""
-    warps = 4 * (16384 // (32 * register_budget))
-    return max(1, min(32, 2048 // block, warps // max(1, block // 32)))
-
-
-def row_kernel_module(defines: dict) -> str:
-    """The build of kernels/fused_softmax.cu with these defines (shapes with equal defines share it)."""
-    return (f"fused_softmax_b{defines['BLOCK']}_r{defines['REG_CHUNKS']}_u{defines['UNROLL']}"
-            f"_m{defines.get('MIN_BLOCKS', 1)}")
-
-
-def fused_plan(rows: int, cols: int, device: dict) -> dict:
-    """The fused kernel for a shape under the declared launch policy (model/fused_policy.design_for) on the
-    device (its identity: SM count, compute capability, opt-in shared memory): {"design", "family", "defines",
-    "module", "shared_bytes"} (plus the row kernel's "block" and "tier"), and "fallback" (why) where the GPU
-    cannot run the preferred design."""
-    sm_count, capability = int(device["sm_count"]), device["compute_capability"]
-    design = fused_policy.design_for(rows, cols, sm_count, capability)
-    if design == "row":
-        plan = {"design": "row", "family": "fused_softmax",
-                **fused_config(rows, cols, int(device["shared_bytes_per_block_optin"]), sm_count)}
-    else:
-        plan = design_plan(design, fused_policy.design_defines(design, rows, cols, sm_count))
-    fallback = fused_policy.fallback_reason(rows, cols, sm_count, capability)
-    return plan | ({"fallback": fallback} if fallback else {})
-
-
-def plan_kernels(plan: dict) -> tuple[str, str]:
-    """(RMS kernel, plain kernel) of a plan: the row kernel's, or a design's of kernels/softmax_designs.cu."""
-    if plan["design"] == "row":
-        return FUSED_KERNELS
-    return tuple(fused_policy.KERNELS[plan["design"]][mode] for mode in fused_policy.MODES)
-
-
-def design_plan(design: str, defines: dict) -> dict:
-    """The plan of one of kernels/softmax_designs.cu's designs built with these defines."""
-    return {"design": design, "family": fused_policy.FAMILY, "defines": defines, "shared_bytes": None,
-            "module": fused_policy.module_label(design, defines)}
+# The fused kernel's build per shape and the launch policy (the candidate of least predicted time under the
+# cost model fitted on a calibration plane) live in plans.py; these names are the chapter's.
+from launchlab.chapters.fusion.plans import (FEW_ROWS_REG_CHUNKS, REG_CHUNKS, REGISTER_BUDGET, UNROLL,  # noqa: E402,F401
+                                             design_plan, fused_config, fused_plan, fused_tier, min_blocks, plan_kernels,
+                                             row_kernel_module)
+from launchlab.chapters.fusion import plans as _plans  # noqa: E402
 
 
 def fused_plans(parameters: Parameters, device: dict) -> dict:
-    """{shape: fused_plan} for every shape of a run, fixed and swept."""
-    return {workloads.shape_name(r, c): fused_plan(r, c, device) for r, c in all_shapes(parameters)}
+    """{shape: fused_plan} for every shape of a run: fixed, swept and the plane's."""
+    return _plans.fused_plans(all_shapes(parameters), device)
 
 
 CHAPTER = Chapter(

@@ -82,16 +82,8 @@ def design_label(design: str) -> str:
 
 
 def plan_place(plan: dict) -> str:
-    """Where a design keeps a row, in words."""
-    defines = plan.get("defines", {})
-    if plan["design"] == "row":
-        return plan["tier"]
-    if plan["design"] == "narrow":
-        return f"registers, {defines['LANES']} lanes"
-    if plan["design"] == "cluster":
-        where = "registers" if defines.get("SLICE_REGS") else "shared memory"
-        return f"{where}, {defines['CLUSTER']} blocks"
-    return "shared memory or streamed"
+    """Where a design keeps a row, in words (the plan's own, from plans.place)."""
+    return plan.get("place") or plan.get("tier") or "shared memory or streamed"
 
 
 

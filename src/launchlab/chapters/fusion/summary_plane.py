@@ -71,7 +71,7 @@ def point_summary(grouped: dict, timing: dict, names: list[str], rows: int, cols
                 point["ratios"].setdefault(key, {})[l2] = call_ratio(grouped, ids[top], ids[bottom], measurement)
         if l2 in point["device_us"].get("fused_plain", {}):
             point["minus_copy_us"][l2] = point["device_us"]["fused_plain"][l2] - copy_us
-            predicted = (plan.get("predicted_us") or {}).get(plan["design"], {}).get(l2)
+            predicted = (plan.get("predicted_us") or {}).get(plan.get("tag", plan["design"]), {}).get(l2)
             if predicted is not None:
                 point["predicted_us"][l2] = float(predicted)
     return point
