@@ -53,45 +53,6 @@ def device_paced_warm(view, shape: str) -> bool:
     return view.headline[f"graph32_device_paced.{shape}"] is True
 
 
-def sweep_points(view) -> list[dict]:
-    sweep = view.summaries["sweep"]
-    return [point for series in ("4096", "128") for point in sweep.get(series, [])]
-
-
-def every_sweep_point_above(view, ratio: str, bound: float, l2_states=("warm", "cold")) -> bool:
-    """At every sweep point, in each L2 state, the ratio's 95% interval lies above `bound`."""
-    points = sweep_points(view)
-    return bool(points) and all(point["ratios"][ratio][l2]["ci_low"] > bound
-                                for point in points for l2 in l2_states)
-
-
-def worst_sweep_record(view, ratio: str, l2: str) -> dict | None:
-    """The ratio's record at the sweep point with the largest median at N >= 1024 (None: no such point)."""
-    records = [point["ratios"][ratio][l2] for point in sweep_points(view)
-               if point["cols"] >= 1024 and l2 in point["ratios"].get(ratio, {})]
-    return max(records, key=lambda record: record["median"], default=None)
-
-
-def worst_sweep_point_above(view, ratio: str, bound: float) -> bool:
-    """Warm and cold, the point with the largest median ratio at N >= 1024 has its 95% interval above `bound`."""
-    worst = [worst_sweep_record(view, ratio, l2) for l2 in ("warm", "cold")]
-    return all(record is not None and record["ci_low"] > bound for record in worst)
-
-
-def worst_sweep_edges(view, ratio: str, floor: float) -> dict[str, Edge]:
-    """Warm and cold, the worst point's interval: what 'at its worst point it takes longer' rests on."""
-    return {l2: Edge(worst_sweep_record(view, ratio, l2), "above", floor) for l2 in ("warm", "cold")}
-
-
-def lowest_sweep_edges(view, ratio: str, floor: float) -> dict[str, Edge]:
-    """Warm and cold, the sweep point whose interval reaches lowest: the one 'at every point' rests on."""
-    edges = {}
-    for l2 in ("warm", "cold"):
-        records = [p["ratios"][ratio][l2] for p in sweep_points(view) if l2 in p["ratios"].get(ratio, {})]
-        edges[l2] = Edge(min(records, key=lambda record: record["ci_low"]), "above", floor)
-    return edges
-
-
 def enqueue_ratio_edge(view, numerator: str, denominator: str, label: str) -> dict[str, Edge]:
     """Host enqueue per launch, numerator over denominator within each round, with its bootstrap interval,
     recomputed from the raw samples: chapter 1 saves no interval for it."""

@@ -34,10 +34,11 @@ COLD_RATIO = ("within-round ratio of single invocations after an L2 flush, each 
               "median over 21 rounds with a 95% bootstrap interval")
 WARM_AND_COLD_RATIO = f"{EVENT_RATIO} (warm L2); {COLD_RATIO} (cold L2)"
 DEVICE_WARM_AND_COLD_RATIO = f"{DEVICE_WARM_RATIO} (warm L2); {COLD_RATIO} (cold L2)"
-SWEEP_RATIO = ("within-round ratio of device time per call at every point of a row-length sweep: warm L2 from "
-               "replays of a graph of up to 32 back-to-back calls (as many as move about 256 MiB), cold L2 from "
-               "single calls after an L2 flush, each queued behind a GPU wait kernel; medians over 21 rounds, each "
-               "with a 95% bootstrap interval; the extreme over the points")
+PLANE_RATIO = ("within-round ratio of device time per call at every point of a seeded random plane of shapes: warm "
+               "L2 from replays of a graph of up to 32 back-to-back calls (as many as move about 256 MiB), cold L2 "
+               "from single calls after an L2 flush, each queued behind a GPU wait kernel; the copy ceiling at a point "
+               "is the faster of cudaMemcpyAsync and a 16-byte copy kernel there; medians over the plane's rounds, "
+               "each with a 95% bootstrap interval; a statistic over the points")
 DEVICE_PER_CALL = ("device time per call with a warm L2: CUDA event interval over replays of a graph of 32 "
                    "back-to-back calls, divided by 32; median over 21 rounds")
 EVENT_DIFFERENCE = ("within-round difference of CUDA event intervals over batches of back-to-back graph replays; "
