@@ -398,10 +398,13 @@ def test_page_renders_from_the_simulated_run_and_every_glued_value_exists(synthe
     assert {row[0] for row in validation_summary(synthetic).rows} == {"graph edges", "before", "after", "after timing",
                                                                      "traced build", "trace"}
     assert "fused row kernel" in values["findings_ragged"] and "µs per kernel boundary" in values["findings_ragged"]
-    assert values["best_one_launch_ragged"] == "fused row kernel (chapter 3), graph"
+    assert values["best_one_launch_ragged"] == "varlen pieces (one launch), graph"  # the simulation's cheapest
     assert values["sanitizer_verdict"] == "memcheck: clean; racecheck: clean; synccheck: clean"
     pays = page.pays_table(synthetic)
-    assert len(pays) == 2 * 12 * 2  # both cases, every main design from the stream and as a graph
+    tiled_cases = Parameters().tiled_cases  # the page's tables show the chapter's cases
+    main = [v for v in declared.CHAPTER.variants() if "table" in v.enters and v.id.case in tiled_cases]
+    assert {"varlen.ragged.stream", "flow_last.balanced.graph"} <= {str(v.id) for v in main}
+    assert len(pays) == len(main)  # both cases, every main design from the stream and as a graph
     assert pays.loc[("ragged", "cluster per row, stream"), "launches / invocation"] == "2"
     assert pays.loc[("ragged", "fused row kernel (chapter 3), stream"), "cold (µs)"] == "—"
     assert page.trace_table(synthetic).loc[("ragged", "task queue, graph"), "checks"] == "passed"
@@ -492,7 +495,11 @@ def test_flow_and_chain_findings(synthetic):
     assert values["pays_at_k_ragged"] == "k = 1" and values["tiled_best_verdict_balanced"] == "beats"
     assert values["chain_sentence"].startswith("On the balanced case a megakernel pays from k = 1")
     assert len(page.chain_table(synthetic)) == 2 * len(declared.Parameters().chain_stages) * 4
-    assert len(page.handoff_table(synthetic)) == 2 * 5  # coop, queue, depend, flow, flow_last on both cases
+    # coop, queue, depend, flow, flow_last on every case they ran (the varlen cases too)
+    persistent = [v for v in declared.CHAPTER.variants() if v.row.persistent and not v.row.chain
+                  and v.id.target == v.row.name and v.id.submission == "graph"]
+    assert {v.id.target for v in persistent} == {"coop", "queue", "depend", "flow", "flow_last"}
+    assert len(page.handoff_table(synthetic)) == len(persistent)
     assert set(page.targets_table(synthetic)["verdict"]) <= {"met", "missed"}
     page.chain_figure(synthetic)
     page.handoff_figure(synthetic)
