@@ -148,13 +148,15 @@ def test_the_simulated_run_holds_every_declared_variant(synthetic):
     assert {c["phase"] for c in checks} == {"graph edges", "before", "after", "after timing", "traced build", "trace"}
     queue_words = [c for c in checks if c.get("what") == "queue error words and counters"]
     assert queue_words and all(c["passed"] and c["queue_error"] is None for c in queue_words)
-    # one per task queue and case (main and sweep), per dependency and flow kernel and case, per chain flow kernel
-    chains = len(declared.Parameters().chain_stages)
-    assert len([c for c in checks if c["phase"] == "after timing"]) == 2 * (1 + 4) + 2 + 2 * 2 + 2 * chains
-    edges = [c for c in checks if c["phase"] == "graph edges"]
-    assert {c["variant"] for c in edges} == {f"{t}.{case}.graph" for t in ("pdl3", "pdl3_off", "tiled2", "tiled2_pdl",
-                                                                          "cluster") for case in ("balanced", "ragged")} \
-        | {f"chain_pdl3_k{k}.{case}.graph" for k in declared.Parameters().chain_stages for case in ("balanced", "ragged")}
+    # one per target with error words and case: the task queue (main and sweep), the dependency, flow and varlen
+    # kernels, the chain's flow kernel per stage count; stream and graph share their target's check
+    worded = {(v.id.target, v.id.case) for v in declared.CHAPTER.variants() if v.row.words}
+    assert {"queue", "queue_wps1", "depend", "flow", "varlen", "chain_flow_k16"} <= {t for t, _ in worded}
+    assert len([c for c in checks if c["phase"] == "after timing"]) == len(worded)
+    edges = [c for c in checks if c["phase"] == "graph edges"]  # every graph launched through cuLaunchKernelEx
+    extended = {str(v.id) for v in declared.CHAPTER.variants() if v.row.extended and v.id.submission == "graph"}
+    assert {"pdl3.ragged.graph", "cluster.giant.graph", "chain_pdl3_k16.balanced.graph"} <= extended
+    assert {c["variant"] for c in edges} == extended
     assert synthetic.json("graphs/pdl3.ragged.graph.edges.json")["edge_types"] == {"default": 0, "programmatic": 2}
     assert synthetic.summaries["graph_edges"]["cluster.ragged.graph"]["programmatic"] == 1
     assert set(synthetic.summaries["sanitizer"]) == {"memcheck", "racecheck", "synccheck"}
@@ -180,7 +182,7 @@ def test_headline_arithmetic(synthetic):
                 assert head[f"speedup_vs_graph3.{vid}"] == pytest.approx(graph3 / (cost / 1e3))
                 ratio = synthetic.summaries["speedup_vs_graph3"][str(vid)]
                 assert ratio["ci_low"] == pytest.approx(ratio["ci_high"])
-            if design == "fused_row":  # not traced: no schedule model
+            if DESIGN[design].schedule is None:  # not traced (the fused row and varlen kernels): no schedule model
                 continue
             key = summary.overlap_key(str(vid))  # a sweep point's trace is published as <design>_graph.<case>.wps<k>
             assert isinstance(head[f"b_before_last_a.{key}"], int)
@@ -203,12 +205,16 @@ def test_headline_arithmetic(synthetic):
         assert head[f"speedup_vs_graph3.fused_row.{case}"] == pytest.approx(graph3 / fused)
         assert head[f"speedup_vs_graph3.fused_row.{case}.cold"] == pytest.approx((graph3 + COLD_EXTRA_NS) /
                                                                                   (fused + COLD_EXTRA_NS))
-        # the fastest one-launch graph is the fused row kernel (cluster is faster than depend but slower than fused)
-        assert head[f"speedup_vs_graph3.best_one_launch.{case}"] == pytest.approx(graph3 / fused)
-        assert synthetic.summaries["best_one_launch"][case]["variant"] == f"fused_row.{case}.graph"
+        # the fastest one-launch graph is the varlen kernel (cheaper than the fused row kernel, the flow kernels,
+        # the cluster and the dependency kernel in the simulation)
+        assert head[f"speedup_vs_graph3.best_one_launch.{case}"] == pytest.approx(graph3 / COSTS["varlen", None, "graph"])
+        assert synthetic.summaries["best_one_launch"][case]["variant"] == f"varlen.{case}.graph"
         assert head[f"speedup_vs_graph3.depend.{case}.graph.cold"] == pytest.approx(
             (graph3 + COLD_EXTRA_NS) / (COSTS["depend", None, "graph"] + COLD_EXTRA_NS))
     assert f"speedup_vs_graph3.tiled3.ragged.graph.cold" not in head
+    for case in Parameters().varlen_cases:  # the baseline and the one-launch designs ran on these cases too
+        assert synthetic.summaries["best_one_launch"][case]["variant"] == f"varlen.{case}.graph"
+        assert f"speedup_vs_graph3.best_one_launch.{case}" in head and f"pdl_saving_us_per_boundary.{case}" not in head
     nodes = synthetic.summaries["graphs"]
     assert nodes["queue.ragged.graph"]["counts"] == {"kernel": 1, "other": 1}  # the counter reset is a memset node
     assert nodes["coop.ragged.graph"]["counts"] == {"kernel": 1, "other": 0}
@@ -251,8 +257,10 @@ def test_a_new_design_row_reaches_every_output(simulated_gpu, tmp_path, monkeypa
     parameters = declared.CHAPTER.parse_parameters({"tiled_cases": "ragged", "sweep_workers_per_sm": "1,8",
                                                     "designs": ""})
     new = [v for v in declared.CHAPTER.variants(parameters) if v.row is copy]
-    assert {str(v.id) for v in new} == {"queue2.ragged.stream", "queue2.ragged.graph", "queue2_wps1.ragged.graph",
-                                        "queue2_wps8.ragged.graph"}
+    main_cases = ("ragged",) + parameters.varlen_cases  # a row with varlen=True runs on the varlen cases too
+    assert {str(v.id) for v in new} == {f"queue2.{case}.{submission}" for case in main_cases
+                                        for submission in ("stream", "graph")} | {"queue2_wps1.ragged.graph",
+                                                                                  "queue2_wps8.ragged.graph"}
     run = analysis.open_run(execute_simulated(tmp_path, simulated_gpu, parameters))
     samples = run.jsonl("samples/timing.jsonl.gz")
     assert {s["variant"] for s in samples if s["measurement"] == "cold"} >= {"queue2.ragged.graph"}
@@ -291,8 +299,9 @@ def test_a_design_the_gpu_cannot_run_is_skipped_with_its_reason(simulated_gpu, t
                                                     "designs": "cluster,fused_row,pdl3,tiled2,depend"})
     run = analysis.open_run(execute_simulated(tmp_path, simulated_gpu, parameters))
     skipped = run.record.details["skipped_variants"]
-    assert set(skipped) == {f"{name}.ragged.{submission}" for name in ("cluster", "pdl3", "tiled2_pdl")
-                            for submission in ("stream", "graph")}
+    needing_9 = {str(v.id) for v in declared.CHAPTER.variants(parameters) if v.row.requires.pdl or v.row.requires.clusters}
+    assert {"cluster.ragged.graph", "cluster.giant.stream", "pdl3.ragged.stream", "tiled2_pdl.ragged.graph"} <= needing_9
+    assert set(skipped) == needing_9
     assert "thread-block clusters" in skipped["cluster.ragged.graph"]
     assert "programmatic dependent launch" in skipped["pdl3.ragged.graph"]
     assert "cluster.ragged.graph" not in run.summaries["timing"] and "fused_row.ragged.graph" in run.summaries["timing"]
@@ -323,14 +332,15 @@ def test_a_trace_with_an_unwritten_task_record_fails_the_run_instead_of_crashing
         return fake_trace(variant, task_records, stage_records)
 
     monkeypatch.setattr(persistent, "trace", lost_record)
+    parameters = declared.CHAPTER.parse_parameters({"tiled_cases": "balanced", "sweep_workers_per_sm": ""})
     with pytest.raises(ValidationFailed, match="traces"):
-        execute_simulated(tmp_path, simulated_gpu, declared.CHAPTER.parse_parameters(
-            {"tiled_cases": "balanced", "sweep_workers_per_sm": ""}))
+        execute_simulated(tmp_path, simulated_gpu, parameters)
     run_dir = next((tmp_path / "runs").iterdir())
     assert RunRecord.read(run_dir).verdict == "failed"
     failing = [c for c in json.loads((run_dir / "validation.json").read_text()) if not c["passed"]]
-    assert [(c["variant"], c["what"]) for c in failing] == [("queue.balanced.stream", "every task record written"),
-                                                            ("queue.balanced.graph", "every task record written")]
+    queues = [str(v.id) for v in declared.CHAPTER.variants(parameters) if v.row.name == "queue"]
+    assert {"queue.balanced.stream", "queue.balanced.graph", "queue.giant.graph"} <= set(queues)
+    assert [(c["variant"], c["what"]) for c in failing] == [(vid, "every task record written") for vid in queues]
 
 
 def test_pays_sentence_and_verdicts():
@@ -388,10 +398,13 @@ def test_page_renders_from_the_simulated_run_and_every_glued_value_exists(synthe
     assert {row[0] for row in validation_summary(synthetic).rows} == {"graph edges", "before", "after", "after timing",
                                                                      "traced build", "trace"}
     assert "fused row kernel" in values["findings_ragged"] and "µs per kernel boundary" in values["findings_ragged"]
-    assert values["best_one_launch_ragged"] == "fused row kernel (chapter 3), graph"
+    assert values["best_one_launch_ragged"] == "varlen pieces (one launch), graph"  # the simulation's cheapest
     assert values["sanitizer_verdict"] == "memcheck: clean; racecheck: clean; synccheck: clean"
     pays = page.pays_table(synthetic)
-    assert len(pays) == 2 * 12 * 2  # both cases, every main design from the stream and as a graph
+    tiled_cases = Parameters().tiled_cases  # the page's tables show the chapter's cases
+    main = [v for v in declared.CHAPTER.variants() if "table" in v.enters and v.id.case in tiled_cases]
+    assert {"varlen.ragged.stream", "flow_last.balanced.graph"} <= {str(v.id) for v in main}
+    assert len(pays) == len(main)  # both cases, every main design from the stream and as a graph
     assert pays.loc[("ragged", "cluster per row, stream"), "launches / invocation"] == "2"
     assert pays.loc[("ragged", "fused row kernel (chapter 3), stream"), "cold (µs)"] == "—"
     assert page.trace_table(synthetic).loc[("ragged", "task queue, graph"), "checks"] == "passed"
@@ -482,7 +495,11 @@ def test_flow_and_chain_findings(synthetic):
     assert values["pays_at_k_ragged"] == "k = 1" and values["tiled_best_verdict_balanced"] == "beats"
     assert values["chain_sentence"].startswith("On the balanced case a megakernel pays from k = 1")
     assert len(page.chain_table(synthetic)) == 2 * len(declared.Parameters().chain_stages) * 4
-    assert len(page.handoff_table(synthetic)) == 2 * 5  # coop, queue, depend, flow, flow_last on both cases
+    # coop, queue, depend, flow, flow_last on every case they ran (the varlen cases too)
+    persistent = [v for v in declared.CHAPTER.variants() if v.row.persistent and not v.row.chain
+                  and v.id.target == v.row.name and v.id.submission == "graph"]
+    assert {v.id.target for v in persistent} == {"coop", "queue", "depend", "flow", "flow_last"}
+    assert len(page.handoff_table(synthetic)) == len(persistent)
     assert set(page.targets_table(synthetic)["verdict"]) <= {"met", "missed"}
     page.chain_figure(synthetic)
     page.handoff_figure(synthetic)
