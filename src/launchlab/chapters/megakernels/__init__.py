@@ -230,9 +230,11 @@ DESIGN: dict[str, Design] = {d.name: d for d in (
     _design("tiled3", "3 kernels", targets.make_tiled3, "tiled_softmax", STAGE_KERNELS, "three_kernel", 3, 2,
             varlen=True),
     _design("coop", "cooperative", targets.make_coop, "megakernel", ("coop_phases",), "cooperative", 1, 2,
-            outputs=SWEPT_MAIN, persistent=True, one_launch=True, varlen=True),
+            outputs=SWEPT_MAIN, persistent=True, one_launch=True),
+    # coop and queue stay on the tiled cases: on loguniform and giant their traced builds left task records
+    # unwritten (failed run 20261201T193731Z-ch04, evidence/failed/NOTES.md), not yet explained
     _design("queue", "task queue", targets.make_queue, "megakernel", ("queue_persistent",), "queue", 2, 0,
-            oracle=QUEUE_ORACLE, outputs=SWEPT_MAIN, persistent=True, one_launch=True, words=QUEUE_WORDS, varlen=True),
+            oracle=QUEUE_ORACLE, outputs=SWEPT_MAIN, persistent=True, one_launch=True, words=QUEUE_WORDS),
     _design("pdl3", "3 kernels, PDL", targets.make_pdl3, DESIGN_FAMILY, PDL3_KERNELS, "pdl3", 3, 2,
             requires=Requires(pdl=True), group="pdl3", extended=True),
     _design("pdl3_off", "3 kernels, PDL kernels without the attribute", targets.make_pdl3_off, DESIGN_FAMILY,

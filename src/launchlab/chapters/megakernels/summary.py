@@ -98,7 +98,8 @@ def summarize(run_dir: Path, record) -> dict:
             summaries[f"pdl_saving_us_per_boundary{suffix}"] = {
                 case: stats.paired_difference(samples, *pdl_pair(case), measurement, divisor=PDL_BOUNDARIES)
                 for case in pdl_cases}
-        summaries[f"best_one_launch{suffix}"] = {case: best_one_launch(ratios, measured, case) for case in cases}
+        summaries[f"best_one_launch{suffix}"] = {case: best for case in cases
+                                                 if (best := best_one_launch(ratios, measured, case)) is not None}
         summaries[f"best_tiled_persistent{suffix}"] = findings.best_of(ratios, timed)
         if chained:
             summaries[f"chain{suffix}"] = findings.chain_ratios(samples, chained, measurement)
@@ -113,10 +114,13 @@ def measured_variants(record) -> list:
     return [v for v in CHAPTER.variants(CHAPTER.parameters_of(record)) if str(v.id) not in skipped]
 
 
-def best_one_launch(ratios: dict, measured, case: str) -> dict:
-    """The one-launch design whose graph beats the three-kernel graph by the largest median ratio."""
+def best_one_launch(ratios: dict, measured, case: str) -> dict | None:
+    """The one-launch design whose graph beats the three-kernel graph by the largest median ratio (None where no
+    one-launch design ran on the case)."""
     candidates = [v.id for v in measured if v.id.case == case and v.id.submission == "graph" and "table" in v.enters
                   and is_one_launch(v.row, case)]
+    if not candidates:
+        return None
     best = max(candidates, key=lambda v: ratios[str(v)]["median"])
     return {"variant": str(best), **ratios[str(best)]}
 
