@@ -12,7 +12,7 @@ import pytest
 
 from launchlab.analysis import analyze, open_run, recompute
 from launchlab.chapters import fusion
-from launchlab.chapters.fusion import summary
+from launchlab.chapters.fusion import page_sweep, plans, summary
 from launchlab.chapters.fusion.summary import by_variant
 from launchlab.gpu import ncu
 from launchlab.chapters.fusion import profile
@@ -20,7 +20,7 @@ from launchlab.gpu.ncu import parse_ncu_csv
 from launchlab.measure import stats
 from launchlab.measure.protocol import FROZEN
 from launchlab.measure.variant import VariantId
-from launchlab.model import fused_policy, oracles, workloads
+from launchlab.model import fused_cost, fused_policy, oracles, workloads
 from launchlab.runner import SAMPLES_FILE
 from launchlab.store import evidence
 from launchlab.store.record import RunRecord
@@ -202,21 +202,30 @@ def test_sweep_contenders_are_the_copy_the_fused_modes_and_the_libraries():
 
 
 # ---------------------------------------------------------------- the fused plans (launch policy per shape)
+def assert_policy_pick(plan: dict, rows: int, cols: int, device: dict) -> None:
+    """The launch policy's contract: the plan is the candidate of least score (the first on a tie), carrying every
+    candidate's prediction by tag and the model's version, and its module builds the kernels it names."""
+    predicted = plans.predictions(rows, cols, device)
+    scores = [plans.score(times) for _, times in predicted]
+    best = scores.index(min(scores))
+    assert {k: v for k, v in plan.items() if k not in ("predicted_us", "model")} == predicted[best][0], (rows, cols)
+    assert plan["predicted_us"] == {candidate["tag"]: times for candidate, times in predicted}
+    assert plan["model"] == fused_cost.MODEL_VERSION
+    assert plans.score(plan["predicted_us"][plan["tag"]]) == min(scores)
+    assert plan["family"] == ("fused_softmax" if plan["design"] == "row" else fused_policy.FAMILY)
+    assert len(plans.plan_kernels(plan)) == 2
+
+
 def test_fused_plans_follow_the_declared_policy_at_fixed_and_swept_shapes():
-    plans = fusion.fused_plans(typed(shapes="4096x128,4096x4096,128x65536", sweep_4096="",
-                                          sweep_128="131072,1000003", plane_points=0), H200)
-    assert list(plans) == ["4096x128", "4096x4096", "128x65536", "128x131072", "128x1000003"]
-    assert {shape: plan["design"] for shape, plan in plans.items()} == {
-        "4096x128": "narrow", "4096x4096": "row", "128x65536": "row", "128x131072": "cluster", "128x1000003": "split"}
-    assert plans["4096x4096"] == {"design": "row", "family": "fused_softmax",
-                                  **fusion.fused_config(4096, 4096, H200_SHARED_OPTIN)}
-    assert plans["4096x128"] == {"design": "narrow", "family": fused_policy.FAMILY, "shared_bytes": None,
-                                 "defines": {"BLOCK": 128, "DESIGN": 1, "LANES": 32, "ROW_CHUNKS": 1},
-                                 "module": "softmax_designs_narrow_block128_design1_lanes32_row_chunks1"}
-    assert plans["128x131072"]["defines"] == {"BLOCK": 256, "CLUSTER": 16, "DESIGN": 2, "SLICE_REGS": 8, "UNROLL": 4}
-    assert plans["128x1000003"]["module"] == "softmax_designs_split_block512_design3_unroll4"
-    # the SM count is the run's device's: 128 rows fill a GPU of 128 SMs, one block per row
-    assert fusion.fused_plan(128, 131072, H200 | {"sm_count": 128})["design"] == "row"
+    parameters = typed(shapes="4096x128,4096x4096,128x65536", sweep_4096="", sweep_128="131072,1000003", plane_points=0)
+    found = fusion.fused_plans(parameters, H200)
+    assert list(found) == ["4096x128", "4096x4096", "128x65536", "128x131072", "128x1000003"]
+    for shape, plan in found.items():
+        assert_policy_pick(plan, *workloads.parse_shapes(shape)[0], H200)
+    # the SM count is the run's device's: the predictions follow it
+    fewer = H200 | {"sm_count": 128}
+    assert_policy_pick(fusion.fused_plan(128, 131072, fewer), 128, 131072, fewer)
+    assert fusion.fused_plan(128, 131072, fewer)["predicted_us"] != fusion.fused_plan(128, 131072, H200)["predicted_us"]
 
 
 def test_the_accepted_run_was_planned_by_the_declared_policy():
@@ -227,7 +236,8 @@ def test_the_accepted_run_was_planned_by_the_declared_policy():
     plans = run.record.details["fused_plans"]
     assert plans == fusion.fused_plans(parameters, run.record.device)
     assert {plan["module"] for plan in plans.values()} <= {p.name for p in (run.path / "builds").iterdir()}
-    assert {plan["design"] for plan in plans.values()} == {"narrow", "row", "cluster"}
+    for shape, plan in plans.items():   # each the argmin of its candidates on the run's device
+        assert_policy_pick(plan, *workloads.parse_shapes(shape)[0], run.record.device)
     summaries, headline = recompute(run.path)
     assert json.dumps(summaries, sort_keys=True) == json.dumps(run.summaries, sort_keys=True)
     assert headline == run.headline
@@ -240,11 +250,15 @@ def test_the_accepted_run_was_planned_by_the_declared_policy():
         assert sweep["extremes"][f"fused_plain_over_copy.max_n_ge_1024.{l2}"]["value"] == max(ge)
         speedups = [p["ratios"]["cudnn_over_fused_plain"][l2]["median"] for p in points]
         assert sweep["extremes"][f"min_speedup.cudnn.{l2}"]["value"] == min(speedups)
-    # compute-sanitizer: both tools over every case, both modes, stream and graph
+    # compute-sanitizer: every requested tool over every case and the plane's cases (both modes, stream and graph),
+    # and the copy kernel at the plane's two smallest points (stream and graph) and on one unaligned view
     from launchlab.chapters.fusion import sanitize
 
+    plane_cases = sanitize.plane_cases(parameters.plane_points, parameters.plane_seed, run.record.device)
+    copy_points = min(2, parameters.plane_points) or 1
+    checks = 4 * (len(sanitize.CASES) + len(plane_cases)) + 2 * copy_points + 1
     assert {tool: r["child_checks"] for tool, r in summaries["sanitizer"].items()} == {
-        "memcheck": 4 * len(sanitize.CASES), "racecheck": 4 * len(sanitize.CASES)}
+        tool: checks for tool in parameters.sanitizer_tools}
 
 
 def test_parameters_cell_equals_declared_defaults():
@@ -307,7 +321,7 @@ def test_few_rows_keep_long_rows_in_registers(rows, cols, block):
     power-of-two block (at least 256) that holds them, under the wider register budget."""
     config = fusion.fused_config(rows, cols, H200_SHARED_OPTIN, 132)
     assert (config["tier"], config["block"], config["defines"]["REG_CHUNKS"]) == ("registers", block, 8)
-    assert config["defines"]["MIN_BLOCKS"] == fusion.min_blocks(block, fusion.WIDE_REGISTER_BUDGET)
+    assert config["defines"]["MIN_BLOCKS"] == fusion.min_blocks(block, plans.WIDE_REGISTER_BUDGET)
     assert fusion.fused_tier(rows, cols, block, 0, 8) == "registers"
     many = fusion.fused_config(132, cols, H200_SHARED_OPTIN, 132)   # as many rows as SMs: the old tiers
     assert many["defines"]["REG_CHUNKS"] == fusion.REG_CHUNKS and many["tier"] != "registers"
@@ -636,10 +650,12 @@ def test_device_time_is_per_call_and_ratios_are_paired(synthetic_run):
 
 def test_the_sweep_holds_its_points_with_the_fixed_shapes_standing_in(synthetic_run):
     sweep = synthetic_run.summaries["sweep"]
-    assert [(p["shape"], p["design"], p["calls_per_replay"]) for p in sweep["4096"]] == [
-        ("4096x256", "narrow", 32), ("4096x512", "narrow", 32), ("4096x768", "row", 8), ("4096x1024", "row", 32)]
-    assert [(p["shape"], p["design"], p["calls_per_replay"]) for p in sweep["128"]] == [
-        ("128x4096", "row", 32), ("128x65536", "row", 32), ("128x262144", "cluster", 1)]
+    assert [(p["shape"], p["calls_per_replay"]) for p in sweep["4096"]] == [
+        ("4096x256", 32), ("4096x512", 32), ("4096x768", 8), ("4096x1024", 32)]
+    assert [(p["shape"], p["calls_per_replay"]) for p in sweep["128"]] == [
+        ("128x4096", 32), ("128x65536", 32), ("128x262144", 1)]
+    configs = synthetic_run.summaries["configs"]   # the run's plans (fused_plans, checked above)
+    assert all(p["design"] == configs[p["shape"]]["design"] for p in sweep["4096"] + sweep["128"])
     point = sweep["128"][2]
     assert sorted(point["device_us"]) == ["copy", "copy4", "cudnn", "fused_plain", "fused_rms", "triton"]  # torch absent
     assert point["device_us"]["fused_rms"]["warm"] == pytest.approx(33.0 * 2 * 1.02)  # 2 x 4096^2 elements
@@ -696,9 +712,8 @@ def test_sweep_points_on_hand_set_timings(hand_sweep):
     assert [p["shape"] for p in hand_sweep["4096"]] == ["4096x512", "4096x768", "4096x1024", "4096x1280"]
     assert [p["shape"] for p in hand_sweep["128"]] == ["128x4096", "128x65536", "128x131072"]
     points = {p["shape"]: p for p in hand_sweep["4096"] + hand_sweep["128"]}
-    assert {shape: p["design"] for shape, p in points.items()} == {
-        "4096x512": "narrow", "4096x768": "row", "4096x1024": "row", "4096x1280": "row", "128x4096": "row",
-        "128x65536": "row", "128x131072": "cluster"}
+    planned = fusion.fused_plans(SWEEP_PARAMETERS, H200)
+    assert {shape: p["design"] for shape, p in points.items()} == {shape: planned[shape]["design"] for shape in points}
     assert {shape: p["calls_per_replay"] for shape, p in points.items()} == {  # the fixed shapes' graph32 stand in
         "4096x512": 16, "4096x768": 8, "4096x1024": 32, "4096x1280": 4, "128x4096": 32, "128x65536": 32,
         "128x131072": 2}
@@ -817,7 +832,7 @@ def test_headline_keys_say_what_they_hold(synthetic_run):
 
 def test_tables_figures_and_page_values_render(synthetic_run):
     pytest.importorskip("pandas")
-    from launchlab.chapters.fusion import page
+    from launchlab.chapters.fusion import page, page_format
     from launchlab.present.glue import environment_rows, validation_summary
 
     values = page.page_values(synthetic_run)
@@ -827,11 +842,12 @@ def test_tables_figures_and_page_values_render(synthetic_run):
     assert values["copy_target_summary"] == "met in all 4 cases"
     assert values["torch_warm_summary"] == "not measured (library absent)"
     assert values["torch_4096x4096_warm_us"] == "n/a" and "torch" in values["libraries_absent"].lower()
-    assert values["tier_128x65536"] == "streamed"
-    assert values["tier_4096x128"] == "registers, 32 lanes" and values["design_4096x128"].startswith("narrow rows")
-    # narrow at 128, 256 and 512 floats, 4 of the row kernel, 1 cluster; the plane's 8 points add narrow with 2, 4 and
-    # 8 lanes, the row kernel of 128 threads and the split design
-    assert values["fused_builds"] == "13"
+    configs = synthetic_run.summaries["configs"]
+    for shape in ("128x65536", "4096x128"):   # where and how each plan keeps a row: plans.place, the design's words
+        rows, cols = workloads.parse_shapes(shape)[0]
+        assert values[f"tier_{shape}"] == configs[shape]["place"] == plans.place(configs[shape], rows, cols, H200["sm_count"])
+        assert values[f"design_{shape}"] == page_format.design_label(configs[shape]["design"])
+    assert values["fused_builds"] == str(len({plan["module"] for plan in configs.values()}))
     assert values["dram_4096x4096_status"] == "read by Nsight Compute"
     assert values["dram_128x65536_status"].startswith("not read: ncu exited with status 1")
     assert values["dram_fused_plain_4096x4096_ratio"] == "n/a"
@@ -839,7 +855,6 @@ def test_tables_figures_and_page_values_render(synthetic_run):
     assert values["sanitizer_racecheck"] == f"2 errors over {SANITIZER_CHECKS} checks"
     assert values["sweep_points"] == "7" and values["sweep_points_4096"] == "4" and values["sweep_points_128"] == "3"
     assert values["sweep_min_speedup_cudnn_warm"] == "1.50"
-    assert values["narrow_max_floats"] == "512" and values["cluster_min_cols"] == "131,072"
     assert all(isinstance(v, str) and v.strip() for v in values.values())
     for table in (page.config_table, page.policy_table, page.resource_table, page.device_table, page.copy_ratio_table,
                   page.library_ratio_table, page.pacing_table, page.host_table, page.submission_table,
@@ -848,7 +863,10 @@ def test_tables_figures_and_page_values_render(synthetic_run):
         rendered = table(synthetic_run)
         assert len(rendered) > 0, table.__name__
         assert "nan" not in rendered.to_html().lower(), table.__name__
-    assert len(page.policy_table(synthetic_run)) == 4  # narrow and row at 4096 rows, row and cluster at 128
+    sweep = synthetic_run.summaries["sweep"]   # a line per design and row count among the fixed and swept shapes
+    served = {(configs[shape]["design"], workloads.parse_shapes(shape)[0][0])
+              for shape in [*synthetic_run.summaries["shapes"], *(p["shape"] for p in sweep["4096"] + sweep["128"])]}
+    assert len(page.policy_table(synthetic_run)) == len(served)
     assert len(page.sweep_targets_table(synthetic_run)) == 2 * (4 + 3)
     for figure in (page.ratio_figure, page.bandwidth_figure, page.bytes_figure, page.rho_figure):
         figure(synthetic_run)
@@ -869,12 +887,19 @@ def glued_names() -> set[str]:
 
 
 def test_the_accepted_run_gives_every_glued_name_a_value():
-    """With every library and the sweep present, no sentence of the page may read "n/a"."""
+    """With every library and the sweep present, no sentence of the page may read "n/a", except a sweep extreme over
+    a range of row lengths where the run's sweep has no point (its default grid has no 4096-row series), which says so."""
     from launchlab.chapters.fusion import page
 
     run = open_run(evidence.accepted_run("fusion"))
     values = page.page_values(run)
-    assert sorted(name for name in glued_names() if str(values[name]).startswith("n/a")) == []
+    cols = [p["cols"] for series in ("4096", "128") for p in run.summaries["sweep"][series]]
+    empty = {"max_n_lt_1024": not any(c < 1024 for c in cols), "max_n_ge_1024": not any(c >= 1024 for c in cols)}
+    absent = [name for name in glued_names() if str(values[name]).startswith("n/a")]
+    for name in absent:
+        ranged = [where for where in empty if f"_{where}_" in name]
+        assert ranged and empty[ranged[0]], name
+        assert values[f"{name}_at"] == "no point: the sweep had no point with " + page_sweep.SWEEP_RANGES[ranged[0]]
 
 
 @pytest.fixture(scope="module")
@@ -1213,8 +1238,8 @@ def test_run_py_end_to_end_on_fake_gpu_modules(tmp_path, monkeypatch):
     assert plans == fusion.fused_plans(parameters, session.record.device)
     drawn = fusion.plane_shapes(parameters)
     assert len(drawn) == 3 and all(4 * r * c <= FAKE_PLANE_BYTES for r, c in drawn)
-    assert {shape: plan["design"] for shape, plan in plans.items() if shape in ("64x128", "16x1001", "128x7", "128x100")} == {
-        "64x128": "narrow", "16x1001": "row", "128x7": "narrow", "128x100": "narrow"}
+    for shape, plan in plans.items():
+        assert_policy_pick(plan, *workloads.parse_shapes(shape)[0], session.record.device)
     assert set(plans) == {"64x128", "16x1001", "128x7", "128x100"} | {workloads.shape_name(*s) for s in drawn}
     assert set(session.builds) == {"row_softmax", "copy_vec4", "instruments"} | {plan["module"] for plan in plans.values()}
     assert {(design, rows, cols, mode) for design, rows, cols, mode, _ in asked["designs"]} == {

@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 
 from launchlab.chapters import fusion
-from launchlab.chapters.fusion import sweep
+from launchlab.chapters.fusion import plans as fusion_plans, sweep
 from launchlab.chapters.fusion.targets import Context
 from launchlab.measure.variant import VariantId
-from launchlab.model import fused_policy, oracles, workloads
+from launchlab.model import oracles, workloads
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 H200 = {"sm_count": 132, "compute_capability": "9.0", "shared_bytes_per_block_optin": 232448}
@@ -102,8 +102,10 @@ def test_fused_plans_cover_all_shapes_in_order_by_the_declared_policy():
     for shape, plan in plans.items():
         rows, cols = workloads.parse_shapes(shape)[0]
         assert plan == fusion.fused_plan(rows, cols, H200)
-        assert plan["design"] == fused_policy.design_for(rows, cols, H200["sm_count"], H200["compute_capability"]), shape
-    assert {plan["design"] for plan in plans.values()} == {"narrow", "row", "cluster", "split"}
+        # the launch policy: the candidate of least score among every candidate's predictions
+        assert list(plan["predicted_us"]) == [c["tag"] for c in fusion_plans.candidates(rows, cols, H200)], shape
+        scores = {tag: fusion_plans.score(times) for tag, times in plan["predicted_us"].items()}
+        assert scores[plan["tag"]] == min(scores.values()), shape
 
 
 # ---------------------------------------------------------------- sweep.py on fakes

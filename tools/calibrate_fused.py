@@ -11,7 +11,8 @@ element finite, and up to CHECK_ROWS rows (at most CHECK_ELEMENTS elements) agai
   warm: a CUDA graph of `calls` back-to-back calls (as many as move about 256 MiB, at most 32), replayed once to
         warm up and `rounds` times between events; per call = the median replay / calls;
   cold: `rounds` times an L2 flush (a read of twice the L2) and a GPU wait, then one call between events; median.
-The copy ceiling at the shape is the same for cudaMemcpyAsync and for a 16-byte copy kernel (kernels/vector_copy.cu).
+The copy ceiling at the shape is the same for cudaMemcpyAsync and for the chapter's float4 copy kernel (kernels/copy.cu,
+chapters/fusion/copy_kernel.py; its figures keep the key "vector", which tools/fused_fit.py reads).
 `--cubins DIR` loads prebuilt sm_90 modules (DIR/<module>.cubin, built by --build-cubins here with nvcc) instead of
 compiling each with NVRTC on the GPU machine; a module missing there is compiled with NVRTC.
 """
@@ -28,7 +29,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
-from launchlab.chapters.fusion import plans  # noqa: E402
+from launchlab.chapters.fusion import copy_kernel, plans  # noqa: E402
 from launchlab.model import fused_cost  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -39,7 +40,6 @@ CHECK_ELEMENTS = 1 << 21
 BYTES_PER_REPLAY = 1 << 28
 MAX_CALLS = 32
 COLD_WAIT_NS = 60_000
-COPY_BLOCK = 256
 EDGE_SHAPES = ((1, 1), (1, 2), (1, 3), (5, 1), (1, 1 << 21), (65536, 1), (3, 1 << 21), (7, 3), (2, 509), (2, 510),
                (257, 1025), (1000, 4097), (33, 99999), (4099, 17), (1823, 781), (64, 1 << 20), (5, 8001))
 H200 = {"sm_count": 132, "compute_capability": "9.0", "shared_bytes_per_block_optin": 232448}
@@ -57,7 +57,7 @@ def configurations(rows: int, cols: int, device: dict, picks_only: bool = False)
 
 def builds(shapes, device, picks_only: bool = False) -> dict:
     """{module: (family, defines)} of every configuration of every shape, plus the instruments and the copy kernel."""
-    found = {"instruments": ("instruments", {}), "vector_copy": ("vector_copy", {"BLOCK": COPY_BLOCK})}
+    found = {"instruments": ("instruments", {}), copy_kernel.MODULE: (copy_kernel.FAMILY, copy_kernel.DEFINES)}
     for rows, cols in shapes:
         for plan in configurations(rows, cols, device, picks_only):
             found[plan["module"]] = (plan["family"], plan["defines"])
@@ -110,7 +110,7 @@ class Modules(dict):
                 try:
                     module = cupy.RawModule(path=str(path))
                     module.get_function(plans.plan_kernels({"design": "row"})[0] if family == "fused_softmax"
-                                        else "vector_copy" if family == "vector_copy" else "gpu_wait"
+                                        else copy_kernel.KERNELS[0] if family == copy_kernel.FAMILY else "gpu_wait"
                                         if family == "instruments" else "narrow_softmax" if "_narrow_" in label
                                         else "cluster_softmax" if "_cluster_" in label else "split_softmax")
                     loaded = build.BuiltModule(family, build.compile_options(defines, arch="sm_90"), "", module)
@@ -156,25 +156,6 @@ def time_cold(target, stream, cold, rounds: int) -> list[float]:
     return [round(1000.0 * cupy.cuda.get_elapsed_time(a, b), 4) for a, b in events]
 
 
-class VectorCopy:
-    """y = x through kernels/vector_copy.cu: one launch of ceil(words / BLOCK) blocks (at most 2^20)."""
-
-    name = "vector_copy"
-
-    def __init__(self, built, x):
-        import cupy
-        import numpy as np
-
-        self.x, self.y = x, cupy.empty_like(x)
-        self.kernel = built.kernel("vector_copy")
-        count = int(x.size)
-        self.grid = (max(1, min(-(-(count // 4) // COPY_BLOCK), 1 << 20)),)
-        self.args = (self.x, self.y, np.uint64(count))
-
-    def invoke(self) -> None:
-        self.kernel(self.grid, (COPY_BLOCK,), self.args)
-
-
 def resources(target) -> dict:
     """The kernel's registers per thread and resident blocks per SM at the launch's block and shared memory."""
     from launchlab.gpu.targets import resident_blocks_per_sm
@@ -211,8 +192,8 @@ def measure_shape(rows, cols, device, modules, stream, cold, modes, rounds, seed
                   "rms": (oracles.rms_softmax(x[sample], xp=cupy), oracles.RMS_SOFTMAX_TOLERANCE)}
     calls = calls_for(rows, cols)
     record = {"rows": rows, "cols": cols, "calls": calls, "copy": {}, "fused": []}
-    copies = {"memcpy": DeviceCopy(x), "vector": VectorCopy(modules.get_module("vector_copy", "vector_copy",
-                                                                                {"BLOCK": COPY_BLOCK}), x)}
+    copy_module = modules.get_module(copy_kernel.MODULE, copy_kernel.FAMILY, copy_kernel.DEFINES)
+    copies = {"memcpy": DeviceCopy(x), "vector": copy_kernel.make(copy_module, x)}
     for name, target in copies.items():
         target.invoke()
         stream.synchronize()

@@ -1,10 +1,7 @@
 """The compile-time configurations of kernels/softmax_designs.cu and the launch-time choices they leave (lanes
 per row, split pieces), as plain arithmetic on the device identity (no CuPy), shared by the fusion chapter's
 plans (chapters/fusion/plans.py, whose policy is the cost model's least prediction), the GPU targets
-(launchlab.gpu.fused_designs) and the CPU tests.
-
-`preferred_design`, `design_for` and `fallback_reason` are the rule-based policy of the fusion chapter's runs
-before the cost model; chapters/fusion/__init__.py still calls them until it takes its plans from plans.py."""
+(launchlab.gpu.fused_designs) and the CPU tests."""
 from __future__ import annotations
 
 FAMILY = "softmax_designs"
@@ -13,20 +10,18 @@ KERNELS = {design: {"rms": f"{design}_rms_softmax", "plain": f"{design}_softmax"
 DESIGN_DEFINE = {"narrow": 1, "cluster": 2, "split": 3}  # -DDESIGN=n: a module holds that design's two kernels
 MODES = ("rms", "plain")
 
-# ---------------------------------------------------------------- policy constants (why each value)
-# Declared before the chapter's earlier runs from a development sweep on an H200: per shape, the fastest
-# configuration of each design; its figures are in evidence/development/fused_policy_sweep.md.
-# Narrow: rows of at most NARROW_MAX_CHUNKS 16-byte chunks (512 floats) get 32 lanes (fewer only for rows of
-# fewer than 32 chunks) holding the row in registers; 128-thread blocks up to 64 chunks a row, 256 above.
-NARROW_MAX_CHUNKS = 128
+# ---------------------------------------------------------------- the designs' default configurations (why each value)
+# From a development sweep on an H200: per shape, the fastest configuration of each design; its figures are in
+# evidence/development/fused_policy_sweep.md. Which design serves a shape is plans.py's choice.
+# Narrow: 32 lanes a row (fewer only for rows of fewer than 32 chunks) holding the row in registers; 128-thread
+# blocks up to 64 chunks a row, 256 above.
 NARROW_MAX_ROW_CHUNKS = 8       # the most chunks per lane any narrow build holds (compile-time bound)
 NARROW_SMALL_ROW_CHUNKS = 64
 NARROW_BLOCKS = {"small": 128, "large": 256}
 
-# Cluster: only for few long rows (fewer rows than SMs, each at least CLUSTER_MIN_COLS floats), where one
-# block per row leaves most of each SM idle; 16 blocks of 256 threads per row, each slice in registers
-# (up to CLUSTER_MAX_SLICE_REGS chunks per thread), in shared memory beyond that (up to CLUSTER_SLICE_BYTES).
-CLUSTER_MIN_COLS = 131072
+# Cluster: for few long rows, where one block per row leaves most of each SM idle; 16 blocks of 256 threads per
+# row, each slice in registers (up to CLUSTER_MAX_SLICE_REGS chunks per thread), in shared memory beyond that (up
+# to CLUSTER_SLICE_BYTES).
 CLUSTER_BLOCK = 256
 CLUSTER_UNROLL = 4
 CLUSTER_MAX_SLICE_REGS = 16
@@ -34,7 +29,7 @@ CLUSTER_SLICE_REGS = 8  # chunks per thread a cluster build can hold in register
 CLUSTER_SLICE_BYTES = 112 * 1024
 PORTABLE_CLUSTER = 8    # the portable limit
 MAX_CLUSTER = 16        # Hopper's non-portable limit (cudaFuncAttributeNonPortableClusterSizeAllowed)
-CLUSTER_CAPABILITY = (9, 0)  # thread-block clusters: below it the cluster design's shapes go to the split design
+CLUSTER_CAPABILITY = (9, 0)  # thread-block clusters: below it plans.py considers no cluster design
 
 # Split: rows too long for a 16-block cluster's shared memory (and few of them): pieces of the row over a
 # cooperative grid, 512 threads x 4 chunks in flight, two resident blocks per SM, slices of up to 112 KiB
@@ -101,52 +96,10 @@ def split_config(rows: int, cols: int, sm_count: int) -> dict:
     return {"BLOCK": SPLIT_BLOCK, "DESIGN": DESIGN_DEFINE["split"], "UNROLL": SPLIT_UNROLL}
 
 
-def cluster_holds(rows: int, cols: int) -> bool:
-    slice_chunks = -(-worst_chunks(rows, cols) // MAX_CLUSTER)
-    return slice_chunks <= CLUSTER_SLICE_REGS * CLUSTER_BLOCK or 16 * slice_chunks <= CLUSTER_SLICE_BYTES
-
-
 def capability(value) -> tuple[int, int]:
     """A compute capability as (major, minor), from (9, 0) or the text "9.0" a run's device identity holds."""
     major, minor = (int(v) for v in (value.split(".") if isinstance(value, str) else value))
     return major, minor
-
-
-def preferred_design(rows: int, cols: int, sm_count: int) -> str:
-    """The declared launch policy where every design can run (compute capability 9.0 and later).
-
-    narrow   rows of at most NARROW_MAX_CHUNKS chunks (512 floats): several rows per block, each in registers;
-    cluster  fewer rows than SMs, each of at least CLUSTER_MIN_COLS floats, that a 16-block cluster holds;
-    split    fewer rows than SMs, each too long for a 16-block cluster;
-    row      everything else: one block per row (kernels/fused_softmax.cu), the row in registers, in shared
-             memory or streamed twice."""
-    if rows <= 0 or cols <= 0:
-        raise ValueError(f"shape {rows}x{cols} is empty")
-    if worst_chunks(rows, cols) <= NARROW_MAX_CHUNKS:
-        return "narrow"
-    if rows < sm_count and cols >= CLUSTER_MIN_COLS:
-        return "cluster" if cluster_holds(rows, cols) else "split"
-    return "row"
-
-
-def design_for(rows: int, cols: int, sm_count: int, compute_capability) -> str:
-    """The design that serves a shape on a GPU of `sm_count` SMs and this compute capability: the preferred
-    one, except that without thread-block clusters (below CLUSTER_CAPABILITY) the cluster design's few long
-    rows go to the split design, which spreads each row over many blocks as a cluster would."""
-    design = preferred_design(rows, cols, sm_count)
-    if design == "cluster" and capability(compute_capability) < CLUSTER_CAPABILITY:
-        return "split"
-    return design
-
-
-def fallback_reason(rows: int, cols: int, sm_count: int, compute_capability) -> str | None:
-    """Why a shape runs another design than the preferred one on this GPU (None where it does not)."""
-    preferred, design = preferred_design(rows, cols, sm_count), design_for(rows, cols, sm_count, compute_capability)
-    if preferred == design:
-        return None
-    major, minor = capability(compute_capability)
-    return (f"{preferred} needs thread-block clusters (compute capability {CLUSTER_CAPABILITY[0]}."
-            f"{CLUSTER_CAPABILITY[1]}); this GPU has {major}.{minor}: {design} instead")
 
 
 def design_defines(design: str, rows: int, cols: int, sm_count: int, **choices) -> dict:

@@ -124,12 +124,11 @@ def sweep_values(s: dict) -> dict:
 
 
 def sweep_constant_values() -> dict:
-    """The sweep's declared targets and graph sizes and the launch policy's bounds (the same in every run)."""
+    """The sweep's declared targets and graph sizes and the largest cluster (the same in every run)."""
     return {"sweep_target_ge_1024": f"{SWEEP_COPY_TARGETS['max_n_ge_1024']:g}",
             "sweep_target_lt_1024": f"{SWEEP_COPY_TARGETS['max_n_lt_1024']:g}",
             "sweep_mib_per_replay": f"{SWEEP_BYTES_PER_REPLAY / 2**20:.0f}", "sweep_max_calls": str(SWEEP_MAX_CALLS),
-            "narrow_max_floats": f"{4 * fused_policy.NARROW_MAX_CHUNKS:,}",
-            "cluster_min_cols": f"{fused_policy.CLUSTER_MIN_COLS:,}", "max_cluster": str(fused_policy.MAX_CLUSTER),
+            "max_cluster": str(fused_policy.MAX_CLUSTER),
             "few_rows_reg_chunks": str(FEW_ROWS_REG_CHUNKS), "few_rows_max_floats": f"{4 * FEW_ROWS_REG_CHUNKS * 1024:,}"}
 
 

@@ -51,8 +51,9 @@ def policy_table(run):
               "shapes in this run": len(set(cols))} for (design, rows_), cols in sorted(by_design.items(), key=lambda kv: (kv[0][1], min(kv[1])))]
     return page_table(table, "design", formats={"design": "text"},
                   units={"rows": "count", "shortest row": "floats", "longest row": "floats", "shapes in this run": "count"},
-                  note="Row lengths N in floats (4 bytes). The policy (model/fused_policy.design_for) was fixed before "
-                       "the run from a development sweep.")
+                  note="Row lengths N in floats (4 bytes). The policy (chapters/fusion/plans.fused_plan: per shape the "
+                       "candidate of least predicted time under the cost model fitted on a calibration plane) was "
+                       "fixed before the run.")
 
 
 RESOURCE_COLUMNS = {"registers": ("Registers", "per thread"), "shared_bytes": ("Static shared", "bytes"),
