@@ -276,7 +276,13 @@ def test_fusion_declarations_follow_its_summary_layout(tmp_path):
     path = write_synthetic_run(tmp_path, absent=None)  # every library timed: B27 reads torch at every sweep point
     evidence.seal(path)
     view = open_run(path)
-    assert reads_and_records(view, "fusion") == dict.fromkeys(reads_and_records(view, "fusion"), [])
+    missing = reads_and_records(view, "fusion")
+    # B28 reads the worst bandwidth-regime point outside the floor class, which a small synthetic plane need not have
+    bandwidth = all(view.summaries["plane"][l2]["fused_plain_over_copy"].get("max") is not None for l2 in ("warm", "cold"))
+    expected = dict.fromkeys(missing, [])
+    if not bandwidth:
+        expected["B28"] = [f"plane.fused_plain_over_copy.max.{l2}" for l2 in ("warm", "cold")]
+    assert missing == expected
     made = [book.book_record(claim, view) for claim in declared.BOOK_CLAIMS
             if claim.chapter == "fusion" and claim.id not in ("B11", "B28")]  # synthetic: cuDNN slower, fused near the copy
     assert all(record["evidence"] for record in made)

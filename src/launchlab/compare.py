@@ -33,11 +33,14 @@ PACING_RULES = {
                           (r"trace_gaps_us\..+", DEVICE)),
     "graphs": ((r"(node_)?event_us\..+\.graph", DEVICE), (r"(node_)?event_us\..+\.(stream|native)", HOST),
                (r"(stream_over_graph_event|stream_over_graph_complete|setup_us|break_even_replays_event)\..+", HOST)),
-    "fusion": ((r"(graph|device_us_per_call|device_logical_gbs|sweep)\..+", DEVICE), (r"stream\..+\.warm", HOST)),
+    "fusion": ((r"(graph|device_us_per_call|device_logical_gbs|sweep)\..+", DEVICE), (r"stream\..+\.warm", HOST),
+               (r"plane\.(floor\.)?points", UNTIMED), (r"plane\..+", DEVICE)),
     "megakernels": ((r"(event_us|speedup_vs_graph3|speedup_vs_coop)\..+\.graph(\.cold)?", DEVICE),
                     (r"(event_us|speedup_vs_graph3|speedup_vs_coop)\..+\.stream", HOST),
-                    (r"speedup_vs_graph3\.(best_one_launch|fused_row)\.[a-z]+(\.cold)?", DEVICE),
-                    (r"pdl_saving_us_per_boundary\..+", DEVICE)),
+                    (r"speedup_vs_graph3\.(best_one_launch|best_tiled_persistent|fused_row)\.[a-z]+(\.cold)?", DEVICE),
+                    (r"pdl_saving_us_per_boundary\..+", DEVICE), (r"megakernel_pays_at_k\..+", UNTIMED),
+                    (r"(speedup_vs_graph_pdl|speedup_vs_chain_fused)\..+", DEVICE),
+                    (r"(handoff_us|handoff_p90_us|model_handoff_us|worker_gap_us|trace_cost_us)\..+", DEVICE)),
     "example_a_pointwise": ((r"event_us\.[a-z]+_graph\..+", DEVICE), (r"event_us\.[a-z]+_stream\..+", HOST)),
     "example_b_jobs": ((r"event_us\.[a-z]+_graph\..+", DEVICE), (r"event_us\.[a-z]+_stream\..+", HOST)),
 }
@@ -75,8 +78,8 @@ def interval_path(stem: str, key: str) -> tuple[str, ...] | None:
     base = rest.removesuffix(".cold")
     suffix = "_cold" if rest.endswith(".cold") else ""
     design, _, case = base.partition(".")
-    if name == "speedup_vs_graph3" and design == "best_one_launch":
-        return (f"best_one_launch{suffix}", case)
+    if name == "speedup_vs_graph3" and design in ("best_one_launch", "best_tiled_persistent"):
+        return (f"{design}{suffix}", case)
     if name == "speedup_vs_graph3" and design == "fused_row" and "." not in case:
         return (f"speedup_vs_graph3{suffix}", f"fused_row.{case}.graph")
     if name in ("speedup_vs_graph3", "pdl_saving_us_per_boundary"):

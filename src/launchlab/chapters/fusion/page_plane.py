@@ -61,6 +61,17 @@ def _norm(values):
     return TwoSlopeNorm(vmin=1 / span, vcenter=1.0, vmax=span)
 
 
+def ratio_ticks(span: float) -> list[float]:
+    """Colour-bar ticks symmetric about 1 on the ratio scale (1/span .. span): halvings and doublings of 1 with
+    both ends (the norm stretches each side, so linear ticks would crowd one side and fall off the other)."""
+    ticks = {1.0, round(span, 2), round(1 / span, 2)}
+    step = 2.0
+    while step < span * 0.8:
+        ticks |= {step, 1 / step}
+        step *= 2
+    return sorted(ticks)
+
+
 def ratio_map(run, value_of, colour_label: str, what: str):
     """Rows against row length on log axes, one dot per plane point, its colour the ratio `value_of(point, l2)`
     (a diverging scale centred on 1), its marker the design; a floor-class point is ringed. Warm L2 left, cold
@@ -97,6 +108,7 @@ def ratio_map(run, value_of, colour_label: str, what: str):
         ax.set_title(f"{what}, {l2} L2", fontsize=figures.FONT_PT)
     if mappable is not None:
         bar = fig.colorbar(mappable, ax=axes[0, :].tolist(), shrink=0.9, pad=0.02)
+        bar.set_ticks(ratio_ticks(mappable.norm.vmax))
         bar.set_label(colour_label)
     handles = [Line2D([], [], linestyle="none", marker=marker(d, designs), color="#777777", markersize=6,
                       label=design_label(d)) for d in designs]
