@@ -197,8 +197,18 @@ def fake_megakernels(record=None) -> FakeRun:
             "balanced": {"variant": "fused_row.balanced.graph", **speedups["fused_row.balanced.graph"]}}
     headline = {f"speedup_vs_graph3.{v}": r["median"] for v, r in speedups.items()}
     headline.update({f"speedup_vs_graph3.best_one_launch.{case}": b["median"] for case, b in best.items()})
-    return FakeRun("20990101T000000Z-ch04", headline, {"speedup_vs_graph3": speedups, "best_one_launch": best},
-                   record)
+    speedups.update({"flow.ragged.graph": ratio(1.02, 1.0, 1.04), "flow.balanced.graph": ratio(1.12, 1.1, 1.14)})
+    tiled = {case: {"variant": f"flow.{case}.graph", **speedups[f"flow.{case}.graph"]} for case in ("ragged", "balanced")}
+    headline.update({f"speedup_vs_graph3.{v}": speedups[v]["median"] for v in ("flow.ragged.graph", "flow.balanced.graph")})
+    headline.update({f"speedup_vs_graph3.best_tiled_persistent.{case}": b["median"] for case, b in tiled.items()})
+    chain = {case: {"k16": {"chain_flow": {"vs_pdl": ratio(1.3, 1.28, 1.32), "vs_fused": ratio(0.9, 0.88, 0.92)}}}
+             for case in ("balanced", "ragged")}
+    for case in chain:
+        headline[f"speedup_vs_graph_pdl.chain_flow.{case}.k16"] = 1.3
+        headline[f"speedup_vs_chain_fused.chain_flow.{case}.k16"] = 0.9
+    return FakeRun("20990101T000000Z-ch04", headline,
+                   {"speedup_vs_graph3": speedups, "best_one_launch": best, "best_tiled_persistent": tiled,
+                    "chain": chain, "megakernel_pays_at_k": {"balanced": 0, "ragged": 0}}, record)
 
 
 def test_ratio_names_the_faster_side_only_outside_one():
@@ -218,7 +228,7 @@ def test_synthetic_fusion_and_megakernel_rows():
     tiles = conclusion.dependent_tiles_row(runs)
     verdicts = [r.faster for r in tiles.ratios]
     assert verdicts == ["3-kernel graph", conclusion.NEITHER, "dependency-driven persistent",
-                        "fused row kernel (chapter 3)"]
+                        "fused row kernel (chapter 3)", conclusion.NEITHER, "flow persistent (B in C)"]
     table = conclusion.decision_markdown([memory, library, tiles])
     assert table.count("\n") == 4 and 'href="claim-audit.html#b12"' in table
 

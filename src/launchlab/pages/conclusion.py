@@ -90,6 +90,7 @@ SECTIONS = {"short_kernels": ("graphs", "stream-against-graph-round-by-round"),
             "memory_bound": ("fusion", "what-fusion-removes-the-four-kernel-path"),
             "library": ("fusion", "library-softmax"),
             "dependent_tiles": ("megakernels", "time-per-invocation"),
+            "dependent_chain": ("megakernels", "the-chain-where-boundaries-add-up"),
             "pointwise": ("example_a_pointwise", "latency-across-sizes"),
             "jobs": ("example_b_jobs", "time-per-call")}
 
@@ -216,11 +217,22 @@ def best_one_launch(megakernels, case: str) -> Ratio:
     return ratio
 
 
+def best_tiled_persistent(megakernels, case: str) -> Ratio:
+    """The persistent design running A, B and C tasks in one launch that the run found fastest for `case`."""
+    best = summary_at(megakernels, ("best_tiled_persistent", case))
+    ratio = megakernel_ratio(megakernels, best["variant"], f"{case} rows, best tiled persistent design")
+    if not math.isclose(megakernels.value(f"speedup_vs_graph3.best_tiled_persistent.{case}"), ratio.summary["median"],
+                        rel_tol=1e-9):
+        raise ValueError(f"run {megakernels.run_id}: best_tiled_persistent.{case} is not {best['variant']}'s ratio")
+    return ratio
+
+
 def dependent_tiles_row(runs) -> Row:
     megakernels = runs["megakernels"]
     ratios = (megakernel_ratio(megakernels, "coop.ragged.graph", "ragged rows"),
               megakernel_ratio(megakernels, "queue.ragged.graph", "ragged rows"),
-              best_one_launch(megakernels, "ragged"), best_one_launch(megakernels, "balanced"))
+              best_one_launch(megakernels, "ragged"), best_one_launch(megakernels, "balanced"),
+              best_tiled_persistent(megakernels, "ragged"), best_tiled_persistent(megakernels, "balanced"))
     return Row("Dependent tiles across blocks",
                "The tiled softmax, whose tiles wait for their row's statistics, as three kernels replayed in a graph "
                "(3-kernel graph) against one-launch designs replayed in a graph: a cooperative kernel with grid "
@@ -239,14 +251,45 @@ ONE_LAUNCH_TARGET = 1.5  # the speed-up over the 3-kernel graph the megakernel c
 
 def dependent_tiles_verdict(ratios) -> str:
     """Which design wins each case, whether it reaches the target, and what the tiled persistent kernels do."""
-    cooperative, queue, best_ragged, best_balanced = ratios
+    cooperative, queue, best_ragged, best_balanced, tiled_ragged, tiled_balanced = ratios
     cases = []
     for case, best in (("balanced", best_balanced), ("ragged", best_ragged)):
         reached = "reaches" if best.summary["median"] >= ONE_LAUNCH_TARGET else "misses"
         cases.append(f"{best.denominator} on {case} rows ({reached} the {ONE_LAUNCH_TARGET:g}× target)")
     persistent = [r.denominator for r in (cooperative, queue) if r.faster == r.numerator]
     beaten = f"; the 3-kernel graph beats the {' and the '.join(persistent)}" if persistent else ""
-    return "; ".join(cases) + beaten
+    tiled = "; ".join(f"the best tiled persistent kernel on {case} rows, the {r.denominator}: {r.text} "
+                      f"({'faster: ' + r.faster if r.faster != NEITHER else 'a tie'})"
+                      for case, r in (("balanced", tiled_balanced), ("ragged", tiled_ragged)))
+    return "; ".join(cases) + beaten + "; " + tiled
+
+
+def chain_ratio(megakernels, case: str, stages: int, key: str, numerator: str) -> Ratio:
+    """The whole-chain megakernel against a chain contender at `stages` stages (summaries chain/...)."""
+    from launchlab.chapters.megakernels import DESIGN
+
+    figure = {"vs_pdl": "speedup_vs_graph_pdl", "vs_fused": "speedup_vs_chain_fused"}[key]
+    return headline_ratio(megakernels, f"{figure}.chain_flow.{case}.k{stages}",
+                          ("chain", case, f"k{stages}", "chain_flow", key), numerator, DESIGN["chain_flow"].label,
+                          f"{case} rows, {stages} stages")
+
+
+def dependent_chain_row(runs) -> Row:
+    megakernels = runs["megakernels"]
+    stages = max(int(k[1:]) for k in summary_at(megakernels, ("chain", "ragged")))
+    ratios = tuple(chain_ratio(megakernels, case, stages, key, numerator) for case in ("balanced", "ragged")
+                   for key, numerator in (("vs_pdl", "3k-kernel graph, PDL"), ("vs_fused", "fused row kernel chained")))
+    pays = summary_at(megakernels, ("megakernel_pays_at_k",))
+    verdict = "; ".join(f"on {case} rows a megakernel pays from k = {k}" if k else
+                        f"on {case} rows a megakernel pays at no k measured" for case, k in pays.items())
+    return Row("A chain of dependent tiled steps",
+               "The tiled step repeated as k dependent stages, each stage's output in global memory: 3k kernels "
+               "replayed in a graph with programmatic dependent launch, the fused row kernel chained k times, and "
+               "one persistent kernel running the whole chain.",
+               ratios, "a persistent kernel with per-row flags, and traces to check it",
+               "A persistent kernel whose workers hand rows over through release/acquire flags, co-resident by "
+               "the occupancy API; traces and compute-sanitizer to trust its ordering.",
+               (link("megakernels", "the-chain-where-boundaries-add-up", "Ch. 4, the chain"),), verdict=verdict)
 
 
 def pointwise_row(runs) -> Row:
@@ -280,7 +323,8 @@ def jobs_row(runs) -> Row:
 
 
 ROWS = {"short_kernels": short_kernels_row, "memory_bound": memory_bound_row, "library": library_row,
-        "dependent_tiles": dependent_tiles_row, "pointwise": pointwise_row, "jobs": jobs_row}
+        "dependent_tiles": dependent_tiles_row, "dependent_chain": dependent_chain_row, "pointwise": pointwise_row,
+        "jobs": jobs_row}
 
 
 def decision_rows(runs) -> dict[str, Row]:
