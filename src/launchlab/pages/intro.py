@@ -94,8 +94,8 @@ def answer_markdown(rows: dict, device: str, graph_note: str = "") -> str:
         frozenset({cooperative.pays, queue.pays}), "the persistent **megakernels** gave mixed results")
     tiles = (f"*Tiles that wait for other blocks, and ragged work:* {outcome}. Against the three kernels replayed "
              f"as a graph, the cooperative kernel with grid barriers ran {times(cooperative.ratio)} as fast and the "
-             f"task queue {times(queue.ratio)} on ragged rows; the fastest single launch was a fused row kernel, "
-             f"{times(one_launch.ratio)} ({link('dependent_tiles', 'Chapter 4')}). For ragged two-stage jobs, one "
+             f"task queue {times(queue.ratio)} on ragged rows; the fastest single launch was the "
+             f"{one_launch.ratio.denominator}, {times(one_launch.ratio)} ({link('dependent_tiles', 'Chapter 4')}). For ragged two-stage jobs, one "
              f"fused kernel ran {times(jobs.ratio)} as fast as two ({link('jobs', 'Appendix B')})"
              + (": two kernels were faster, and the traces there show why." if jobs.pays is False else "."))
     return (f"**CUDA Graph, fused kernel, or megakernel?** On the {device} measured here, it depends on which "
