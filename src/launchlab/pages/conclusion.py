@@ -147,7 +147,7 @@ def short_kernels_row(runs) -> Row:
                              ("stream_over_graph", "empty.n1024.graph", "event"), "stream", "graph",
                              "1,024 empty kernels"))
     setup = tables.fmt_sig(graphs.value("setup_us.row4.128x8192.graph"))
-    from launchlab.chapters.graphs.page import replays_text
+    from launchlab.chapters.graphs.page_names import replays_text
 
     replays = replays_text(graphs.value("break_even_replays_event.row4.128x8192.graph"))
     return Row("Many short kernels launched from Python",

@@ -5,6 +5,7 @@ shared with Example B's page."""
 from __future__ import annotations
 
 from launchlab.chapters.example_a_pointwise import BASELINE, CHAPTER, SUBMISSIONS, kernels_of, size_of
+from launchlab.chapters.example_a_pointwise.page_answer import answer_values, sizes
 
 ARTICLE = "article (H100, October 2026)"
 # (measurement, metric) -> (column of the timing table, title of the latency panel)
@@ -31,10 +32,6 @@ def rows(run) -> dict:
 def label(run, vid) -> str:
     """'three kernels, graph'."""
     return f"{rows(run)[vid.target].label}, {vid.submission}"
-
-
-def sizes(run) -> list[int]:
-    return list(CHAPTER.parameters_of(run.record).sizes)
 
 
 def _mb(nbytes: float) -> str:
@@ -295,7 +292,6 @@ def page_values(run) -> dict:
         if int(n) in tags:  # large_three_over_fused_graph, small_three_stream_over_graph
             name = f"{family}_{what}" if family != "stream_over_graph" else f"{what}_{family}"
             values[f"{tags[int(n)]}_{name}"] = f"{ratio['median']:.2f}"
-    from launchlab.chapters.example_a_pointwise.page_answer import answer_values
 
     values.update(answer_values(run))
     return values

@@ -2,9 +2,14 @@
 where the run has replicates."""
 from __future__ import annotations
 
-from launchlab.chapters.example_a_pointwise.page import sizes
+from launchlab.chapters.example_a_pointwise import CHAPTER
 from launchlab.present import tables
 from launchlab.present.replicas import joined, replicates_of, spread_sentence
+
+
+def sizes(run) -> list[int]:
+    return list(CHAPTER.parameters_of(run.record).sizes)
+
 
 
 def _n(n: int) -> str:

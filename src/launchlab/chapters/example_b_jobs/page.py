@@ -6,6 +6,7 @@ from launchlab.chapters.example_a_pointwise.page import (VERDICT_WORDS, article_
                                                        timing_samples_text, verdict_sentence)
 from launchlab.chapters.example_b_jobs import (BASELINE, CHAPTER, GRAPH_NODES, KERNELS, ROW, ROWS,
                                                STREAM_SUBMISSIONS, SUBMISSIONS, label)
+from launchlab.chapters.example_b_jobs.page_answer import answer_values, cases
 
 TIMING = {("warm_batch", "event_us"): "event interval per call, batch",
           ("warm_single", "complete_us"): "host completion, 1 call",
@@ -20,10 +21,6 @@ ARTICLE_ROWS_B = (
     ("early B starts in graph traces (two kernels; fused kernel)", "0 against 596, of 597 jobs"),
     ("host medians, ragged case", "three ragged host medians reported: 206.85, 212.52 and 205.79 µs"),
 )
-
-
-def cases(run) -> list[str]:
-    return list(CHAPTER.parameters_of(run.record).cases)
 
 
 def timed(run, case: str | None = None, output: str = "timing") -> list:
@@ -236,7 +233,6 @@ def page_values(run) -> dict:
         family, what, case = key.split(".")  # ragged_queue_stream_over_graph, ragged_queue_over_fused_graph
         name = f"{what}_{family}" if family == "stream_over_graph" else f"{family}_{what}"
         values[f"{case}_{name}"] = f"{ratio['median']:.2f}"
-    from launchlab.chapters.example_b_jobs.page_answer import answer_values
 
     values.update(answer_values(run))
     return values

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from launchlab.chapters.example_b_jobs import ROW
+from launchlab.chapters.example_b_jobs import CHAPTER, ROW
 from launchlab.present import tables
 from launchlab.present.replicas import counted, joined, replicates_of
 
@@ -17,9 +17,7 @@ def _ratio(run, key: str) -> dict:
 
 
 def cases(run) -> list[str]:
-    from launchlab.chapters.example_b_jobs.page import cases as declared
-
-    return declared(run)
+    return list(CHAPTER.parameters_of(run.record).cases)
 
 
 def schedule_answer(run) -> str:

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from launchlab.chapters.graphs import CHAPTER, stream_twin
 from launchlab.measure.variant import VariantId
+from launchlab.chapters.graphs.page_names import _paths, label, ordered, replays_text, size_of_case  # noqa: F401
 from launchlab.present import tables
 
 # (measurement, metric) -> column header; the measurement is named because the chapters' single-call and
@@ -16,43 +17,10 @@ TIMING_COLUMNS = {
 SUBMISSIONS = {"stream": "stream (Python launches)", "graph": "graph replay", "native": "C++ loop (cuLaunchKernel)"}
 
 
-def label(vid: VariantId) -> str:
-    """A readable name of a workload (without its submission)."""
-    count = vid.case[1:]
-    return {"row4": f"row path {vid.case.replace('x', '×')}", "tiled3": f"tiled path, {vid.case}",
-            "empty": f"{count} empty kernel{'s' if count != '1' else ''}", "row4copies": f"row path ×{count}"
-            }.get(vid.target, str(vid))
-
-
-def size_of_case(case: str) -> int:
-    """What a case's size reads as: elements of a shape (128x8192), the count of a series (n64, k16), else 0."""
-    if "x" in case and case.replace("x", "").isdigit():
-        rows, cols = (int(v) for v in case.split("x"))
-        return rows * cols
-    return int(case[1:]) if case[1:].isdigit() else 0
-
-
-def ordered(variants) -> list[str]:
-    """Rows in declared order (the two paths first, then the graph-length series); within a row by size."""
-    rows = list(dict.fromkeys(v.row.name for v in CHAPTER.variants()))
-
-    def key(variant):
-        vid = VariantId.parse(variant)
-        position = rows.index(vid.target) if vid.target in rows else len(rows)
-        return position, size_of_case(vid.case), vid.case, vid.submission
-    return sorted(variants, key=key)
-
-
 def glue_key(vid: VariantId, with_submission: bool = False) -> str:
     """row4.128x8192.graph -> row4_128x8192 (or row4_128x8192_graph): a name for the prose."""
     parts = [vid.target, vid.case] + ([vid.submission] if with_submission else [])
     return "_".join(parts).replace("-", "_")
-
-
-def _paths(run) -> list[VariantId]:
-    """The graph variants that enter the `paths` output (not the graph-length series), in the page's order."""
-    declared = {str(v.id) for v in CHAPTER.variants(CHAPTER.parameters_of(run.record)) if "paths" in v.enters}
-    return [VariantId.parse(g) for g in ordered(run.summaries["stream_over_graph"]) if g in declared]
 
 
 def ratio_cell(ratio) -> str:
@@ -118,11 +86,6 @@ def graph_figure(run):
 
 
 # ---------------------------------------------------------------- set-up
-def replays_text(value) -> str:
-    """Replays to pay back a graph's set-up, as every page writes it (chapter 2, its data page, the conclusion)."""
-    return "never" if value is None else f"{value:.1f}"
-
-
 def _break_even_cell(entry: dict) -> str:
     if entry["median"] is None:
         return "never"

@@ -4,7 +4,7 @@ hold in a run the sentence says what was found instead."""
 from __future__ import annotations
 
 from launchlab.chapters.graphs import stream_twin
-from launchlab.chapters.graphs.page import _paths, label, ordered, replays_text
+from launchlab.chapters.graphs.page_names import _paths, label, ordered, replays_text
 from launchlab.measure.variant import VariantId
 from launchlab.present import tables
 from launchlab.present.replicas import joined, replicates_of, spread_sentence
