@@ -170,23 +170,14 @@ def plane_targets_table(run):
 
 
 def plane_rows(run) -> list[dict]:
-    """One row per plane point: raw numbers (µs, ratios), units in the headers."""
+    """One row per plane point: its design and the fused kernels' ratios to the copy ceiling, warm and cold (the
+    times, libraries and predictions of every point are in the run's summaries.json, under "plane")."""
     rows = []
     for p in plane_of(run)["points"]:
-        row = {"shape": p["shape"], "rows": p["rows"], "row length (floats)": p["cols"],
-               "MiB moved": p["bytes"] / 2**20, "design": p["design"], "floor class": p["floor"] or ""}
+        row = {"shape": p["shape"], "design": p["design"]}
         for l2 in L2_STATES:
-            ceiling = p["ceiling"].get(l2, {})
-            row[f"ceiling {l2}"] = ceiling.get("name", "")
-            row[f"copy {l2} (µs)"] = ceiling.get("us")
-            row[f"fused plain {l2} (µs)"] = p["device_us"].get("fused_plain", {}).get(l2)
-            row[f"fused RMS {l2} (µs)"] = p["device_us"].get("fused_rms", {}).get(l2)
             row[f"plain ÷ copy {l2}"] = p["ratios"].get("fused_plain_over_copy", {}).get(l2)
             row[f"RMS ÷ copy {l2}"] = p["ratios"].get("fused_rms_over_copy", {}).get(l2)
-            for lib in LIBRARIES:
-                row[f"{lib} ÷ plain {l2}"] = p["ratios"].get(f"{lib}_over_fused_plain", {}).get(l2)
-            row[f"predicted {l2} (µs)"] = p["predicted_us"].get(l2)
-        row["skipped"] = "; ".join(f"{lib}: {reason}" for lib, reason in p["skipped"].items())
         rows.append(row)
     return rows
 
@@ -195,8 +186,10 @@ def plane_table(run):
     """Every plane point (the data page; its CSV holds the raw numbers)."""
     rows = plane_rows(run) or [{"shape": "this run has no random plane"}]
     return page_table(rows, index=["shape"], caption="Every point of the plane",
-                      note="Device time per call: warm L2 from a graph of many calls, cold L2 from one call after "
-                           "the flush; ratios paired per round, median [95 % interval].", csv="fusion-plane",
+                      note="Device time per call over the copy ceiling's: warm L2 from a graph of many calls, cold L2 "
+                           "from one call after the flush; ratios paired per round, median [95 % interval]. Each "
+                           "point's times, library ratios and predictions are in the run's summaries.json.",
+                      csv="fusion-plane",
                       max_rows=20)
 
 
