@@ -182,6 +182,48 @@ def near_copy_values(s: dict, name: str) -> dict:
     return {f"near_copy_{name}": listing(near), f"far_from_copy_{name}": listing(far)}
 
 
+def near_copy_count_sentence(s: dict, name: str = "fused_plain") -> str:
+    """One sentence for the answer: of the (shape, L2 state) pairs with rows of LONG_ROW floats or more, how many
+    came within NEAR_COPY of the copy, and which did not (with their ratios)."""
+    near, far = [], []
+    for shape in (sh for sh in s["shapes"] if columns_of(sh) >= LONG_ROW):
+        for l2 in L2_STATES:
+            ratio = graph_ratio(s, f"{name}_over_copy", shape, l2)
+            if ratio is not None:
+                (near if ratio["median"] <= NEAR_COPY else far).append(
+                    f"{shape_label(shape)} {l2} ({ratio_number(ratio['median'])})")
+    total = len(near) + len(far)
+    if not total:
+        return f"No fixed shape has rows of {LONG_ROW:,} floats or more in this run."
+    head = (f"With rows of {LONG_ROW:,} floats or more, the fused plain kernel came within {NEAR_COPY:.2f} times "
+            f"the copy")
+    if not far:
+        return f"{head} at all {total} shape and L2 pairs."
+    return f"{head} at {len(near)} of {total} shape and L2 pairs; it stayed further away at {listing(far)}."
+
+
+def libraries_sooner_sentence(s: dict) -> str:
+    """One sentence for the answer: at how many (shape, L2 state) pairs some library finished sooner than the fused
+    plain kernel (median ratio below 1), by how much at most and where; the per-library detail is on the data page."""
+    sooner, pairs = [], 0
+    for library in (lib for lib in LIBRARIES if lib in s["contenders"]):
+        for shape in s["shapes"]:
+            for l2 in L2_STATES:
+                ratio = graph_ratio(s, f"{library}_over_fused_plain", shape, l2)
+                if ratio is not None:
+                    pairs += 1
+                    if ratio["median"] < 1.0:
+                        sooner.append((ratio["median"], f"{label(library)} at {shape_label(shape)} {l2}"))
+    if not pairs:
+        return "No library was timed at the fixed shapes in this run."
+    if not sooner:
+        return f"No library finished sooner than the fused plain kernel at any of the {pairs} library, shape and L2 " \
+               "combinations."
+    worst, where = min(sooner)
+    return (f"A library finished sooner than the fused plain kernel at {len(sooner)} of {pairs} library, shape and L2 "
+            f"combinations, by at most {100 * (1 - worst):.0f} % ({where}).")
+
+
 def _below_copy(ratios) -> list[str]:
     """"<contender> at <shape> <l2> (<median>, <interval>)" for each (name, shape, l2, ratio) whose whole 95 %
     interval lies below 1."""
@@ -263,6 +305,8 @@ def finding_values(s: dict) -> dict:
     for name in ("fused_plain", "fused_rms"):
         values.update(near_copy_values(s, name))
     values["libraries_faster_sentence"] = libraries_faster_sentence(s)
+    values["libraries_sooner_sentence"] = libraries_sooner_sentence(s)
+    values["near_copy_sentence"] = near_copy_count_sentence(s)
     values["sooner_libraries_4096x128"] = sooner_libraries_value(s, "4096x128")
     return values
 
