@@ -61,6 +61,16 @@ __device__ __forceinline__ void store_word(unsigned long long* address, unsigned
     asm volatile("st.relaxed.gpu.global.u64 [%0], %1;" ::"l"(address), "l"(value) : "memory");
 }
 
+// Two words in one access (each of the two is single-copy atomic on its own, which is all a reader relies on).
+__device__ __forceinline__ void load_words(const unsigned long long* address, unsigned long long& a,
+                                           unsigned long long& b) {
+    asm volatile("ld.relaxed.gpu.global.v2.u64 {%0, %1}, [%2];" : "=l"(a), "=l"(b) : "l"(address) : "memory");
+}
+
+__device__ __forceinline__ void store_words(unsigned long long* address, unsigned long long a, unsigned long long b) {
+    asm volatile("st.relaxed.gpu.global.v2.u64 [%0], {%1, %2};" ::"l"(address), "l"(a), "l"(b) : "memory");
+}
+
 __device__ __forceinline__ unsigned long long stamped(float v, unsigned int epoch) {
     return ((unsigned long long)epoch << 32) | (unsigned long long)__float_as_uint(v);
 }
@@ -75,30 +85,42 @@ __device__ __forceinline__ unsigned long long global_ns() {
 }
 
 #define FLAG_WAIT_LIMIT_NS 2000000000ull  // 2 s: far beyond any piece; only blocks that were never resident wait so long
+// Piece k's slot: (m, s) in one 16-byte access, q in the next word.
+__device__ __forceinline__ void publish_stats(unsigned long long* slot, unsigned int epoch, float m, float s, float q) {
+    store_words(slot, stamped(m, epoch), stamped(s, epoch));
+    store_word(slot + 2, stamped(q, epoch));
+}
 
-// Warp-wide (every lane calls it): the row's (m, s, q) from the `pieces` slots at `slots`, each stamped `epoch`.
-// Lane k waits for slots k, k + 32, ... in turn and merges them; a slot not yet stamped is read again. Traps
-// (loudly) where a slot stays unstamped for FLAG_WAIT_LIMIT_NS: a piece's block never ran.
+template <bool RMS>
+__device__ __forceinline__ bool slot_ready(unsigned long long wm, unsigned long long ws, unsigned long long wq,
+                                           unsigned int epoch) {
+    return epoch_of(wm) == epoch && epoch_of(ws) == epoch && (!RMS || epoch_of(wq) == epoch);
+}
+
+// Every thread of the block calls it: thread t merges slots t, t + BLOCK, ... of the row's `pieces` at `slots`,
+// each stamped `epoch`, into its (m, s, q) (a block_merge_stats then gives the row's): all of a block's reads are
+// in flight at once, one round trip where the row has at most BLOCK pieces. A slot not yet stamped is read again;
+// one that stays unstamped for FLAG_WAIT_LIMIT_NS traps (loudly): a piece's block never ran.
 template <bool RMS>
 __device__ __forceinline__ void gather_stats(const unsigned long long* slots, int pieces, unsigned int epoch, float& m,
                                              float& s, float& q) {
     m = NEG_INF;
     s = 0.0f;
     q = 0.0f;
-    for (int k = threadIdx.x & 31; k < pieces; k += 32) {
+    for (int k = threadIdx.x; k < pieces; k += BLOCK) {
         const unsigned long long* slot = slots + (size_t)SLOT_WORDS * k;
-        unsigned long long wm = load_word(slot), ws = load_word(slot + 1), wq = RMS ? load_word(slot + 2) : 0ull;
-        if (epoch_of(wm) != epoch || epoch_of(ws) != epoch || (RMS && epoch_of(wq) != epoch)) {
+        unsigned long long wm, ws, wq = 0ull;
+        load_words(slot, wm, ws);
+        if (RMS) wq = load_word(slot + 2);
+        if (!slot_ready<RMS>(wm, ws, wq, epoch)) {
             const unsigned long long start = global_ns();
             do {
                 __nanosleep(32);
-                wm = load_word(slot);
-                ws = load_word(slot + 1);
+                load_words(slot, wm, ws);
                 if (RMS) wq = load_word(slot + 2);
                 if (global_ns() - start > FLAG_WAIT_LIMIT_NS) __trap();
-            } while (epoch_of(wm) != epoch || epoch_of(ws) != epoch || (RMS && epoch_of(wq) != epoch));
+            } while (!slot_ready<RMS>(wm, ws, wq, epoch));
         }
         merge_stats(m, s, q, value_of(wm), value_of(ws), RMS ? value_of(wq) : 0.0f);
     }
-    warp_merge_stats(m, s, q);
 }

@@ -20,8 +20,8 @@
 //            resident at once (the host checks with the occupancy API; the launch may also be cooperative).
 //            Each block keeps its piece on chip where it fits (SPLIT_REGS chunks per thread in registers, then
 //            dynamic shared memory; the rest is streamed and read again) and reduces it to one (m_k, s_k, q_k),
-//            which it publishes as epoch-stamped words (grid_flags.cuh); its first warp then gathers the row's
-//            stamped words itself and merges them (one round trip through L2, no counter, nothing to reset),
+//            which it publishes as epoch-stamped words (grid_flags.cuh); its threads then gather the row's
+//            stamped words themselves and merge them (one round trip through L2, no counter, nothing to reset),
 //            and every block writes its piece of y.
 //
 // Rows are walked in 16-byte chunks aligned in memory (row_helpers.cuh): chunk c covers row elements
@@ -351,12 +351,11 @@ __device__ __forceinline__ Piece piece_of(const Row& r, int k, int pieces) {
 // Grid slot g = row * pieces + k holds piece k's stamped (m, s, q) (grid_flags.cuh). The grid is a multiple of
 // `pieces` and at most what the GPU holds at once (the host checks with the occupancy API, and the launch may be
 // cooperative), so a row's pieces always fall in one grid-stride step and every block of the step is resident:
-// warp 0's wait for the row's other slots ends. One round trip through L2 per row: publish, then gather.
+// the wait for the row's other slots ends. One round trip through L2 per row: publish, then gather.
 template <bool RMS>
 __device__ __forceinline__ void split_rows(const float* __restrict__ x, float* __restrict__ y, int rows, int cols,
                                            int pieces, unsigned long long* __restrict__ slots) {
     __shared__ float scratch[96];
-    __shared__ float total[3];
     extern __shared__ float4 slice[];
     const long long work = (long long)rows * pieces;
     for (long long g = blockIdx.x; g < work; g += gridDim.x) {
@@ -364,7 +363,7 @@ __device__ __forceinline__ void split_rows(const float* __restrict__ x, float* _
         const Row r = row_at(x, y, row, cols);
         const Piece p = piece_of(r, (int)(g % pieces), pieces);
         unsigned long long* own = slots + SLOT_WORDS * g;
-        const unsigned int epoch = (pieces > 1 && threadIdx.x < 32) ? epoch_of(load_word(own)) + 1u : 0u;
+        const unsigned int epoch = pieces > 1 ? epoch_of(load_word(own)) + 1u : 0u;  // in flight with the piece's loads
         float4 v[SPLIT_REGS];
         float m = NEG_INF, s = 0.0f, q = 0.0f;
         registers_stats<RMS>(r, p.begin, p.registers_end, v, m, s, q);
@@ -372,23 +371,9 @@ __device__ __forceinline__ void split_rows(const float* __restrict__ x, float* _
         streamed_stats<RMS>(r, p.shared_end, p.end, m, s, q);
         block_merge_stats(m, s, q, scratch);
         if (pieces > 1) {
-            if (threadIdx.x < 32) {
-                if (threadIdx.x == 0) {
-                    store_word(own, stamped(m, epoch));
-                    store_word(own + 1, stamped(s, epoch));
-                    if (RMS) store_word(own + 2, stamped(q, epoch));
-                }
-                gather_stats<RMS>(slots + SLOT_WORDS * row * pieces, pieces, epoch, m, s, q);
-                if (threadIdx.x == 0) {
-                    total[0] = m;
-                    total[1] = s;
-                    total[2] = q;
-                }
-            }
-            __syncthreads();  // the row's total is in `total`; the next step's reduction barriers precede its rewrite
-            m = total[0];
-            s = total[1];
-            q = total[2];
+            if (threadIdx.x == 0) publish_stats(own, epoch, m, s, q);
+            gather_stats<RMS>(slots + SLOT_WORDS * row * pieces, pieces, epoch, m, s, q);
+            block_merge_stats(m, s, q, scratch);  // the row's (m, z, q), in every thread
         }
         const float factor = (RMS ? sqrtf(q / (float)cols) : 1.0f) / s;
         registers_write(r, p.begin, p.registers_end, v, m, factor);
