@@ -33,6 +33,7 @@ SHAPES = ("1x20169,1x582769,2x315093,17x520106,6x1546367,12x1172219,11x93564,47x
 WIDTHS = (4, 8, 16)
 PROBE = "klong_probe"  # tools/klong_probe.cu: a development probe, not one of the book's kernel families
 SPLIT_BLOCKS = (256, 512, 1024)
+SPLIT_VARIANTS = {"new_split_b256_u6": {"UNROLL": 6}, "new_split_b256_u8r2": {"UNROLL": 8, "SPLIT_REGS": 2}}
 
 
 def cluster_defines(width: int) -> dict:
@@ -49,6 +50,8 @@ def builds(shapes) -> dict:
         found[f"probe_c{width}"] = (PROBE, {"PROBE_CLUSTER": width}, False)
     for block in SPLIT_BLOCKS:
         found[f"new_split_b{block}"] = ("softmax_designs", fused_policy.split_config(1, 1, 132, block), False)
+    for label, extra in SPLIT_VARIANTS.items():
+        found[label] = ("softmax_designs", fused_policy.split_config(1, 1, 132, 256) | extra, False)
     for rows, cols in shapes:
         plan = plans.row_plan(rows, cols, H200["shared_bytes_per_block_optin"], H200["sm_count"])
         found[plan["module"]] = ("fused_softmax", plan["defines"], False)
@@ -207,6 +210,8 @@ def probes(modules, stream, rounds: int) -> list[dict]:
 class OldSplit:
     """The committed split design's launch (partials, totals, arrivals, generations; cooperative)."""
 
+    name = "base-split"
+
     def __init__(self, built, rows, cols, x):
         import cupy
         import numpy as np
@@ -263,8 +268,8 @@ def contenders(rows: int, cols: int, sm_count: int) -> list[tuple[str, str, dict
     for pieces in sorted({max(1, default // 2), max(1, default // 4), needed, needed + 1, 2 * needed} - {default}):
         if pieces * 1 <= capacity:
             found.append((f"split-p{pieces}", "new_split_b512", {"pieces": pieces}))
-    found.append(("split-b256", "new_split_b256", {"blocks_per_sm": 4, "slice_bytes": 52 * 1024}))
-    found.append(("split-b1024", "new_split_b1024", {"blocks_per_sm": 1, "slice_bytes": 200 * 1024}))
+    found.append(("split-b256", "new_split_b256", {}))
+    found.append(("split-b1024", "new_split_b1024", {}))
     return found
 
 

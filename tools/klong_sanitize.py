@@ -1,6 +1,6 @@
 """The long-row designs under compute-sanitizer (memcheck, racecheck, synccheck) on small irregular shapes: split
-pieces in registers, shared memory and streamed, one row, several grid steps; cluster slices in registers and
-shared memory, short last slices. Each case in both modes, from the stream, then three graph replays, each output
+pieces in registers, shared memory and streamed, several grid steps; cluster slices in shared memory and short
+slices in registers. Each case in both modes, from the stream, then three graph replays, each output
 checked against the float64 oracle. Prints one line per case and "ALL PASSED" at the end.
 
     compute-sanitizer --tool racecheck python tools/klong_sanitize.py --cubins DIR
@@ -19,12 +19,9 @@ from klong_bench import builds, load  # noqa: E402
 # (label, module, rows, cols, target options)
 CASES = (
     ("split-registers", "new_split_b512", 3, 4099, {}),
-    ("split-shared", "new_split_b512", 2, 50001, {"pieces": 2}),
+    ("split-shared", "new_split_b256", 2, 50001, {"pieces": 2}),
     ("split-streamed", "new_split_b512", 2, 50001, {"pieces": 2, "slice_bytes": 1024}),
-    ("split-one-row", "new_split_b512", 1, 20001, {}),
-    ("split-steps", "new_split_b512", 301, 9001, {"pieces": 3}),
-    ("split-b256", "new_split_b256", 5, 30001, {"blocks_per_sm": 4, "slice_bytes": 8192}),
-    ("cluster-registers", "new_cluster_c16", 3, 131075, {}),
+    ("split-steps", "new_split_b256", 301, 9001, {"pieces": 3}),
     ("cluster-shared", "new_cluster_c4", 3, 40001, {}),
     ("cluster-short", "new_cluster_c8", 2, 31, {}),
 )

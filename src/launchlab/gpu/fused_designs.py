@@ -23,8 +23,8 @@ import numpy as np
 from launchlab.gpu import device
 from launchlab.gpu.build import BuiltModule
 from launchlab.gpu.targets import ArrayTarget, allow_dynamic_shared, module_define, resident_blocks_per_sm
-from launchlab.model.fused_policy import (KERNELS, MODES, PORTABLE_CLUSTER, SLOT_WORDS, SPLIT_BLOCKS_PER_SM,
-                                          SPLIT_COOPERATIVE, SPLIT_REGS, SPLIT_SLICE_BYTES, narrow_lanes, split_pieces,
+from launchlab.model.fused_policy import (KERNELS, MODES, PORTABLE_CLUSTER, SLOT_WORDS, SPLIT_COOPERATIVE, SPLIT_REGS,
+                                          narrow_lanes, split_blocks_per_sm, split_pieces, split_slice_bytes,
                                           worst_chunks)
 
 # ---------------------------------------------------------------- targets (GPU)
@@ -119,9 +119,10 @@ class ClusterRow(_DesignTarget):
 
 class SplitRow(_DesignTarget):
     """split_*: rows x pieces pieces over a grid of pieces x min(rows, capacity // pieces) blocks (capacity = SMs x
-    resident blocks per SM from the occupancy API, at most `blocks_per_sm`), so that every block is resident at
-    once. A piece keeps its first SPLIT_REGS x BLOCK chunks in registers and the next ones in dynamic shared
-    memory (up to `slice_bytes`); the rest is streamed (x read twice). Pieces per row: fused_policy.split_pieces.
+    resident blocks per SM from the occupancy API, at most `blocks_per_sm`, by default 1024 threads' worth), so
+    that every block is resident at once. A piece keeps its first SPLIT_REGS x BLOCK chunks in registers and the
+    next ones in dynamic shared memory (up to `slice_bytes`, by default fused_policy.split_slice_bytes); the rest is
+    streamed (x read twice). Pieces per row: fused_policy.split_pieces.
 
     `slots` (SLOT_WORDS epoch-stamped words per piece, kernels/grid_flags.cuh) start at zero and every invocation
     leaves them consistent: never poisoned. `cooperative` launches the grid cooperatively (the driver then
@@ -131,11 +132,13 @@ class SplitRow(_DesignTarget):
     design = "split"
 
     def __init__(self, built: BuiltModule, rows: int, cols: int, mode: str = "rms", x=None,
-                 blocks_per_sm: int = SPLIT_BLOCKS_PER_SM, pieces: int | None = None,
-                 slice_bytes: int = SPLIT_SLICE_BYTES, cooperative: bool = SPLIT_COOPERATIVE):
+                 blocks_per_sm: int | None = None, pieces: int | None = None, slice_bytes: int | None = None,
+                 cooperative: bool = SPLIT_COOPERATIVE):
         super().__init__(built, rows, cols, mode, x)
         self.split_regs = module_define(built, "SPLIT_REGS", SPLIT_REGS)
-        budget = min(int(slice_bytes), device.shared_limit())
+        blocks_per_sm = split_blocks_per_sm(self.block) if blocks_per_sm is None else int(blocks_per_sm)
+        slice_bytes = split_slice_bytes(self.block) if slice_bytes is None else int(slice_bytes)
+        budget = min(slice_bytes, device.shared_limit())
         if budget > 48 * 1024:
             allow_dynamic_shared(self.kernel, budget)
         self.resident_per_sm = resident_blocks_per_sm(self.kernel, self.block, budget)
@@ -144,7 +147,7 @@ class SplitRow(_DesignTarget):
         self.capacity = min(self.resident_per_sm, blocks_per_sm) * device.sm_count()
         chunks = worst_chunks(rows, cols)
         on_chip = self.split_regs * self.block + budget // 16
-        self.pieces = int(pieces) if pieces else split_pieces(rows, self.capacity, chunks, on_chip)
+        self.pieces = int(pieces) if pieces else split_pieces(rows, self.capacity, chunks, on_chip, device.sm_count())
         if not 1 <= self.pieces <= self.capacity:
             raise ValueError(f"{self.pieces} pieces per row cannot all be resident ({self.capacity} blocks)")
         grid = self.pieces * min(rows, self.capacity // self.pieces)

@@ -32,15 +32,21 @@ MAX_CLUSTER = 16        # Hopper's non-portable limit (cudaFuncAttributeNonPorta
 CLUSTER_CAPABILITY = (9, 0)  # thread-block clusters: below it plans.py considers no cluster design
 
 # Split: few rows too long for a cluster, or rows too long for one block's chip: pieces of the row over resident
-# blocks of 512 threads, two per SM; a piece's first SPLIT_REGS x 512 chunks in registers, the next in shared memory
-# (up to SPLIT_SLICE_BYTES), the rest streamed (x read twice). The pieces exchange epoch-stamped words of SLOT_WORDS
-# a piece (kernels/grid_flags.cuh): one round trip through L2, no counter to reset.
+# blocks; a piece's first SPLIT_REGS chunks a thread in registers, the next in shared memory, the rest streamed
+# (x read twice). The pieces exchange epoch-stamped words of SLOT_WORDS a piece (kernels/grid_flags.cuh): one round
+# trip through L2, no counter to reset. From the development bench on an H200: blocks of 256 threads, four an SM
+# with 52 KiB slices each, are the fastest split build from about 8 MB of x up (more independent blocks keep more
+# loads in flight); below that, where a call is mostly latency, one block of 512 threads an SM (more blocks
+# gather more slots each, in a round trip that grows with the square of the blocks).
 SPLIT_BLOCK = 512
 SPLIT_UNROLL = 4
 SPLIT_REGS = 4
-SPLIT_BLOCKS_PER_SM = 2
+SPLIT_BLOCKS_PER_SM = 2  # of SPLIT_BLOCK threads (split_blocks_per_sm: 1024 threads an SM in every build)
 SPLIT_SLICE_BYTES = 112 * 1024
-SPLIT_COOPERATIVE = False  # the occupancy check of the target guarantees residency; a cooperative launch costs more
+SPLIT_SLICE_BYTES_BY_BLOCK = {256: 52 * 1024, 512: SPLIT_SLICE_BYTES, 1024: 200 * 1024}
+SPLIT_SMALL_BYTES = 8 << 20  # x below this: one block an SM at most (latency); above: every resident block
+SPLIT_COOPERATIVE = False  # the occupancy check of the target guarantees residency; a cooperative launch of 264
+                           # blocks of 512 threads costs about 0.3 us more per call in a graph
 SLOT_WORDS = 4
 SPLIT_BYTES_PER_US = 4.0e6  # the GPU's DRAM bandwidth, shared by the resident blocks
 SPLIT_STEP_US = 2.0         # a grid step's fixed time: its statistics round trip and the pipeline's fill and drain
@@ -127,11 +133,16 @@ def design_defines(design: str, rows: int, cols: int, sm_count: int, **choices) 
     return defines
 
 
-def split_pieces(rows: int, capacity: int, chunks: int | None = None, on_chip: int | None = None) -> int:
+def split_pieces(rows: int, capacity: int, chunks: int | None = None, on_chip: int | None = None,
+                 sm_count: int | None = None) -> int:
     """Pieces per row over `capacity` resident blocks: every row's pieces at once where the rows leave room (as
-    many pieces as the blocks give each row); where they do not, pieces that keep a row on chip (`on_chip` chunks
-    a block) in the grid steps of least estimated time (`split_steps_us`), at most `capacity` (beyond, streamed)."""
-    spread = max(1, capacity // rows)
+    many pieces as the blocks give each row, or as `sm_count` blocks give it where x is under SPLIT_SMALL_BYTES);
+    where they do not, pieces that keep a row on chip (`on_chip` chunks a block) in the grid steps of least
+    estimated time (`split_steps_us`), at most `capacity` (beyond, streamed)."""
+    blocks = capacity
+    if sm_count is not None and chunks is not None and 16 * int(chunks) * rows < SPLIT_SMALL_BYTES:
+        blocks = min(capacity, int(sm_count))
+    spread = max(1, blocks // rows)
     if chunks is None or on_chip is None:
         return spread
     needed = -(-int(chunks) // int(on_chip))
@@ -155,9 +166,14 @@ def split_blocks_per_sm(block: int) -> int:
     return max(1, SPLIT_BLOCKS_PER_SM * SPLIT_BLOCK // block)
 
 
-def split_on_chip_chunks(block: int = SPLIT_BLOCK, slice_bytes: int = SPLIT_SLICE_BYTES) -> int:
+def split_slice_bytes(block: int) -> int:
+    """Shared memory a split block of `block` threads keeps a piece in (its SM holds split_blocks_per_sm of them)."""
+    return SPLIT_SLICE_BYTES_BY_BLOCK.get(block, SPLIT_SLICE_BYTES * SPLIT_BLOCK // block)
+
+
+def split_on_chip_chunks(block: int = SPLIT_BLOCK, slice_bytes: int | None = None) -> int:
     """Chunks a split block keeps on chip: SPLIT_REGS a thread in registers, then its shared memory."""
-    return SPLIT_REGS * block + slice_bytes // 16
+    return SPLIT_REGS * block + (split_slice_bytes(block) if slice_bytes is None else slice_bytes) // 16
 
 
 def split_kept_pieces(rows: int, cols: int, sm_count: int, block: int = SPLIT_BLOCK) -> int | None:
