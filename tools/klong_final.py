@@ -77,7 +77,8 @@ def measure(rows, cols, modules, stream, cold, rounds, seed) -> dict:
                 entry["warm"] = time_warm(target, stream, calls, rounds)
                 entry["cold"] = time_cold(target, stream, cold, rounds)
                 entry["valid_after"] = check(target, sample, reference, oracles.SOFTMAX_TOLERANCE)
-            entry["launch"] = target.describe()
+            describe = getattr(target, "describe", None)
+            entry["launch"] = describe() if describe else {}
             del target
         except Exception as error:
             entry["valid"], entry["error"] = False, f"{type(error).__name__}: {str(error)[:160]}"

@@ -37,12 +37,15 @@ def main() -> None:
 
     parser = argparse.ArgumentParser()
     parser.add_argument("--cubins", type=Path, required=True)
+    parser.add_argument("--only", default="", help="run only the cases whose label starts with this")
     args = parser.parse_args()
     table = builds([])
     failed = []
     stream = cupy.cuda.Stream(non_blocking=True)
     with stream:
         for label, module, rows, cols, options in CASES:
+            if not label.startswith(args.only):
+                continue
             family, defines, _ = table[module]
             built = load(args.cubins, module, family, defines)
             design = "cluster" if "cluster" in module else "split"
