@@ -332,8 +332,8 @@ __device__ __forceinline__ void streamed_write(const Row& r, int begin, int end,
     }
 }
 
-// Piece k of a row covers chunks [k S, (k + 1) S) of it (S = ceil(chunks / pieces)): the first SPLIT_REGS x BLOCK
-// in registers, the next (dynamic shared bytes) / 16 in shared memory, the rest streamed (x read again for y).
+// Part k of a row: chunks [k S, (k + 1) S) of it (S = ceil(chunks / pieces)), the first SPLIT_REGS x BLOCK in
+// registers, the next (dynamic shared bytes) / 16 in shared memory, the rest streamed (x read again for y).
 struct Piece {
     int begin, registers_end, shared_end, end;
 };
@@ -348,27 +348,28 @@ __device__ __forceinline__ Piece piece_of(const Row& r, int k, int pieces) {
     return p;
 }
 
-// Grid slot g = row * pieces + k holds piece k's stamped (m, s, q) (grid_flags.cuh). The grid is a multiple of
-// `pieces` and at most what the GPU holds at once (the host checks with the occupancy API, and the launch may be
-// cooperative), so a row's pieces always fall in one grid-stride step and every block of the step is resident:
-// the wait for the row's other slots ends. One round trip through L2 per row: publish, then gather.
+// Piece p of row p / pieces covers part p % pieces of the row (piece_of), and slot p holds its stamped (m, s, q)
+// (grid_flags.cuh). The grid is a multiple of `pieces` and at most what the GPU holds at once (the host checks with
+// the occupancy API, and the launch may be cooperative), so a row's pieces always fall in one grid-stride step and
+// every block of the step is resident: the wait for the row's other slots ends. One round trip through L2 per
+// row: publish, then gather.
 template <bool RMS>
 __device__ __forceinline__ void split_rows(const float* __restrict__ x, float* __restrict__ y, int rows, int cols,
                                            int pieces, unsigned long long* __restrict__ slots) {
     __shared__ float scratch[96];
     extern __shared__ float4 slice[];
     const long long work = (long long)rows * pieces;
-    for (long long g = blockIdx.x; g < work; g += gridDim.x) {
-        const long long row = g / pieces;
+    for (long long p = blockIdx.x; p < work; p += gridDim.x) {
+        const long long row = p / pieces;
         const Row r = row_at(x, y, row, cols);
-        const Piece p = piece_of(r, (int)(g % pieces), pieces);
-        unsigned long long* own = slots + SLOT_WORDS * g;
+        const Piece part = piece_of(r, (int)(p % pieces), pieces);
+        unsigned long long* own = slots + SLOT_WORDS * p;
         const unsigned int epoch = pieces > 1 ? epoch_of(load_word(own)) + 1u : 0u;  // in flight with the piece's loads
         float4 v[SPLIT_REGS];
         float m = NEG_INF, s = 0.0f, q = 0.0f;
-        registers_stats<RMS>(r, p.begin, p.registers_end, v, m, s, q);
-        shared_stats<RMS>(r, p.registers_end, p.shared_end, slice, m, s, q);
-        streamed_stats<RMS>(r, p.shared_end, p.end, m, s, q);
+        registers_stats<RMS>(r, part.begin, part.registers_end, v, m, s, q);
+        shared_stats<RMS>(r, part.registers_end, part.shared_end, slice, m, s, q);
+        streamed_stats<RMS>(r, part.shared_end, part.end, m, s, q);
         block_merge_stats(m, s, q, scratch);
         if (pieces > 1) {
             if (threadIdx.x == 0) publish_stats(own, epoch, m, s, q);
@@ -376,9 +377,9 @@ __device__ __forceinline__ void split_rows(const float* __restrict__ x, float* _
             block_merge_stats(m, s, q, scratch);  // the row's (m, z, q), in every thread
         }
         const float factor = (RMS ? sqrtf(q / (float)cols) : 1.0f) / s;
-        registers_write(r, p.begin, p.registers_end, v, m, factor);
-        shared_write(r, p.registers_end, p.shared_end, slice, m, factor);
-        streamed_write(r, p.shared_end, p.end, m, factor);
+        registers_write(r, part.begin, part.registers_end, v, m, factor);
+        shared_write(r, part.registers_end, part.shared_end, slice, m, factor);
+        streamed_write(r, part.shared_end, part.end, m, factor);
     }
 }
 
