@@ -16,18 +16,20 @@
 //            sum of squares q_k), publishes them in shared memory, and after one cluster barrier
 //            every warp reads the CLUSTER triples through distributed shared memory and combines them.
 //            A slice of up to SLICE_REGS x BLOCK chunks stays in registers instead (chosen at run time).
-//   split    (split_*):   rows x PIECES pieces over a cooperative grid of PIECES x (rows per iteration)
-//            blocks, every block resident at once. Each block reduces its piece (kept in dynamic shared
-//            memory when it fits, else streamed with an online max and sum) to (m_k, s_k, q_k) in a
-//            global array; the row's last block to arrive combines them into the row's (m, z, q) and
-//            releases the others, which wait on a per-row generation counter; then every block writes
-//            its piece of y (from shared memory, or by reading x again).
+//   split    (split_*):   rows x pieces pieces over a grid of pieces x (rows per step) blocks, every block
+//            resident at once (the host checks with the occupancy API; the launch may also be cooperative).
+//            Each block keeps its piece on chip where it fits (SPLIT_REGS chunks per thread in registers, then
+//            dynamic shared memory; the rest is streamed and read again) and reduces it to one (m_k, s_k, q_k),
+//            which it publishes as epoch-stamped words (grid_flags.cuh); its threads then gather the row's
+//            stamped words themselves and merge them (one round trip through L2, no counter, nothing to reset),
+//            and every block writes its piece of y.
 //
 // Rows are walked in 16-byte chunks aligned in memory (row_helpers.cuh): chunk c covers row elements
 // 4c - lead .. 4c - lead + 3, -inf standing for a missing element. x and y must have the same address modulo 16.
 #include <cooperative_groups.h>
 
 #include "row_helpers.cuh"
+#include "grid_flags.cuh"
 #include "arch.cuh"
 
 namespace cg = cooperative_groups;
@@ -47,6 +49,12 @@ namespace cg = cooperative_groups;
 #ifndef SLICE_REGS
 #define SLICE_REGS 0   // cluster: a slice of up to SLICE_REGS x BLOCK chunks stays in registers, a longer one in shared memory
 #endif
+#ifndef SPLIT_REGS
+#define SPLIT_REGS 4   // split: the first SPLIT_REGS x BLOCK chunks of a piece stay in registers, the next in shared memory
+#endif
+#ifndef SPLIT_MIN_BLOCKS
+#define SPLIT_MIN_BLOCKS (BLOCK < 1024 ? 1024 / BLOCK : 1)  // split: blocks per SM __launch_bounds__ must allow
+#endif
 // DESIGN selects the kernels a module holds: 1 narrow, 2 cluster, 3 split, 0 (default) all three.
 // A target needs only its own pair, and a module of one pair compiles in a third of the time.
 #ifndef DESIGN
@@ -58,11 +66,6 @@ static_assert(CLUSTER >= 1 && CLUSTER <= 16, "a cluster holds at most 16 blocks"
 static_assert(BLOCK % 32 == 0, "whole warps");
 
 #define FULL_MASK 0xffffffffu
-
-// Statistics of part of a row: max m, sum s of exp(x - m), sum q of squares.
-struct Stats {
-    float m, s, q;
-};
 
 // ---------------------------------------------------------------- narrow: a part of a warp per row
 // Reductions within a group of LANES lanes: xor offsets below LANES never leave the group, and every
@@ -172,81 +175,69 @@ narrow_softmax(const float* __restrict__ x, float* __restrict__ y, int rows, int
 }
 #endif
 
-// ---------------------------------------------------------------- slices kept in shared memory
-// Chunks [begin, end) of a row into `slice`, then exp(x - m_k) in place: the block's Stats (every
-// thread gets them). Thread t only touches slice entries t, t + BLOCK, ...: no barrier between the
-// passes beyond those of the reductions. An empty slice gives (-inf, 0, 0).
+// ---------------------------------------------------------------- a thread's part of a slice (cluster and split)
+// Thread t takes chunks begin + t, begin + t + BLOCK, ... of [begin, end) and merges their (max m, sum s of
+// exp(x - m), sum q of squares) into its running (m, s, q) (grid_flags.cuh's merge_stats). The raw x stays where
+// it was loaded (registers or this thread's own entries of shared memory: no barrier between a thread's passes),
+// and y is exp(x - m_row) * factor from it: one more exponential per element, in exchange for the block needing
+// one reduction of (m, s, q) instead of a max, then a sum, then a sum of squares.
+template <bool RMS, int K>
+__device__ __forceinline__ void registers_stats(const Row& r, int begin, int end, float4 (&v)[K], float& m, float& s,
+                                                float& q) {
+    float mine = NEG_INF, squares = 0.0f, sum = 0.0f;
+#pragma unroll
+    for (int i = 0; i < K; ++i) {
+        const int c = begin + (int)threadIdx.x + i * BLOCK;
+        v[i] = c < end ? load_chunk(r, c) : neg_inf4();  // all K loads in flight at once
+    }
+#pragma unroll
+    for (int i = 0; i < K; ++i) {
+        mine = fmaxf(mine, max4(v[i]));
+        if (RMS) squares += squares4(v[i]);
+    }
+    if (mine > NEG_INF) {
+#pragma unroll
+        for (int i = 0; i < K; ++i) sum += sum4(exp4(v[i], mine));
+    }
+    merge_stats(m, s, q, mine, sum, squares);
+}
+
+template <int K>
+__device__ __forceinline__ void registers_write(const Row& r, int begin, int end, const float4 (&v)[K], float m,
+                                                float factor) {
+#pragma unroll
+    for (int i = 0; i < K; ++i) {
+        const int c = begin + (int)threadIdx.x + i * BLOCK;
+        if (c < end) store_chunk(r, c, scale4(exp4(v[i], m), factor));
+    }
+}
+
+// The same with the chunks kept in `slice` (entry c - begin): thread t only touches entries t, t + BLOCK, ...
 template <bool RMS>
-__device__ __forceinline__ Stats slice_to_shared(const Row& r, int begin, int end, float4* slice, float* scratch) {
-    float m = NEG_INF, squares = 0.0f;
+__device__ __forceinline__ void shared_stats(const Row& r, int begin, int end, float4* slice, float& m, float& s,
+                                             float& q) {
+    float mine = NEG_INF, squares = 0.0f, sum = 0.0f;
     for (int base = begin + (int)threadIdx.x; base < end; base += UNROLL * BLOCK) {
         float4 v[UNROLL];
         load_unrolled(r, base, end, v);
 #pragma unroll
         for (int u = 0; u < UNROLL; ++u) {
             const int c = base + u * BLOCK;
-            if (c < end) slice[c - begin] = v[u];
-            m = fmaxf(m, max4(v[u]));
-            if (RMS) squares += squares4(v[u]);
+            if (c < end) {
+                slice[c - begin] = v[u];
+                mine = fmaxf(mine, max4(v[u]));
+                if (RMS) squares += squares4(v[u]);
+            }
         }
     }
-    Stats local;
-    local.m = block_max(m, scratch);
-    local.q = RMS ? block_sum(squares, scratch) : 0.0f;
-    float s = 0.0f;
-    if (local.m > NEG_INF) {  // the same for the whole block
-        for (int c = threadIdx.x; c < end - begin; c += BLOCK) {
-            const float4 e = exp4(slice[c], local.m);
-            slice[c] = e;
-            s += sum4(e);
-        }
+    if (mine > NEG_INF) {
+        for (int c = threadIdx.x; c < end - begin; c += BLOCK) sum += sum4(exp4(slice[c], mine));
     }
-    local.s = block_sum(s, scratch);
-    return local;
+    merge_stats(m, s, q, mine, sum, squares);
 }
 
-// y for chunks [begin, end) from the exp(x - m_k) kept in `slice`, times factor.
-__device__ __forceinline__ void slice_from_shared(const Row& r, int begin, int end, const float4* slice, float factor) {
-    for (int c = threadIdx.x; c < end - begin; c += BLOCK) store_chunk(r, begin + c, scale4(slice[c], factor));
-}
-
-// Registers instead: thread t holds chunks begin + t + i BLOCK (i < SLICE_REGS) of the slice, read all at
-// once (SLICE_REGS x 16 bytes in flight per thread), then exp(x - m_k) in place. Same Stats as above.
-template <bool RMS, int K>
-__device__ __forceinline__ Stats slice_to_registers(const Row& r, int begin, int end, float4 (&v)[K], float* scratch) {
-    float m = NEG_INF, squares = 0.0f;
-#pragma unroll
-    for (int i = 0; i < K; ++i) {
-        const int c = begin + (int)threadIdx.x + i * BLOCK;
-        v[i] = c < end ? load_chunk(r, c) : neg_inf4();
-    }
-#pragma unroll
-    for (int i = 0; i < K; ++i) {
-        m = fmaxf(m, max4(v[i]));
-        if (RMS) squares += squares4(v[i]);
-    }
-    Stats local;
-    local.m = block_max(m, scratch);
-    local.q = RMS ? block_sum(squares, scratch) : 0.0f;
-    float s = 0.0f;
-    if (local.m > NEG_INF) {
-#pragma unroll
-        for (int i = 0; i < K; ++i) {
-            v[i] = exp4(v[i], local.m);
-            s += sum4(v[i]);
-        }
-    }
-    local.s = block_sum(s, scratch);
-    return local;
-}
-
-template <int K>
-__device__ __forceinline__ void slice_from_registers(const Row& r, int begin, int end, const float4 (&v)[K], float factor) {
-#pragma unroll
-    for (int i = 0; i < K; ++i) {
-        const int c = begin + (int)threadIdx.x + i * BLOCK;
-        if (c < end) store_chunk(r, c, scale4(v[i], factor));
-    }
+__device__ __forceinline__ void shared_write(const Row& r, int begin, int end, const float4* slice, float m, float factor) {
+    for (int c = threadIdx.x; c < end - begin; c += BLOCK) store_chunk(r, begin + c, scale4(exp4(slice[c], m), factor));
 }
 
 // ---------------------------------------------------------------- cluster: a cluster of blocks per row
@@ -254,24 +245,26 @@ __device__ __forceinline__ void slice_from_registers(const Row& r, int begin, in
 // docs:begin cluster-row
 template <bool RMS>
 __device__ __forceinline__ void cluster_row(const float* __restrict__ x, float* __restrict__ y, int cols) {
-    __shared__ float scratch[32];
+    __shared__ float scratch[96];
     __shared__ float published[3];  // this block's (m_k, s_k, q_k), read by the whole cluster
     extern __shared__ float4 slice[];
     cg::cluster_group cluster = cg::this_cluster();
     const int rank = (int)cluster.block_rank();
     const Row r = row_at(x, y, blockIdx.x / CLUSTER, cols);
     const int per_block = (r.chunks + CLUSTER - 1) / CLUSTER;
-    const int begin = rank * per_block, end = min(begin + per_block, r.chunks);
+    const int begin = min(rank * per_block, r.chunks), end = min(begin + per_block, r.chunks);
     // The slice stays in registers where SLICE_REGS chunks per thread hold it, else in shared memory: decided
     // per launch from the row length (the same for every block), so one build serves every row length.
     const bool in_registers = SLICE_REGS > 0 && per_block <= SLICE_REGS * BLOCK;
     float4 v[SLICE_REGS > 0 ? SLICE_REGS : 1];
-    const Stats local = in_registers ? slice_to_registers<RMS>(r, begin, end, v, scratch)
-                                     : slice_to_shared<RMS>(r, begin, end, slice, scratch);
+    float m = NEG_INF, s = 0.0f, q = 0.0f;
+    if (in_registers) registers_stats<RMS>(r, begin, end, v, m, s, q);
+    else shared_stats<RMS>(r, begin, end, slice, m, s, q);
+    block_merge_stats(m, s, q, scratch);
     if (threadIdx.x == 0) {
-        published[0] = local.m;
-        published[1] = local.s;
-        published[2] = local.q;
+        published[0] = m;
+        published[1] = s;
+        published[2] = q;
     }
     cluster.sync();  // every block's triple is written and visible to the cluster
     // Each warp combines the cluster's triples: lane k < CLUSTER reads block k's through DSMEM.
@@ -283,15 +276,11 @@ __device__ __forceinline__ void cluster_row(const float* __restrict__ x, float* 
         sk = remote[1];
         qk = remote[2];
     }
-    const float m = warp_max(mk);
-    const float z = warp_sum(rescaled(sk, mk, m));
-    const float rho = RMS ? sqrtf(warp_sum(qk) / (float)cols) : 1.0f;
+    warp_merge_stats(mk, sk, qk);
     cluster.barrier_arrive();  // this block has read every remote triple it needs
-    if (local.m > NEG_INF) {
-        const float factor = exp_shifted(local.m, m) * rho / z;
-        if (in_registers) slice_from_registers(r, begin, end, v, factor);
-        else slice_from_shared(r, begin, end, slice, factor);
-    }
+    const float factor = (RMS ? sqrtf(qk / (float)cols) : 1.0f) / sk;
+    if (in_registers) registers_write(r, begin, end, v, mk, factor);
+    else shared_write(r, begin, end, slice, mk, factor);
     cluster.barrier_wait();    // no block leaves while another may still read its triple
 }
 // docs:end cluster-row
@@ -314,10 +303,9 @@ extern "C" __global__ void __launch_bounds__(BLOCK) cluster_softmax(const float*
 #endif  // SM90_FEATURES
 
 // ---------------------------------------------------------------- split: pieces of a row over the grid
-// Streamed piece: a running max and sum per thread, rescaled when the max grows, combined over the block.
+// Streamed chunks: a running max and sum per thread, rescaled when the max grows.
 template <bool RMS>
-__device__ __forceinline__ Stats piece_streamed(const Row& r, int begin, int end, float* scratch) {
-    float m = NEG_INF, s = 0.0f, squares = 0.0f;
+__device__ __forceinline__ void streamed_stats(const Row& r, int begin, int end, float& m, float& s, float& q) {
     for (int base = begin + (int)threadIdx.x; base < end; base += UNROLL * BLOCK) {
         float4 v[UNROLL];
         load_unrolled(r, base, end, v);
@@ -325,19 +313,14 @@ __device__ __forceinline__ Stats piece_streamed(const Row& r, int begin, int end
         for (int u = 0; u < UNROLL; ++u) {
             if (base + u * BLOCK < end) {  // such a chunk holds a finite element
                 absorb(m, s, v[u]);
-                if (RMS) squares += squares4(v[u]);
+                if (RMS) q += squares4(v[u]);
             }
         }
     }
-    Stats local;
-    local.m = block_max(m, scratch);
-    local.s = block_sum(local.m > NEG_INF ? rescaled(s, m, local.m) : 0.0f, scratch);
-    local.q = RMS ? block_sum(squares, scratch) : 0.0f;
-    return local;
 }
 
 // y for chunks [begin, end) by reading x again: exp(x - m) * factor.
-__device__ __forceinline__ void piece_rewritten(const Row& r, int begin, int end, float m, float factor) {
+__device__ __forceinline__ void streamed_write(const Row& r, int begin, int end, float m, float factor) {
     for (int base = begin + (int)threadIdx.x; base < end; base += UNROLL * BLOCK) {
         float4 v[UNROLL];
         load_unrolled(r, base, end, v);
@@ -349,114 +332,67 @@ __device__ __forceinline__ void piece_rewritten(const Row& r, int begin, int end
     }
 }
 
-__device__ __forceinline__ unsigned int load_acquire(const unsigned int* address) {
-    unsigned int value;
-    asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(value) : "l"(address) : "memory");
-    return value;
+// Part k of a row: chunks [k S, (k + 1) S) of it (S = ceil(chunks / pieces)), the first SPLIT_REGS x BLOCK in
+// registers, the next (dynamic shared bytes) / 16 in shared memory, the rest streamed (x read again for y).
+struct Piece {
+    int begin, registers_end, shared_end, end;
+};
+
+__device__ __forceinline__ Piece piece_of(const Row& r, int k, int pieces) {
+    const int per_piece = (r.chunks + pieces - 1) / pieces;
+    Piece p;
+    p.begin = min(k * per_piece, r.chunks);
+    p.end = min(p.begin + per_piece, r.chunks);
+    p.registers_end = min(p.end, p.begin + SPLIT_REGS * BLOCK);
+    p.shared_end = min(p.end, p.registers_end + (int)(dynamic_shared_bytes() / 16u));
+    return p;
 }
 
-#define SPLIT_WAIT_LIMIT_NS 2000000000ull  // 2 s: far beyond any piece; only a broken launch waits so long
-
-// The row's (m, z, q) from every piece's Stats. Each block publishes its triple, then arrives on the
-// row's counter; the last to arrive combines the row's triples, publishes the total, resets the
-// counter and bumps the row's generation, which the other blocks (having read it before arriving)
-// wait to change. The counter is back at zero after every invocation, so graph replays reuse it.
-// The grid is cooperative, so every block of a row is resident and the wait ends.
-__device__ __forceinline__ Stats row_total(Stats mine, long long row, long long piece, int pieces,
-                                           float* __restrict__ partials, float* __restrict__ totals,
-                                           unsigned int* arrivals, unsigned int* generations, float* scratch) {
-    __shared__ unsigned int last, generation;
-    if (pieces == 1) return mine;
-    if (threadIdx.x == 0) {
-        const unsigned int seen = load_acquire(generations + row);  // before arriving: see above
-        __stcg(partials + 3 * piece + 0, mine.m);
-        __stcg(partials + 3 * piece + 1, mine.s);
-        __stcg(partials + 3 * piece + 2, mine.q);
-        __threadfence();
-        last = atomicAdd(arrivals + row, 1u) == (unsigned int)pieces - 1u;
-        generation = seen;
-    }
-    __syncthreads();
-    Stats total;
-    if (last) {
-        __threadfence();
-        const float* own = partials + 3 * row * pieces;
-        float m = NEG_INF;
-        for (int k = threadIdx.x; k < pieces; k += BLOCK) m = fmaxf(m, __ldcg(own + 3 * k));
-        total.m = block_max(m, scratch);
-        float s = 0.0f, q = 0.0f;
-        for (int k = threadIdx.x; k < pieces; k += BLOCK) {
-            s += rescaled(__ldcg(own + 3 * k + 1), __ldcg(own + 3 * k), total.m);
-            q += __ldcg(own + 3 * k + 2);
-        }
-        total.s = block_sum(s, scratch);
-        total.q = block_sum(q, scratch);
-        if (threadIdx.x == 0) {
-            __stcg(totals + 3 * row + 0, total.m);
-            __stcg(totals + 3 * row + 1, total.s);
-            __stcg(totals + 3 * row + 2, total.q);
-            arrivals[row] = 0u;
-            __threadfence();
-            atomicAdd(generations + row, 1u);
-        }
-    } else {
-        if (threadIdx.x == 0) {
-            unsigned long long start, now;
-            asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
-            while (load_acquire(generations + row) == generation) {
-                __nanosleep(64);
-                asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
-                if (now - start > SPLIT_WAIT_LIMIT_NS) __trap();  // loud: a row's blocks were not all resident
-            }
-        }
-        __syncthreads();
-        total.m = __ldcg(totals + 3 * row + 0);
-        total.s = __ldcg(totals + 3 * row + 1);
-        total.q = __ldcg(totals + 3 * row + 2);
-    }
-    return total;
-}
-
-// Piece p of row p / pieces covers chunks [k S, (k + 1) S) of the row, k = p % pieces, S = ceil(chunks /
-// pieces). The grid is a multiple of `pieces`, so the pieces of a row always fall in one grid-stride
-// step and a block only ever waits for blocks of the same step.
+// Piece p of row p / pieces covers part p % pieces of the row (piece_of), and slot p holds its stamped (m, s, q)
+// (grid_flags.cuh). The grid is a multiple of `pieces` and at most what the GPU holds at once (the host checks with
+// the occupancy API, and the launch may be cooperative), so a row's pieces always fall in one grid-stride step and
+// every block of the step is resident: the wait for the row's other slots ends. One round trip through L2 per
+// row: publish, then gather.
 template <bool RMS>
 __device__ __forceinline__ void split_rows(const float* __restrict__ x, float* __restrict__ y, int rows, int cols,
-                                           int pieces, float* __restrict__ partials, float* __restrict__ totals,
-                                           unsigned int* arrivals, unsigned int* generations) {
-    __shared__ float scratch[32];
+                                           int pieces, unsigned long long* __restrict__ slots) {
+    __shared__ float scratch[96];
     extern __shared__ float4 slice[];
     const long long work = (long long)rows * pieces;
-    for (long long piece = blockIdx.x; piece < work; piece += gridDim.x) {
-        const long long row = piece / pieces;
+    for (long long p = blockIdx.x; p < work; p += gridDim.x) {
+        const long long row = p / pieces;
         const Row r = row_at(x, y, row, cols);
-        const int per_piece = (r.chunks + pieces - 1) / pieces;
-        const int begin = (int)(piece % pieces) * per_piece, end = min(begin + per_piece, r.chunks);
-        const bool kept = 16u * (unsigned int)per_piece <= dynamic_shared_bytes();
-        const Stats mine = kept ? slice_to_shared<RMS>(r, begin, end, slice, scratch)
-                                : piece_streamed<RMS>(r, begin, end, scratch);
-        const Stats total = row_total(mine, row, piece, pieces, partials, totals, arrivals, generations, scratch);
-        const float rho = RMS ? sqrtf(total.q / (float)cols) : 1.0f;
-        if (mine.m > NEG_INF) {
-            if (kept) slice_from_shared(r, begin, end, slice, exp_shifted(mine.m, total.m) * rho / total.s);
-            else piece_rewritten(r, begin, end, total.m, rho / total.s);
+        const Piece part = piece_of(r, (int)(p % pieces), pieces);
+        unsigned long long* own = slots + SLOT_WORDS * p;
+        const unsigned int epoch = pieces > 1 ? epoch_of(load_word(own)) + 1u : 0u;  // in flight with the piece's loads
+        float4 v[SPLIT_REGS];
+        float m = NEG_INF, s = 0.0f, q = 0.0f;
+        registers_stats<RMS>(r, part.begin, part.registers_end, v, m, s, q);
+        shared_stats<RMS>(r, part.registers_end, part.shared_end, slice, m, s, q);
+        streamed_stats<RMS>(r, part.shared_end, part.end, m, s, q);
+        block_merge_stats(m, s, q, scratch);
+        if (pieces > 1) {
+            if (threadIdx.x == 0) publish_stats(own, epoch, m, s, q);
+            gather_stats<RMS>(slots + SLOT_WORDS * row * pieces, pieces, epoch, m, s, q);
+            block_merge_stats(m, s, q, scratch);  // the row's (m, z, q), in every thread
         }
-        __syncthreads();  // the slice and the shared flags are reused by the next step
+        const float factor = (RMS ? sqrtf(q / (float)cols) : 1.0f) / s;
+        registers_write(r, part.begin, part.registers_end, v, m, factor);
+        shared_write(r, part.registers_end, part.shared_end, slice, m, factor);
+        streamed_write(r, part.shared_end, part.end, m, factor);
     }
 }
 
 #if EMITS(3)
-extern "C" __global__ void __launch_bounds__(BLOCK)
+extern "C" __global__ void __launch_bounds__(BLOCK, SPLIT_MIN_BLOCKS)
 split_rms_softmax(const float* __restrict__ x, float* __restrict__ y, int rows, int cols, int pieces,
-                  float* __restrict__ partials, float* __restrict__ totals, unsigned int* arrivals,
-                  unsigned int* generations) {
-    split_rows<true>(x, y, rows, cols, pieces, partials, totals, arrivals, generations);
+                  unsigned long long* __restrict__ slots) {
+    split_rows<true>(x, y, rows, cols, pieces, slots);
 }
 
-extern "C" __global__ void __launch_bounds__(BLOCK)
+extern "C" __global__ void __launch_bounds__(BLOCK, SPLIT_MIN_BLOCKS)
 split_softmax(const float* __restrict__ x, float* __restrict__ y, int rows, int cols, int pieces,
-              float* __restrict__ partials, float* __restrict__ totals, unsigned int* arrivals,
-              unsigned int* generations) {
-    split_rows<false>(x, y, rows, cols, pieces, partials, totals, arrivals, generations);
+              unsigned long long* __restrict__ slots) {
+    split_rows<false>(x, y, rows, cols, pieces, slots);
 }
 #endif

@@ -6,8 +6,8 @@ case reads x twice):
     the row in registers, the grid sized to the GPU;
   * `ClusterRow`: a thread-block cluster per row, each block's slice in registers or shared memory,
     the partial statistics combined through distributed shared memory;
-  * `SplitRow`: a row split over many blocks of a cooperative grid, the partial statistics
-    combined by the row's last block through a small global array.
+  * `SplitRow`: a row split over many resident blocks, each block's piece on chip where it fits, the
+    partial statistics exchanged as epoch-stamped words in global memory (one round trip).
 
 Every target takes `(built, rows, cols, mode="rms"|"plain", x=None)`; `x` may be another
 variant's input buffer. The module's compile-time defines (`design_defines`) fix the block size,
@@ -23,8 +23,9 @@ import numpy as np
 from launchlab.gpu import device
 from launchlab.gpu.build import BuiltModule
 from launchlab.gpu.targets import ArrayTarget, allow_dynamic_shared, module_define, resident_blocks_per_sm
-from launchlab.model.fused_policy import (KERNELS, MODES, PORTABLE_CLUSTER, SPLIT_BLOCKS_PER_SM, SPLIT_SLICE_BYTES, narrow_lanes,
-                                          split_pieces, worst_chunks)
+from launchlab.model.fused_policy import (KERNELS, MODES, PORTABLE_CLUSTER, SLOT_WORDS, SPLIT_COOPERATIVE, SPLIT_REGS,
+                                          narrow_lanes, split_blocks_per_sm, split_pieces, split_slice_bytes,
+                                          worst_chunks)
 
 # ---------------------------------------------------------------- targets (GPU)
 class _DesignTarget(ArrayTarget):
@@ -117,52 +118,55 @@ class ClusterRow(_DesignTarget):
 
 
 class SplitRow(_DesignTarget):
-    """split_*: rows x pieces pieces over a cooperative grid of pieces x min(rows, capacity // pieces)
-    blocks (capacity = SMs x resident blocks per SM, at most `blocks_per_sm`). A piece is kept in
-    dynamic shared memory where ceil(chunks / pieces) chunks fit SPLIT_SLICE_BYTES, else streamed.
+    """split_*: rows x pieces pieces over a grid of pieces x min(rows, capacity // pieces) blocks (capacity = SMs x
+    resident blocks per SM from the occupancy API, at most `blocks_per_sm`, by default 1024 threads' worth), so
+    that every block is resident at once. A piece keeps its first SPLIT_REGS x BLOCK chunks in registers and the
+    next ones in dynamic shared memory (up to `slice_bytes`, by default fused_policy.split_slice_bytes); the rest is
+    streamed (x read twice). Pieces per row: fused_policy.split_pieces.
 
-    `arrivals` and `generations` (per row) start at zero and are left at a consistent state by
-    every invocation: never poisoned. `partials` (3 per piece) and `totals` (3 per row) are."""
+    `slots` (SLOT_WORDS epoch-stamped words per piece, kernels/grid_flags.cuh) start at zero and every invocation
+    leaves them consistent: never poisoned. `cooperative` launches the grid cooperatively (the driver then
+    refuses a grid that cannot be resident); without it the occupancy check here is what guarantees it, and a
+    block whose row's pieces never arrive traps after two seconds rather than hang."""
 
     design = "split"
 
     def __init__(self, built: BuiltModule, rows: int, cols: int, mode: str = "rms", x=None,
-                 blocks_per_sm: int = SPLIT_BLOCKS_PER_SM, pieces: int | None = None,
-                 slice_bytes: int = SPLIT_SLICE_BYTES):
+                 blocks_per_sm: int | None = None, pieces: int | None = None, slice_bytes: int | None = None,
+                 cooperative: bool = SPLIT_COOPERATIVE):
         super().__init__(built, rows, cols, mode, x)
-        budget = min(int(slice_bytes), device.shared_limit())
+        self.split_regs = module_define(built, "SPLIT_REGS", SPLIT_REGS)
+        blocks_per_sm = split_blocks_per_sm(self.block) if blocks_per_sm is None else int(blocks_per_sm)
+        slice_bytes = split_slice_bytes(self.block) if slice_bytes is None else int(slice_bytes)
+        budget = min(slice_bytes, device.shared_limit())
         if budget > 48 * 1024:
             allow_dynamic_shared(self.kernel, budget)
         self.resident_per_sm = resident_blocks_per_sm(self.kernel, self.block, budget)
         if self.resident_per_sm < 1:
             raise ValueError(f"no block of {self.block} threads with {budget} shared bytes fits an SM")
         self.capacity = min(self.resident_per_sm, blocks_per_sm) * device.sm_count()
-        self.pieces = int(pieces) if pieces else split_pieces(rows, self.capacity)
-        if self.pieces > self.capacity:
+        chunks = worst_chunks(rows, cols)
+        on_chip = self.split_regs * self.block + budget // 16
+        self.pieces = int(pieces) if pieces else split_pieces(rows, self.capacity, chunks, on_chip, device.sm_count())
+        if not 1 <= self.pieces <= self.capacity:
             raise ValueError(f"{self.pieces} pieces per row cannot all be resident ({self.capacity} blocks)")
         grid = self.pieces * min(rows, self.capacity // self.pieces)
-        per_piece = -(-worst_chunks(rows, cols) // self.pieces)
-        self.shared_bytes = 16 * per_piece if 16 * per_piece <= budget else 0
-        self.partials = cupy.empty(3 * rows * self.pieces, dtype=cupy.float32)
-        self.totals = cupy.empty(3 * rows, dtype=cupy.float32)
-        self.arrivals = cupy.zeros(rows, dtype=cupy.uint32)
-        self.generations = cupy.zeros(rows, dtype=cupy.uint32)
-        args = (self.x, self.y, np.int32(rows), np.int32(cols), np.int32(self.pieces), self.partials, self.totals,
-                self.arrivals, self.generations)
+        per_piece = -(-chunks // self.pieces)
+        self.shared_bytes = min(budget, 16 * max(0, per_piece - self.split_regs * self.block))
+        if self.shared_bytes > 48 * 1024:
+            allow_dynamic_shared(self.kernel, self.shared_bytes)
+        self.cooperative = bool(cooperative)
+        self.slots = cupy.zeros(SLOT_WORDS * rows * self.pieces, dtype=cupy.uint64)
+        args = (self.x, self.y, np.int32(rows), np.int32(cols), np.int32(self.pieces), self.slots)
         self.launches = ((self.kernel, (grid,), (self.block,), args),)
 
     def invoke(self) -> None:
-        # cooperative: the launch fails rather than start a grid whose blocks cannot all be resident
         (kernel, grid, block, args), = self.launches
-        kernel.kernel(grid, block, args, shared_mem=self.shared_bytes, enable_cooperative_groups=True)
-
-    def poison(self) -> None:
-        for array in (self.y, self.partials, self.totals):
-            array.fill(np.nan)
+        kernel.kernel(grid, block, args, shared_mem=self.shared_bytes, enable_cooperative_groups=self.cooperative)
 
     def describe(self) -> dict:
-        return super().describe() | {"pieces": self.pieces, "capacity": self.capacity,
-                                     "kept_in_shared": self.shared_bytes > 0}
+        return super().describe() | {"pieces": self.pieces, "capacity": self.capacity, "split_regs": self.split_regs,
+                                     "cooperative": self.cooperative}
 
 
 DESIGNS = {"narrow": NarrowRows, "cluster": ClusterRow, "split": SplitRow}

@@ -31,13 +31,26 @@ PORTABLE_CLUSTER = 8    # the portable limit
 MAX_CLUSTER = 16        # Hopper's non-portable limit (cudaFuncAttributeNonPortableClusterSizeAllowed)
 CLUSTER_CAPABILITY = (9, 0)  # thread-block clusters: below it plans.py considers no cluster design
 
-# Split: rows too long for a 16-block cluster's shared memory (and few of them): pieces of the row over a
-# cooperative grid, 512 threads x 4 chunks in flight, two resident blocks per SM, slices of up to 112 KiB
-# in shared memory, longer pieces streamed (x read twice).
+# Split: few rows too long for a cluster, or rows too long for one block's chip: pieces of the row over resident
+# blocks; a piece's first SPLIT_REGS chunks a thread in registers, the next in shared memory, the rest streamed
+# (x read twice). The pieces exchange epoch-stamped words of SLOT_WORDS a piece (kernels/grid_flags.cuh): one round
+# trip through L2, no counter to reset. From the development bench on an H200: blocks of 256 threads, four an SM
+# with 52 KiB slices each, are the fastest split build from about 8 MB of x up (more independent blocks keep more
+# loads in flight); below that, where a call is mostly latency, one block of 512 threads an SM (more blocks
+# gather more slots each, in a round trip that grows with the square of the blocks).
 SPLIT_BLOCK = 512
 SPLIT_UNROLL = 4
-SPLIT_BLOCKS_PER_SM = 2
+SPLIT_WIDE_UNROLL = 6  # blocks of 256 threads above SPLIT_SMALL_BYTES: 2-5 % faster there, 3-6 % slower below
+SPLIT_REGS = 4
+SPLIT_BLOCKS_PER_SM = 2  # of SPLIT_BLOCK threads (split_blocks_per_sm: 1024 threads an SM in every build)
 SPLIT_SLICE_BYTES = 112 * 1024
+SPLIT_SLICE_BYTES_BY_BLOCK = {256: 52 * 1024, 512: SPLIT_SLICE_BYTES, 1024: 200 * 1024}
+SPLIT_SMALL_BYTES = 8 << 20  # x below this: one block an SM at most (latency); above: every resident block
+SPLIT_COOPERATIVE = False  # the occupancy check of the target guarantees residency; a cooperative launch of 264
+                           # blocks of 512 threads costs about 0.3 us more per call in a graph
+SLOT_WORDS = 4
+SPLIT_BYTES_PER_US = 4.0e6  # the GPU's DRAM bandwidth, shared by the resident blocks
+SPLIT_STEP_US = 2.0         # a grid step's fixed time: its statistics round trip and the pipeline's fill and drain
 
 SHARED_RESERVED_PER_BLOCK = 1024  # bytes the hardware reserves per resident block (sm_80 to sm_100)
 
@@ -92,8 +105,12 @@ def cluster_config(rows: int, cols: int, sm_count: int, width: int = MAX_CLUSTER
             "UNROLL": CLUSTER_UNROLL}
 
 
-def split_config(rows: int, cols: int, sm_count: int) -> dict:
-    return {"BLOCK": SPLIT_BLOCK, "DESIGN": DESIGN_DEFINE["split"], "UNROLL": SPLIT_UNROLL}
+def split_config(rows: int, cols: int, sm_count: int, block: int = SPLIT_BLOCK) -> dict:
+    """The split build: BLOCK threads (the kernel's own defaults give SPLIT_REGS chunks a thread in registers and
+    __launch_bounds__ for 1024 threads an SM); blocks of 256 threads keep 6 chunks a thread in flight from
+    SPLIT_SMALL_BYTES of x up, where bandwidth rather than latency sets the time."""
+    unroll = SPLIT_WIDE_UNROLL if block == 256 and 4 * rows * cols >= SPLIT_SMALL_BYTES else SPLIT_UNROLL
+    return {"BLOCK": block, "DESIGN": DESIGN_DEFINE["split"], "UNROLL": unroll}
 
 
 def capability(value) -> tuple[int, int]:
@@ -112,26 +129,60 @@ def design_defines(design: str, rows: int, cols: int, sm_count: int, **choices) 
         defines = cluster_config(rows, cols, sm_count, choices.get("CLUSTER", MAX_CLUSTER),
                                  choices.get("BLOCK", CLUSTER_BLOCK), choices.get("SLICE_REGS"))
     elif design == "split":
-        defines = split_config(rows, cols, sm_count)
+        defines = split_config(rows, cols, sm_count, choices.get("BLOCK", SPLIT_BLOCK))
     else:
         raise ValueError(f"unknown design {design!r}; expected one of narrow, cluster, split")
     defines.update(choices)
     return defines
 
 
-def split_pieces(rows: int, capacity: int) -> int:
-    """Pieces per row: as many as let every row's pieces be resident at once (1 when rows fill the grid)."""
-    return max(1, capacity // rows)
+def split_pieces(rows: int, capacity: int, chunks: int | None = None, on_chip: int | None = None,
+                 sm_count: int | None = None) -> int:
+    """Pieces per row over `capacity` resident blocks: every row's pieces at once where the rows leave room (as
+    many pieces as the blocks give each row, or as `sm_count` blocks give it where x is under SPLIT_SMALL_BYTES);
+    where they do not, pieces that keep a row on chip (`on_chip` chunks a block) in the grid steps of least
+    estimated time (`split_steps_us`), at most `capacity` (beyond, streamed)."""
+    blocks = capacity
+    if sm_count is not None and chunks is not None and 16 * int(chunks) * rows < SPLIT_SMALL_BYTES:
+        blocks = min(capacity, int(sm_count))
+    spread = max(1, blocks // rows)
+    if chunks is None or on_chip is None:
+        return spread
+    needed = -(-int(chunks) // int(on_chip))
+    if spread >= needed:
+        return spread
+    if needed >= capacity:
+        return capacity
+    return min(range(needed, min(capacity, 4 * needed) + 1),
+               key=lambda p: (split_steps_us(rows, chunks, p, capacity), p))
+
+
+def split_steps_us(rows: int, chunks: int, pieces: int, capacity: int) -> float:
+    """About how long the grid takes to walk the rows capacity // pieces at a time: per step a piece's bytes (x in,
+    y out) at the block's share of the GPU's bandwidth, plus the step's round trip. Only the ranking matters."""
+    steps = -(-rows // (capacity // pieces))
+    return steps * (32.0 * chunks / pieces / (SPLIT_BYTES_PER_US / capacity) + SPLIT_STEP_US)
 
 
 def split_blocks_per_sm(block: int) -> int:
-    """Resident blocks per SM of a split build: SPLIT_BLOCKS_PER_SM, one for blocks of more than 512 threads."""
-    return SPLIT_BLOCKS_PER_SM if block <= 512 else 1
+    """Resident blocks per SM of a split build: 1024 threads' worth (two blocks of 512), at least one."""
+    return max(1, SPLIT_BLOCKS_PER_SM * SPLIT_BLOCK // block)
+
+
+def split_slice_bytes(block: int) -> int:
+    """Shared memory a split block of `block` threads keeps a piece in (its SM holds split_blocks_per_sm of them)."""
+    return SPLIT_SLICE_BYTES_BY_BLOCK.get(block, SPLIT_SLICE_BYTES * SPLIT_BLOCK // block)
+
+
+def split_on_chip_chunks(block: int = SPLIT_BLOCK, slice_bytes: int | None = None) -> int:
+    """Chunks a split block keeps on chip: SPLIT_REGS a thread in registers, then its shared memory."""
+    return SPLIT_REGS * block + (split_slice_bytes(block) if slice_bytes is None else slice_bytes) // 16
 
 
 def split_kept_pieces(rows: int, cols: int, sm_count: int, block: int = SPLIT_BLOCK) -> int | None:
-    """Pieces per row that keep every piece in shared memory (x read once), where split_pieces' would not and a
-    row's pieces can still all be resident; None elsewhere. The grid then walks the rows a group at a time."""
+    """Pieces per row that keep every piece in shared memory alone (x read once), where spreading the rows over
+    the GPU would not and a row's pieces can still all be resident; None elsewhere. The grid then walks the rows a
+    group at a time. (split_pieces with the row's chunks also counts the registers: as few pieces or fewer.)"""
     capacity = split_blocks_per_sm(block) * sm_count
     chunks = worst_chunks(rows, cols)
     if 16 * -(-chunks // split_pieces(rows, capacity)) <= SPLIT_SLICE_BYTES:
