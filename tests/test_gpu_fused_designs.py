@@ -249,7 +249,7 @@ def test_split_shapes(device, rows, cols, options, kept, mode):
 
 @pytest.mark.parametrize("design, rows, cols", REPEATED)
 def test_repeated_invocations_and_graph_replay(backend, device, design, rows, cols):
-    """The split design's per-row counters return to a consistent state after each invocation:
+    """The split design's stamped exchange words stay in a consistent state after each invocation:
     back-to-back invocations, then a captured graph replayed, still match the oracle."""
     from launchlab.gpu.capture import GraphReplay
 

@@ -27,6 +27,8 @@ import math
 
 import numpy as np
 
+from launchlab.model.fused_policy import split_blocks_per_sm, split_on_chip_chunks, split_pieces, split_slice_bytes
+
 # The plane's distribution (the fusion chapter's): rows log-uniform in 1..65536, row length log-uniform in
 # 1..2^21 floats, a draw whose matrix falls outside 4 KiB..256 MiB redrawn.
 MAX_ROWS = 1 << 16
@@ -56,13 +58,13 @@ THREADS_PER_SM = 2048
 BLOCKS_PER_SM = 32
 REGISTERS_PER_SM = 65536
 SHARED_RESERVED_PER_BLOCK = 1024
-STATIC_SHARED_BYTES = 256          # a design's reduction scratch and flags (ptxas: 144 bytes and less)
+STATIC_SHARED_BYTES = 512          # a design's reduction scratch (ptxas: 400 bytes and less)
 # Registers per thread of each build (ptxas for sm_90, the larger of the two modes; tests check them against
 # nvcc): narrow by ROW_CHUNKS, cluster by SLICE_REGS, split; the row kernel's follow its MIN_BLOCKS bound.
 NARROW_REGISTERS = {1: 42, 2: 46, 4: 56, 8: 77}
 NARROW_PREFETCH_REGISTERS = {1: 40, 2: 56, 4: 76}
 CLUSTER_REGISTERS = {0: 64, 8: 64, 16: 108}
-SPLIT_REGISTERS = 59
+SPLIT_REGISTERS = 60
 
 
 def worst_chunks(rows: int, cols: int) -> int:
@@ -134,17 +136,21 @@ def geometry(plan: dict, rows: int, cols: int, device: dict) -> Geometry:
         shared = 0 if in_registers else 16 * slice_chunks
         resident = resident_blocks(block, CLUSTER_REGISTERS.get(regs, 108), shared, shared_per_sm)
         in_flight = min(16.0 * slice_chunks, 16.0 * block * (regs if in_registers else int(defines.get("UNROLL", 4))))
-        return Geometry(rows * width, sms * resident, 8.0 * cols / width, in_flight, 2 + rms_round, 1.0, 0.0, 0.0,
-                        "cluster")
+        # one merged (m, s, q) reduction a block, then the cluster barrier
+        return Geometry(rows * width, sms * resident, 8.0 * cols / width, in_flight, 1.0, 1.0, 0.0, 0.0, "cluster")
     if design == "split":
-        resident = min(2 if block <= 512 else 1, resident_blocks(block, SPLIT_REGISTERS, 112 * 1024, shared_per_sm))
+        slice_bytes = split_slice_bytes(block)
+        resident = min(split_blocks_per_sm(block), resident_blocks(block, SPLIT_REGISTERS, slice_bytes, shared_per_sm))
         capacity = sms * max(1, resident)
-        pieces = int(plan.get("options", {}).get("pieces") or max(1, capacity // rows))
+        on_chip = split_on_chip_chunks(block)
+        pieces = int(plan.get("options", {}).get("pieces") or split_pieces(rows, capacity, chunks, on_chip, sms))
         per_piece = -(-chunks // pieces)
-        kept = 16 * per_piece <= 112 * 1024
+        reread = max(0, per_piece - on_chip) / per_piece  # the share of x beyond registers and shared memory
         in_flight = min(16.0 * per_piece, 16.0 * block * int(defines.get("UNROLL", 4)))
+        # a piece's merged reduction, and where the row has pieces one round trip (publish stamped words, gather
+        # them) and the merge of the gathered ones
         return Geometry(rows * pieces, pieces * min(rows, capacity // pieces), 8.0 * cols / pieces, in_flight,
-                        2 + rms_round, 0.0, 1.0 if pieces > 1 else 0.0, 0.0 if kept else 1.0, "split")
+                        2.0 if pieces > 1 else 1.0, 0.0, 1.0 if pieces > 1 else 0.0, reread, "split")
     if design == "copy":
         return Geometry(1, 1, 8.0 * rows * cols, float("inf"), 0.0, 0.0, 0.0, 0.0)
     raise ValueError(f"unknown design {design!r}")
@@ -159,7 +165,7 @@ class Constants:
     fixed_row: float = 0.3        # each design's own fixed cost per call (its launch, its setup and its end)
     fixed_narrow: float = 0.3
     fixed_cluster: float = 1.0    # a grid of thread-block clusters
-    fixed_split: float = 3.0      # a cooperative grid
+    fixed_split: float = 3.0      # resident blocks exchanging stamped words
     task_row: float = 1.0         # each design's fixed time per task: its dependent steps (load, reduce, store)
     task_narrow: float = 1.0      # beyond its loads, and for a block per task, the block's start and end
     task_cluster: float = 1.0

@@ -73,7 +73,7 @@ def interval_text(ratio: dict) -> str:
 
 # ---------------------------------------------------------------- build configurations and resources
 DESIGN_LABELS = {"narrow": "narrow rows (part of a warp per row)", "row": "one block per row",
-                 "cluster": "a cluster of blocks per row", "split": "split rows over a cooperative grid"}
+                 "cluster": "a cluster of blocks per row", "split": "split rows over resident blocks"}
 
 
 def design_label(design: str) -> str:
