@@ -65,22 +65,6 @@ struct Stats {
 };
 
 // ---------------------------------------------------------------- narrow: a part of a warp per row
-// Reductions within a group of LANES lanes: xor offsets below LANES never leave the group, and every
-// lane of the warp takes part (the loop below keeps the warp converged).
-template <int LANES>
-__device__ __forceinline__ float group_max(float v) {
-#pragma unroll
-    for (int offset = LANES / 2; offset > 0; offset >>= 1) v = fmaxf(v, __shfl_xor_sync(FULL_MASK, v, offset));
-    return v;
-}
-
-template <int LANES>
-__device__ __forceinline__ float group_sum(float v) {
-#pragma unroll
-    for (int offset = LANES / 2; offset > 0; offset >>= 1) v += __shfl_xor_sync(FULL_MASK, v, offset);
-    return v;
-}
-
 // A group's ROW_CHUNKS chunks a lane: loaded all at once (-inf where the row has none or the group is past the
 // last row).
 template <int LANES>
@@ -117,21 +101,10 @@ __device__ __forceinline__ void narrow_rows(const float* __restrict__ x, float* 
         float4 next[ROW_CHUNKS];  // without PREFETCH never used, and no register is spent on it
         if (PREFETCH) narrow_load<LANES>(x, y, first + step, rows, cols, next);
         else narrow_load<LANES>(x, y, first, rows, cols, v);
-        float m = NEG_INF, squares = 0.0f;
-#pragma unroll
-        for (int i = 0; i < ROW_CHUNKS; ++i) {
-            m = fmaxf(m, max4(v[i]));
-            if (RMS) squares += squares4(v[i]);
-        }
-        m = group_max<LANES>(m);
-        const float rho = RMS ? sqrtf(group_sum<LANES>(squares) / (float)cols) : 1.0f;
-        float z = 0.0f;
-#pragma unroll
-        for (int i = 0; i < ROW_CHUNKS; ++i) {
-            v[i] = exp4(v[i], m);
-            z += sum4(v[i]);
-        }
-        const float factor = rho / group_sum<LANES>(z);
+        // One reduction per row within the group: (max, sum of exp, sum of squares) together (row_helpers.cuh).
+        float shift;
+        const RowStats stats = group_stats<LANES, RMS>(own_stats<RMS>(v, shift));
+        const float factor = row_factor<RMS>(stats, shift, cols);
 #pragma unroll
         for (int i = 0; i < ROW_CHUNKS; ++i) {
             const int c = part + i * LANES;

@@ -1,0 +1,369 @@
+"""Why the fused softmax loses to the libraries on small matrices (the latency regime), and which kernel shape wins
+there: per shape, device time per call in a CUDA graph of many calls (warm L2) and after an L2 flush (cold) of the
+copy ceiling (cudaMemcpyAsync, the float4 copy kernel), an empty kernel, the fused row and narrow builds (from an
+OLD kernel folder and from this tree's kernels), the three libraries, and development variants
+(tools/dev_small_rows_kernels.cu) that each change one thing: scalar or float4 loads, max-then-sum or one online
+(m, s) reduction, the division, rows per block, threads per row.
+
+    PYTHONPATH=src python tools/dev_small_rows.py --out dev.json [--old-kernels DIR] [--shapes 1x1,201x6]
+        [--seed 777] [--rounds 7] [--cubins DIR]
+    PYTHONPATH=src python tools/dev_small_rows.py --build-cubins DIR [--old-kernels DIR]   # nvcc, here
+
+Every contender's output is poisoned, computed once and compared with the float64 oracle before it is timed; an
+invalid one is reported, never timed. Development protocol (median of `rounds`); the chapter's is the frozen one.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "src"))
+sys.path.insert(0, str(ROOT / "tools"))
+
+from launchlab.chapters.fusion import plans  # noqa: E402
+from launchlab.model import fused_policy  # noqa: E402
+
+SHAPES = ((1, 1), (1776, 1), (201, 6), (4841, 14), (53, 55), (14, 147), (11, 375), (119, 368), (1, 1073),
+          (8, 1496), (4, 2826), (512, 16384), (64, 131072))  # the last two: the row kernel's shared and streamed tiers
+DEV_MAX_CHUNKS = 1024  # longer rows get no development variants
+H200 = {"sm_count": 132, "compute_capability": "9.0", "shared_bytes_per_block_optin": 232448}
+CALLS = 32
+DEV_SOURCE = ROOT / "tools" / "dev_small_rows_kernels.cu"
+
+
+def np2(n: int) -> int:
+    return 1 << max(0, int(n) - 1).bit_length()
+
+
+# ---------------------------------------------------------------- development variants per shape
+def dev_name(kind, g, bt, k, vec, online, fast, rms) -> str:
+    return f"d{kind}_g{g}_b{bt}_k{k}_{'v' if vec else 's'}{'o' if online else 't'}{'f' if fast else 'p'}{'r' if rms else ''}"
+
+
+def dev_variants(rows: int, cols: int) -> list[dict]:
+    """The development kernels timed at a shape: {name, g, bt, k, vec, online, fast, rms, kind}."""
+    chunks = fused_policy.worst_chunks(rows, cols)
+    found = []
+    if chunks > DEV_MAX_CHUNKS:
+        return found
+
+    def add(g, bt, k, vec, online, fast, rms=False, kind="k"):
+        if g > 32 and g != bt or k > 24:
+            return
+        found.append({"name": dev_name(kind, g, bt, k, vec, online, fast, rms), "g": g, "bt": bt, "k": k,
+                      "vec": vec, "online": online, "fast": fast, "rms": rms, "kind": kind})
+
+    # float4 chunks, groups of up to a warp
+    g = min(32, np2(chunks))
+    k = -(-chunks // g)
+    for bt in (32, 128, 256):
+        if g <= bt:
+            add(g, bt, k, True, True, True)
+    bt = 128 if g <= 128 else g
+    add(g, bt, k, True, False, False, kind="c")      # copy floor of the walk
+    add(g, bt, k, True, False, False)                # max then sum, IEEE division (today's arithmetic)
+    add(g, bt, k, True, False, True)                 # max then sum, fast division
+    add(g, bt, k, True, True, False)                 # one online reduction, IEEE division
+    add(g, bt, k, True, False, False, rms=True)
+    add(g, bt, k, True, True, True, rms=True)
+    # scalar elements, groups of up to a warp
+    gs = min(32, np2(cols))
+    ks = -(-cols // gs)
+    add(gs, max(bt, gs), ks, False, True, True)
+    add(gs, max(bt, gs), ks, False, False, False)
+    add(gs, max(bt, gs), ks, False, False, False, kind="c")
+    # several warps per row for longer rows: one barrier (online) against four (max then sum)
+    if chunks > 64:
+        for threads in (64, 128, 256):
+            kk = -(-chunks // threads)
+            if threads < 32 * np2(-(-chunks // 32)) or threads == 64:
+                add(threads, threads, kk, True, True, True)
+                add(threads, threads, kk, True, False, False)
+                add(threads, threads, kk, True, True, True, rms=True)
+    return found
+
+
+def dev_source(shapes) -> str:
+    from launchlab.gpu import build
+
+    names, lines = set(), []
+    for rows, cols in shapes:
+        for v in dev_variants(rows, cols):
+            if v["name"] in names:
+                continue
+            names.add(v["name"])
+            b = lambda flag: "true" if flag else "false"  # noqa: E731
+            if v["kind"] == "c":
+                lines.append(f"DEV_COPY({v['name']}, {v['g']}, {v['bt']}, {v['k']}, {b(v['vec'])})")
+            else:
+                lines.append(f"DEV_KERNEL({v['name']}, {v['g']}, {v['bt']}, {v['k']}, {b(v['vec'])}, {b(v['online'])}, "
+                             f"{b(v['fast'])}, {b(v['rms'])})")
+    head = build.expand_source(build.KERNEL_DIR / "row_helpers.cuh")
+    return head + "\n" + DEV_SOURCE.read_text() + "\n" + "\n".join(lines) + "\n"
+
+
+# ---------------------------------------------------------------- GPU
+def module_label(family_dir: Path, family: str, defines: dict) -> str:
+    return f"{family_dir.name}-{family}-" + "_".join(f"{k}{v}" for k, v in sorted(defines.items()))
+
+
+CUBINS: Path | None = None  # prebuilt modules (--build-cubins), loaded instead of compiling with NVRTC
+
+
+def load(family_dir: Path, family: str, defines: dict, cache: dict):
+    """kernels/<family>.cu from `family_dir` with `defines` (a prebuilt cubin where there is one, else NVRTC), once."""
+    import cupy
+
+    from launchlab.gpu import build
+
+    label = module_label(family_dir, family, defines)
+    if label not in cache:
+        source = build.expand_source(family_dir / f"{family}.cu")
+        options = build.compile_options(defines, arch="sm_90")
+        cubin = CUBINS / f"{label}.cubin" if CUBINS else None
+        if cubin is not None and cubin.exists():
+            module = cupy.RawModule(path=str(cubin))
+        else:
+            print(f"  NVRTC {label}", flush=True)
+            module = cupy.RawModule(code=source, options=build.compile_options(defines))
+            module.compile()
+        cache[label] = build.BuiltModule(family, options, source, module)
+    return cache[label]
+
+
+def needed_modules(shapes, folders) -> dict:
+    """{label: (folder, family, defines)} of every module the run loads."""
+    from launchlab.chapters.fusion import copy_kernel
+
+    found = {}
+    for folder in folders:
+        for family, defines in (("instruments", {}), (copy_kernel.FAMILY, copy_kernel.DEFINES)):
+            found[module_label(folder, family, defines)] = (folder, family, defines)
+        for rows, cols in shapes:
+            for plan in plans.candidates(rows, cols, H200):
+                if plan["design"] in ("row", "narrow"):
+                    found[module_label(folder, plan["family"], plan["defines"])] = (folder, plan["family"], plan["defines"])
+    return found
+
+
+def build_cubins(shapes, folders, directory: Path) -> None:
+    import subprocess
+    from concurrent.futures import ThreadPoolExecutor
+
+    from launchlab.gpu import build
+
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / "dev.cu").write_text(dev_source(shapes))
+    jobs = {"dev": (directory / "dev.cu", {})}
+    for label, (folder, family, defines) in needed_modules(shapes, folders).items():
+        source = directory / f"{label}.cu"
+        source.write_text(build.expand_source(folder / f"{family}.cu"))
+        jobs[label] = (source, defines)
+
+    def one(item):
+        label, (source, defines) = item
+        command = ["nvcc", *build.compile_options(defines, arch="sm_90"), "-cubin", "-o", str(directory / f"{label}.cubin"),
+                   str(source)]
+        result = subprocess.run(command, capture_output=True, text=True)
+        source.unlink()
+        if result.returncode:
+            raise RuntimeError(f"{label}: {result.stderr}")
+
+    with ThreadPoolExecutor(16) as pool:
+        list(pool.map(one, jobs.items()))
+    print(f"{len(jobs)} cubins in {directory}")
+
+
+class DevTarget:
+    """One development kernel on x: grid = rows / (rows per block)."""
+
+    def __init__(self, module, v, x):
+        import cupy
+        import numpy as np
+
+        self.x, self.y = x, cupy.empty_like(x)
+        rows, cols = x.shape
+        per_block = v["bt"] // v["g"] if v["g"] <= v["bt"] else 1
+        self.kernel = module.get_function(v["name"])
+        self.grid, self.block = (-(-rows // per_block),), (v["bt"],)
+        self.args = (x, self.y, np.int32(rows), np.int32(cols))
+
+    def invoke(self):
+        self.kernel(self.grid, self.block, self.args)
+
+    def poison(self):
+        self.y.fill(float("nan"))
+
+
+class Timer:
+    def __init__(self, stream, cold, rounds):
+        self.stream, self.cold, self.rounds = stream, cold, rounds
+
+    def warm(self, target) -> float:
+        import cupy
+
+        from launchlab.gpu.capture import GraphReplay
+        from launchlab.gpu.targets import Repeated
+
+        replay = GraphReplay(Repeated(target, CALLS), self.stream)
+        replay.invoke()
+        times = []
+        for _ in range(self.rounds):
+            a, b = cupy.cuda.Event(), cupy.cuda.Event()
+            a.record(self.stream)
+            replay.invoke()
+            b.record(self.stream)
+            b.synchronize()
+            times.append(1000.0 * cupy.cuda.get_elapsed_time(a, b) / CALLS)
+        return statistics.median(times)
+
+    def cold_time(self, target) -> float:
+        import cupy
+
+        times = []
+        for _ in range(self.rounds):
+            self.cold.flush()
+            a, b = cupy.cuda.Event(), cupy.cuda.Event()
+            a.record(self.stream)
+            target.invoke()
+            b.record(self.stream)
+            b.synchronize()
+            times.append(1000.0 * cupy.cuda.get_elapsed_time(a, b))
+        return statistics.median(times)
+
+
+def contenders(rows, cols, x, stream, dev_module, old_dir, new_dir, cache):
+    """[(name, target, mode)] at a shape."""
+    from launchlab.chapters.fusion import baselines, copy_kernel
+    from launchlab.chapters.fusion.targets import make_fused
+    from launchlab.gpu import build
+    from launchlab.gpu.targets import DeviceCopy
+
+    found = [("memcpy", DeviceCopy(x), None),
+             ("copy4", copy_kernel.make(load(new_dir, copy_kernel.FAMILY, copy_kernel.DEFINES, cache), x), None)]
+    empty = DevTarget(dev_module, {"name": "dev_empty", "g": 32, "bt": 32}, x)
+    found.append(("empty", empty, "none"))
+    for folder, label in ((old_dir, "old"), (new_dir, "new")):
+        if folder is None:
+            continue
+        for plan in plans.candidates(rows, cols, H200):
+            if plan["design"] not in ("row", "narrow"):
+                continue
+            module = load(folder, plan["family"], plan["defines"], cache)
+            for mode in ("plain", "rms"):
+                target = make_fused({plan["module"]: module}, plan, rows, cols, mode, x)
+                found.append((f"{label}:{plan['tag']}", target, mode))
+    for name in baselines.NAMES:
+        target, why = baselines.make_baseline(name, x, stream)
+        if target is None:
+            print(f"  {name} unavailable: {why}", flush=True)
+        else:
+            found.append((name, target, "plain"))
+    for v in dev_variants(rows, cols):
+        found.append((v["name"], DevTarget(dev_module, v, x), None if v["kind"] == "c" else ("rms" if v["rms"] else "plain")))
+    del build
+    return found
+
+
+def measure(shapes, seed, rounds, old_dir, new_dir) -> list[dict]:
+    import cupy
+
+    from launchlab.gpu.backend import CupyBackend
+    from launchlab.gpu.device import identity
+    from launchlab.gpu.instruments import ColdL2
+    from launchlab.model import oracles
+
+    backend, device = CupyBackend(), identity()
+    stream, cache = backend.stream, {}
+    if CUBINS and (CUBINS / "dev.cubin").exists():
+        dev_module = cupy.RawModule(path=str(CUBINS / "dev.cubin"))
+    else:
+        from launchlab.gpu import build
+
+        dev_module = cupy.RawModule(code=dev_source(shapes), options=build.compile_options({}))
+    instruments = load(new_dir, "instruments", {}, cache)
+    cold = ColdL2(instruments, device["l2_bytes"], device["sm_count"], 60_000)
+    timer = Timer(stream, cold, rounds)
+    records = []
+    for index, (rows, cols) in enumerate(shapes):
+        x = cupy.random.default_rng(seed + index).standard_normal((rows, cols), dtype=cupy.float32) * 2.0
+        refs = {"plain": oracles.softmax(x, xp=cupy), "rms": oracles.rms_softmax(x, xp=cupy)}
+        tols = {"plain": oracles.SOFTMAX_TOLERANCE, "rms": oracles.RMS_SOFTMAX_TOLERANCE}
+        record = {"rows": rows, "cols": cols, "times": {}}
+        for name, target, mode in contenders(rows, cols, x, stream, dev_module, old_dir, new_dir, cache):
+            try:
+                target.poison() if hasattr(target, "poison") else target.y.fill(float("nan"))
+                target.invoke()
+                stream.synchronize()
+                if mode == "none":  # the empty kernel writes nothing
+                    valid = True
+                elif mode is None:
+                    valid = bool((target.y == x).all())
+                else:
+                    valid = bool(oracles.compare(target.y, refs[mode], tols[mode], xp=cupy)["passed"])
+                if not valid:
+                    record["times"][name] = {"valid": False}
+                    continue
+                record["times"][name] = {"valid": True, "mode": mode, "warm": round(timer.warm(target), 4),
+                                         "cold": round(timer.cold_time(target), 4)}
+                target.y.fill(float("nan"))
+                target.invoke()
+                stream.synchronize()
+                if mode not in (None, "none") and not oracles.compare(target.y, refs[mode], tols[mode], xp=cupy)["passed"]:
+                    record["times"][name]["valid_after"] = False
+            except Exception as error:
+                record["times"][name] = {"valid": False, "error": f"{type(error).__name__}: {str(error)[:160]}"}
+        records.append(record)
+        print(table(record), flush=True)
+    return records
+
+
+def table(record: dict) -> str:
+    times = record["times"]
+    copy = {l2: min(times[k][l2] for k in ("memcpy", "copy4") if times.get(k, {}).get("valid")) for l2 in ("warm", "cold")}
+    libs = {l2: min((times[k][l2] for k in ("cudnn", "torch", "triton") if times.get(k, {}).get("valid")), default=float("nan"))
+            for l2 in ("warm", "cold")}
+    lines = [f"== {record['rows']}x{record['cols']}  copy warm {copy['warm']:.3f} cold {copy['cold']:.3f}  "
+             f"best lib warm {libs['warm']:.3f} cold {libs['cold']:.3f}"]
+    for name, t in sorted(times.items(), key=lambda item: item[1].get("warm", 1e9)):
+        if not t.get("valid"):
+            lines.append(f"  {name:44s} INVALID {t.get('error', '')}")
+            continue
+        lines.append(f"  {name:44s} {t['mode'] or 'copy':5s} warm {t['warm']:6.3f} (-c {t['warm'] - copy['warm']:+.3f}, "
+                     f"/lib {t['warm'] / libs['warm']:.3f})  cold {t['cold']:6.3f} (/lib {t['cold'] / libs['cold']:.3f})"
+                     + ("  INVALID AFTER" if t.get("valid_after") is False else ""))
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--out", type=Path, default=Path("dev_small_rows.json"))
+    parser.add_argument("--shapes", help="ROWSxCOLS,...")
+    parser.add_argument("--seed", type=int, default=777)
+    parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--old-kernels", type=Path, help="a kernels folder to time beside this tree's")
+    parser.add_argument("--cubins", type=Path, help="prebuilt sm_90 modules (--build-cubins)")
+    parser.add_argument("--build-cubins", type=Path, help="only build every module the run needs into this folder")
+    args = parser.parse_args()
+    shapes = [tuple(int(v) for v in s.split("x")) for s in args.shapes.split(",")] if args.shapes else list(SHAPES)
+    from launchlab.gpu import build
+
+    folders = [build.KERNEL_DIR] + ([args.old_kernels] if args.old_kernels else [])
+    if args.build_cubins:
+        build_cubins(shapes, folders, args.build_cubins)
+        return
+    global CUBINS
+    CUBINS = args.cubins
+    started = time.perf_counter()
+    records = measure(shapes, args.seed, args.rounds, args.old_kernels, build.KERNEL_DIR)
+    args.out.write_text(json.dumps({"shapes": records, "elapsed_s": time.perf_counter() - started}, indent=1))
+    print(f"done in {time.perf_counter() - started:.1f} s", flush=True)
+
+
+if __name__ == "__main__":
+    main()
