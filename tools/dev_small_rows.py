@@ -146,21 +146,27 @@ def needed_modules(shapes, folders) -> dict:
             found[module_label(folder, family, defines)] = (folder, family, defines)
         for rows, cols in shapes:
             for plan in plans.candidates(rows, cols, H200):
-                if plan["design"] in ("row", "narrow"):
-                    found[module_label(folder, plan["family"], plan["defines"])] = (folder, plan["family"], plan["defines"])
+                found[module_label(folder, plan["family"], plan["defines"])] = (folder, plan["family"], plan["defines"])
     return found
 
 
-def build_cubins(shapes, folders, directory: Path) -> None:
+def build_cubins(shapes, folders, directory: Path, dev: bool = True) -> None:
+    """Every module the run needs (and the development kernels) as sm_90 cubins, built here with nvcc."""
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / "dev.cu").write_text(dev_source(shapes if dev else []))
+    build_modules(needed_modules(shapes, folders), directory, {"dev": (directory / "dev.cu", {})})
+
+
+def build_modules(modules: dict, directory: Path, sources: dict | None = None) -> None:
+    """{label: (folder, family, defines)} (and {label: (source, defines)}) as sm_90 cubins in `directory`."""
     import subprocess
     from concurrent.futures import ThreadPoolExecutor
 
     from launchlab.gpu import build
 
     directory.mkdir(parents=True, exist_ok=True)
-    (directory / "dev.cu").write_text(dev_source(shapes))
-    jobs = {"dev": (directory / "dev.cu", {})}
-    for label, (folder, family, defines) in needed_modules(shapes, folders).items():
+    jobs = dict(sources or {})
+    for label, (folder, family, defines) in modules.items():
         source = directory / f"{label}.cu"
         source.write_text(build.expand_source(folder / f"{family}.cu"))
         jobs[label] = (source, defines)
@@ -237,8 +243,9 @@ class Timer:
         return statistics.median(times)
 
 
-def contenders(rows, cols, x, stream, dev_module, old_dir, new_dir, cache):
-    """[(name, target, mode)] at a shape."""
+def contenders(rows, cols, x, stream, dev_module, old_dir, new_dir, cache, dev=True):
+    """[(name, target, mode)] at a shape: the copies, the empty kernel, every candidate of the fused policy built
+    from each kernel folder, the libraries and (`dev`) the development variants."""
     from launchlab.chapters.fusion import baselines, copy_kernel
     from launchlab.chapters.fusion.targets import make_fused
     from launchlab.gpu import build
@@ -252,8 +259,6 @@ def contenders(rows, cols, x, stream, dev_module, old_dir, new_dir, cache):
         if folder is None:
             continue
         for plan in plans.candidates(rows, cols, H200):
-            if plan["design"] not in ("row", "narrow"):
-                continue
             module = load(folder, plan["family"], plan["defines"], cache)
             for mode in ("plain", "rms"):
                 target = make_fused({plan["module"]: module}, plan, rows, cols, mode, x)
@@ -264,13 +269,13 @@ def contenders(rows, cols, x, stream, dev_module, old_dir, new_dir, cache):
             print(f"  {name} unavailable: {why}", flush=True)
         else:
             found.append((name, target, "plain"))
-    for v in dev_variants(rows, cols):
+    for v in dev_variants(rows, cols) if dev else []:
         found.append((v["name"], DevTarget(dev_module, v, x), None if v["kind"] == "c" else ("rms" if v["rms"] else "plain")))
     del build
     return found
 
 
-def measure(shapes, seed, rounds, old_dir, new_dir) -> list[dict]:
+def measure(shapes, seed, rounds, old_dir, new_dir, dev=True) -> list[dict]:
     import cupy
 
     from launchlab.gpu.backend import CupyBackend
@@ -294,8 +299,8 @@ def measure(shapes, seed, rounds, old_dir, new_dir) -> list[dict]:
         x = cupy.random.default_rng(seed + index).standard_normal((rows, cols), dtype=cupy.float32) * 2.0
         refs = {"plain": oracles.softmax(x, xp=cupy), "rms": oracles.rms_softmax(x, xp=cupy)}
         tols = {"plain": oracles.SOFTMAX_TOLERANCE, "rms": oracles.RMS_SOFTMAX_TOLERANCE}
-        record = {"rows": rows, "cols": cols, "times": {}}
-        for name, target, mode in contenders(rows, cols, x, stream, dev_module, old_dir, new_dir, cache):
+        record = {"rows": rows, "cols": cols, "times": {}, "pick": plans.fused_plan(rows, cols, H200)["tag"]}
+        for name, target, mode in contenders(rows, cols, x, stream, dev_module, old_dir, new_dir, cache, dev):
             try:
                 target.poison() if hasattr(target, "poison") else target.y.fill(float("nan"))
                 target.invoke()
@@ -340,6 +345,53 @@ def table(record: dict) -> str:
     return "\n".join(lines)
 
 
+def latency_shapes(seed: int, points: int, max_x_bytes: int) -> list[tuple[int, int]]:
+    """The first `points` shapes of the chapter's plane distribution drawn with `seed` whose x holds at most
+    `max_x_bytes` (the latency regime: the copy well under 10 us)."""
+    from launchlab.chapters.fusion.plane import draw
+
+    drawn = [shape for shape in draw(40 * points, seed) if 4 * shape[0] * shape[1] <= max_x_bytes]
+    return drawn[:points]
+
+
+def fused_times(record: dict, prefix: str, l2: str, pick_only: bool) -> float | None:
+    """The plain fused time of a shape: the best valid candidate with this prefix, or the policy's pick."""
+    found = [t[l2] for name, t in record["times"].items() if t.get("valid") and t.get("mode") == "plain"
+             and name.startswith(prefix + ":") and (not pick_only or name == f"{prefix}:{record['pick']}")]
+    return min(found) if found else None
+
+
+def summary(records: list[dict]) -> str:
+    """Per contender (new/old, best candidate/pick) and L2 state: fused - copy (median, p90), and against each
+    library the shapes where fused is faster (ratio < 1) and the worst ratio."""
+    import numpy as np
+
+    lines = []
+    for prefix in ("new", "old"):
+        for pick_only in (False, True):
+            for l2 in ("warm", "cold"):
+                over, ratios = [], {name: [] for name in ("cudnn", "torch", "triton")}
+                for record in records:
+                    fused = fused_times(record, prefix, l2, pick_only)
+                    copies = [record["times"][k][l2] for k in ("memcpy", "copy4") if record["times"].get(k, {}).get("valid")]
+                    if fused is None or not copies:
+                        continue
+                    over.append(fused - min(copies))
+                    for name in ratios:
+                        if record["times"].get(name, {}).get("valid"):
+                            ratios[name].append(fused / record["times"][name][l2])
+                if not over:
+                    continue
+                text = (f"{prefix} {'pick' if pick_only else 'best'} {l2}: fused-copy median {np.median(over):.3f} "
+                        f"p90 {np.percentile(over, 90):.3f} us over {len(over)} shapes")
+                for name, values in ratios.items():
+                    if values:
+                        text += (f" | {name}: faster at {sum(v < 1 for v in values)}/{len(values)}, "
+                                 f"worst {max(values):.3f}")
+                lines.append(text)
+    return "\n".join(lines)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", type=Path, default=Path("dev_small_rows.json"))
@@ -349,19 +401,29 @@ def main() -> None:
     parser.add_argument("--old-kernels", type=Path, help="a kernels folder to time beside this tree's")
     parser.add_argument("--cubins", type=Path, help="prebuilt sm_90 modules (--build-cubins)")
     parser.add_argument("--build-cubins", type=Path, help="only build every module the run needs into this folder")
+    parser.add_argument("--plane-seed", type=int, help="shapes of the plane's distribution drawn with this seed")
+    parser.add_argument("--points", type=int, default=20)
+    parser.add_argument("--max-x-bytes", type=int, default=8 << 20)
+    parser.add_argument("--no-dev", action="store_true", help="no development variants")
     args = parser.parse_args()
-    shapes = [tuple(int(v) for v in s.split("x")) for s in args.shapes.split(",")] if args.shapes else list(SHAPES)
+    if args.plane_seed is not None:
+        shapes = latency_shapes(args.plane_seed, args.points, args.max_x_bytes)
+    elif args.shapes:
+        shapes = [tuple(int(v) for v in s.split("x")) for s in args.shapes.split(",")]
+    else:
+        shapes = list(SHAPES)
     from launchlab.gpu import build
 
     folders = [build.KERNEL_DIR] + ([args.old_kernels] if args.old_kernels else [])
     if args.build_cubins:
-        build_cubins(shapes, folders, args.build_cubins)
+        build_cubins(shapes, folders, args.build_cubins, not args.no_dev)
         return
     global CUBINS
     CUBINS = args.cubins
     started = time.perf_counter()
-    records = measure(shapes, args.seed, args.rounds, args.old_kernels, build.KERNEL_DIR)
+    records = measure(shapes, args.seed, args.rounds, args.old_kernels, build.KERNEL_DIR, not args.no_dev)
     args.out.write_text(json.dumps({"shapes": records, "elapsed_s": time.perf_counter() - started}, indent=1))
+    print(summary(records), flush=True)
     print(f"done in {time.perf_counter() - started:.1f} s", flush=True)
 
 
