@@ -119,17 +119,20 @@ __device__ __forceinline__ void narrow_rows(const float* __restrict__ x, float* 
 // docs:end narrow-rows
 
 // Lanes per row are chosen at launch (a power of two, 1-32; the host checks), so that one build serves
-// every row length its ROW_CHUNKS covers: the switch is uniform over the grid.
+// every row length its ROW_CHUNKS covers: the branch is uniform over the grid. Comparisons rather than a
+// switch: a switch compiles to a jump table in constant memory, one more dependent load (a constant-cache miss
+// on an SM that has not run the kernel yet) before a short row's first instruction of work.
 template <bool RMS>
 __device__ __forceinline__ void narrow_dispatch(const float* __restrict__ x, float* __restrict__ y, int rows, int cols,
                                                 int lanes) {
-    switch (lanes) {
-        case 1: narrow_rows<RMS, 1>(x, y, rows, cols); break;
-        case 2: narrow_rows<RMS, 2>(x, y, rows, cols); break;
-        case 4: narrow_rows<RMS, 4>(x, y, rows, cols); break;
-        case 8: narrow_rows<RMS, 8>(x, y, rows, cols); break;
-        case 16: narrow_rows<RMS, 16>(x, y, rows, cols); break;
-        default: narrow_rows<RMS, 32>(x, y, rows, cols); break;
+    if (lanes <= 4) {
+        if (lanes <= 1) narrow_rows<RMS, 1>(x, y, rows, cols);
+        else if (lanes <= 2) narrow_rows<RMS, 2>(x, y, rows, cols);
+        else narrow_rows<RMS, 4>(x, y, rows, cols);
+    } else {
+        if (lanes <= 8) narrow_rows<RMS, 8>(x, y, rows, cols);
+        else if (lanes <= 16) narrow_rows<RMS, 16>(x, y, rows, cols);
+        else narrow_rows<RMS, 32>(x, y, rows, cols);
     }
 }
 

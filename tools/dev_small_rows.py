@@ -26,85 +26,13 @@ sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(ROOT / "tools"))
 
 from launchlab.chapters.fusion import plans  # noqa: E402
-from launchlab.model import fused_policy  # noqa: E402
+from dev_small_rows_variants import (FIXED, H200, DevTarget, dev_source, dev_variants, fixed_contenders,  # noqa: E402
+                                     fixed_source)
 
 SHAPES = ((1, 1), (1776, 1), (201, 6), (4841, 14), (53, 55), (14, 147), (11, 375), (119, 368), (1, 1073),
-          (8, 1496), (4, 2826), (512, 16384), (64, 131072))  # the last two: the row kernel's shared and streamed tiers
-DEV_MAX_CHUNKS = 1024  # longer rows get no development variants
-H200 = {"sm_count": 132, "compute_capability": "9.0", "shared_bytes_per_block_optin": 232448}
+          (8, 1496), (4, 2826))
 CALLS = 32
-DEV_SOURCE = ROOT / "tools" / "dev_small_rows_kernels.cu"
-
-
-def np2(n: int) -> int:
-    return 1 << max(0, int(n) - 1).bit_length()
-
-
-# ---------------------------------------------------------------- development variants per shape
-def dev_name(kind, g, bt, k, vec, online, fast, rms) -> str:
-    return f"d{kind}_g{g}_b{bt}_k{k}_{'v' if vec else 's'}{'o' if online else 't'}{'f' if fast else 'p'}{'r' if rms else ''}"
-
-
-def dev_variants(rows: int, cols: int) -> list[dict]:
-    """The development kernels timed at a shape: {name, g, bt, k, vec, online, fast, rms, kind}."""
-    chunks = fused_policy.worst_chunks(rows, cols)
-    found = []
-    if chunks > DEV_MAX_CHUNKS:
-        return found
-
-    def add(g, bt, k, vec, online, fast, rms=False, kind="k"):
-        if g > 32 and g != bt or k > 24:
-            return
-        found.append({"name": dev_name(kind, g, bt, k, vec, online, fast, rms), "g": g, "bt": bt, "k": k,
-                      "vec": vec, "online": online, "fast": fast, "rms": rms, "kind": kind})
-
-    # float4 chunks, groups of up to a warp
-    g = min(32, np2(chunks))
-    k = -(-chunks // g)
-    for bt in (32, 128, 256):
-        if g <= bt:
-            add(g, bt, k, True, True, True)
-    bt = 128 if g <= 128 else g
-    add(g, bt, k, True, False, False, kind="c")      # copy floor of the walk
-    add(g, bt, k, True, False, False)                # max then sum, IEEE division (today's arithmetic)
-    add(g, bt, k, True, False, True)                 # max then sum, fast division
-    add(g, bt, k, True, True, False)                 # one online reduction, IEEE division
-    add(g, bt, k, True, False, False, rms=True)
-    add(g, bt, k, True, True, True, rms=True)
-    # scalar elements, groups of up to a warp
-    gs = min(32, np2(cols))
-    ks = -(-cols // gs)
-    add(gs, max(bt, gs), ks, False, True, True)
-    add(gs, max(bt, gs), ks, False, False, False)
-    add(gs, max(bt, gs), ks, False, False, False, kind="c")
-    # several warps per row for longer rows: one barrier (online) against four (max then sum)
-    if chunks > 64:
-        for threads in (64, 128, 256):
-            kk = -(-chunks // threads)
-            if threads < 32 * np2(-(-chunks // 32)) or threads == 64:
-                add(threads, threads, kk, True, True, True)
-                add(threads, threads, kk, True, False, False)
-                add(threads, threads, kk, True, True, True, rms=True)
-    return found
-
-
-def dev_source(shapes) -> str:
-    from launchlab.gpu import build
-
-    names, lines = set(), []
-    for rows, cols in shapes:
-        for v in dev_variants(rows, cols):
-            if v["name"] in names:
-                continue
-            names.add(v["name"])
-            b = lambda flag: "true" if flag else "false"  # noqa: E731
-            if v["kind"] == "c":
-                lines.append(f"DEV_COPY({v['name']}, {v['g']}, {v['bt']}, {v['k']}, {b(v['vec'])})")
-            else:
-                lines.append(f"DEV_KERNEL({v['name']}, {v['g']}, {v['bt']}, {v['k']}, {b(v['vec'])}, {b(v['online'])}, "
-                             f"{b(v['fast'])}, {b(v['rms'])})")
-    head = build.expand_source(build.KERNEL_DIR / "row_helpers.cuh")
-    return head + "\n" + DEV_SOURCE.read_text() + "\n" + "\n".join(lines) + "\n"
+LIBRARIES = ("cudnn", "torch", "triton")
 
 
 # ---------------------------------------------------------------- GPU
@@ -154,7 +82,11 @@ def build_cubins(shapes, folders, directory: Path, dev: bool = True) -> None:
     """Every module the run needs (and the development kernels) as sm_90 cubins, built here with nvcc."""
     directory.mkdir(parents=True, exist_ok=True)
     (directory / "dev.cu").write_text(dev_source(shapes if dev else []))
-    build_modules(needed_modules(shapes, folders), directory, {"dev": (directory / "dev.cu", {})})
+    sources = {"dev": (directory / "dev.cu", {})}
+    for label in FIXED:
+        (directory / f"{label}.cu").write_text(fixed_source(label, folders[0]))
+        sources[label] = (directory / f"{label}.cu", FIXED[label][1])
+    build_modules(needed_modules(shapes, folders), directory, sources)
 
 
 def build_modules(modules: dict, directory: Path, sources: dict | None = None) -> None:
@@ -183,27 +115,6 @@ def build_modules(modules: dict, directory: Path, sources: dict | None = None) -
     with ThreadPoolExecutor(16) as pool:
         list(pool.map(one, jobs.items()))
     print(f"{len(jobs)} cubins in {directory}")
-
-
-class DevTarget:
-    """One development kernel on x: grid = rows / (rows per block)."""
-
-    def __init__(self, module, v, x):
-        import cupy
-        import numpy as np
-
-        self.x, self.y = x, cupy.empty_like(x)
-        rows, cols = x.shape
-        per_block = v["bt"] // v["g"] if v["g"] <= v["bt"] else 1
-        self.kernel = module.get_function(v["name"])
-        self.grid, self.block = (-(-rows // per_block),), (v["bt"],)
-        self.args = (x, self.y, np.int32(rows), np.int32(cols))
-
-    def invoke(self):
-        self.kernel(self.grid, self.block, self.args)
-
-    def poison(self):
-        self.y.fill(float("nan"))
 
 
 class Timer:
@@ -243,7 +154,7 @@ class Timer:
         return statistics.median(times)
 
 
-def contenders(rows, cols, x, stream, dev_module, old_dir, new_dir, cache, dev=True):
+def contenders(rows, cols, x, stream, dev_modules, old_dir, new_dir, cache, dev=True):
     """[(name, target, mode)] at a shape: the copies, the empty kernel, every candidate of the fused policy built
     from each kernel folder, the libraries and (`dev`) the development variants."""
     from launchlab.chapters.fusion import baselines, copy_kernel
@@ -253,7 +164,7 @@ def contenders(rows, cols, x, stream, dev_module, old_dir, new_dir, cache, dev=T
 
     found = [("memcpy", DeviceCopy(x), None),
              ("copy4", copy_kernel.make(load(new_dir, copy_kernel.FAMILY, copy_kernel.DEFINES, cache), x), None)]
-    empty = DevTarget(dev_module, {"name": "dev_empty", "g": 32, "bt": 32}, x)
+    empty = DevTarget(dev_modules["dev"], {"name": "dev_empty"}, x, 1, 32)  # one block of one warp
     found.append(("empty", empty, "none"))
     for folder, label in ((old_dir, "old"), (new_dir, "new")):
         if folder is None:
@@ -262,15 +173,17 @@ def contenders(rows, cols, x, stream, dev_module, old_dir, new_dir, cache, dev=T
             module = load(folder, plan["family"], plan["defines"], cache)
             for mode in ("plain", "rms"):
                 target = make_fused({plan["module"]: module}, plan, rows, cols, mode, x)
-                found.append((f"{label}:{plan['tag']}", target, mode))
+                found.append((f"{label}:{plan['tag']}/{mode}", target, mode))
     for name in baselines.NAMES:
         target, why = baselines.make_baseline(name, x, stream)
         if target is None:
             print(f"  {name} unavailable: {why}", flush=True)
         else:
-            found.append((name, target, "plain"))
+            found.append((f"{name}/plain", target, "plain"))
+    if dev:
+        found += fixed_contenders(rows, cols, x, dev_modules)
     for v in dev_variants(rows, cols) if dev else []:
-        found.append((v["name"], DevTarget(dev_module, v, x), None if v["kind"] == "c" else ("rms" if v["rms"] else "plain")))
+        found.append((v["name"], DevTarget(dev_modules["dev"], v, x), None if v["kind"] == "c" else ("rms" if v["rms"] else "plain")))
     del build
     return found
 
@@ -285,12 +198,18 @@ def measure(shapes, seed, rounds, old_dir, new_dir, dev=True) -> list[dict]:
 
     backend, device = CupyBackend(), identity()
     stream, cache = backend.stream, {}
-    if CUBINS and (CUBINS / "dev.cubin").exists():
-        dev_module = cupy.RawModule(path=str(CUBINS / "dev.cubin"))
-    else:
-        from launchlab.gpu import build
+    dev_modules = {}
+    for label in ("dev", *FIXED):
+        cubin = CUBINS / f"{label}.cubin" if CUBINS else None
+        if cubin is not None and cubin.exists():
+            dev_modules[label] = cupy.RawModule(path=str(cubin))
+        else:
+            from launchlab.gpu import build
 
-        dev_module = cupy.RawModule(code=dev_source(shapes), options=build.compile_options({}))
+            print(f"  NVRTC {label}", flush=True)
+            source = dev_source(shapes) if label == "dev" else fixed_source(label, new_dir)
+            dev_modules[label] = cupy.RawModule(code=source, options=build.compile_options(
+                {} if label == "dev" else FIXED[label][1]))
     instruments = load(new_dir, "instruments", {}, cache)
     cold = ColdL2(instruments, device["l2_bytes"], device["sm_count"], 60_000)
     timer = Timer(stream, cold, rounds)
@@ -300,7 +219,7 @@ def measure(shapes, seed, rounds, old_dir, new_dir, dev=True) -> list[dict]:
         refs = {"plain": oracles.softmax(x, xp=cupy), "rms": oracles.rms_softmax(x, xp=cupy)}
         tols = {"plain": oracles.SOFTMAX_TOLERANCE, "rms": oracles.RMS_SOFTMAX_TOLERANCE}
         record = {"rows": rows, "cols": cols, "times": {}, "pick": plans.fused_plan(rows, cols, H200)["tag"]}
-        for name, target, mode in contenders(rows, cols, x, stream, dev_module, old_dir, new_dir, cache, dev):
+        for name, target, mode in contenders(rows, cols, x, stream, dev_modules, old_dir, new_dir, cache, dev):
             try:
                 target.poison() if hasattr(target, "poison") else target.y.fill(float("nan"))
                 target.invoke()
@@ -331,10 +250,22 @@ def measure(shapes, seed, rounds, old_dir, new_dir, dev=True) -> list[dict]:
 def table(record: dict) -> str:
     times = record["times"]
     copy = {l2: min(times[k][l2] for k in ("memcpy", "copy4") if times.get(k, {}).get("valid")) for l2 in ("warm", "cold")}
-    libs = {l2: min((times[k][l2] for k in ("cudnn", "torch", "triton") if times.get(k, {}).get("valid")), default=float("nan"))
-            for l2 in ("warm", "cold")}
-    lines = [f"== {record['rows']}x{record['cols']}  copy warm {copy['warm']:.3f} cold {copy['cold']:.3f}  "
+    libs = {l2: min((times[f"{k}/plain"][l2] for k in LIBRARIES if times.get(f"{k}/plain", {}).get("valid")),
+                    default=float("nan")) for l2 in ("warm", "cold")}
+    lines = [f"== {record['rows']}x{record['cols']}  pick {record['pick']}  copy warm {copy['warm']:.3f} cold {copy['cold']:.3f}  "
              f"best lib warm {libs['warm']:.3f} cold {libs['cold']:.3f}"]
+    for prefix in ("new", "old"):
+        for pick_only in (False, True):
+            text = f"  {prefix} {'pick' if pick_only else 'best'}:"
+            for l2 in ("warm", "cold"):
+                fused = fused_times(record, prefix, l2, pick_only)
+                if fused is None:
+                    continue
+                text += f"  {l2} {fused:.3f} -copy {fused - copy[l2]:+.3f}"
+                for name in LIBRARIES:
+                    if times.get(f"{name}/plain", {}).get("valid"):
+                        text += f" /{name} {fused / times[f'{name}/plain'][l2]:.3f}"
+            lines.append(text)
     for name, t in sorted(times.items(), key=lambda item: item[1].get("warm", 1e9)):
         if not t.get("valid"):
             lines.append(f"  {name:44s} INVALID {t.get('error', '')}")
@@ -357,7 +288,7 @@ def latency_shapes(seed: int, points: int, max_x_bytes: int) -> list[tuple[int, 
 def fused_times(record: dict, prefix: str, l2: str, pick_only: bool) -> float | None:
     """The plain fused time of a shape: the best valid candidate with this prefix, or the policy's pick."""
     found = [t[l2] for name, t in record["times"].items() if t.get("valid") and t.get("mode") == "plain"
-             and name.startswith(prefix + ":") and (not pick_only or name == f"{prefix}:{record['pick']}")]
+             and name.startswith(prefix + ":") and (not pick_only or name == f"{prefix}:{record['pick']}/plain")]
     return min(found) if found else None
 
 
@@ -370,7 +301,7 @@ def summary(records: list[dict]) -> str:
     for prefix in ("new", "old"):
         for pick_only in (False, True):
             for l2 in ("warm", "cold"):
-                over, ratios = [], {name: [] for name in ("cudnn", "torch", "triton")}
+                over, ratios = [], {name: [] for name in LIBRARIES}
                 for record in records:
                     fused = fused_times(record, prefix, l2, pick_only)
                     copies = [record["times"][k][l2] for k in ("memcpy", "copy4") if record["times"].get(k, {}).get("valid")]
@@ -378,8 +309,8 @@ def summary(records: list[dict]) -> str:
                         continue
                     over.append(fused - min(copies))
                     for name in ratios:
-                        if record["times"].get(name, {}).get("valid"):
-                            ratios[name].append(fused / record["times"][name][l2])
+                        if record["times"].get(f"{name}/plain", {}).get("valid"):
+                            ratios[name].append(fused / record["times"][f"{name}/plain"][l2])
                 if not over:
                     continue
                 text = (f"{prefix} {'pick' if pick_only else 'best'} {l2}: fused-copy median {np.median(over):.3f} "

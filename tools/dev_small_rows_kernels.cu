@@ -3,7 +3,9 @@
 // in front of this text and appends one extern "C" instantiation per variant (DEV_KERNEL below).
 //
 // dev_group<G, BT, K, VEC, ONLINE, FAST, RMS>: a group of G lanes reduces one row; BT / G rows per block (G <= 32),
-// or one row per block of G = BT threads (G > 32). Each lane holds K 16-byte chunks (VEC, row_helpers' Row walk)
+// or one row per block of G = BT threads (G > 32). Each lane holds K 16-byte chunks (VEC 1: row_helpers' Row walk,
+// a chunk straddling the row's ends read lane by lane; VEC 2: every chunk one 16-byte load, the lanes outside the
+// row replaced by -inf, reading neighbours' elements within the 16-byte granule: development only)
 // or K scalar elements (element part + i G of the row). ONLINE: one reduction of (m, s[, q]) per row instead of a max
 // then a sum; FAST: the final division as a reciprocal approximation. 32-bit row math, no grid-stride loop.
 
@@ -24,6 +26,18 @@ __device__ __forceinline__ float dev_rcp(float v) {
 // s, a sum of exp(x - from), against the larger maximum `to` (from == to also when both are -inf: s is 0 there).
 __device__ __forceinline__ float dev_rescale(float s, float from, float to) {
     return from == to ? s : s * dev_ex2((from - to) * DEV_L2E);
+}
+
+// The whole 16-byte granule of chunk c, lanes outside the row as -inf (the granule may hold a neighbour row's
+// elements or, past the last row, bytes of the allocation's padding: the memory pool's blocks are 512-byte multiples).
+__device__ __forceinline__ float4 load_granule(const Row& r, int c) {
+    float4 v = __ldg(reinterpret_cast<const float4*>(r.x) + c);
+    const int first = 4 * c - r.lead;
+    v.x = (first >= 0 && first < r.cols) ? v.x : NEG_INF;
+    v.y = (first + 1 >= 0 && first + 1 < r.cols) ? v.y : NEG_INF;
+    v.z = (first + 2 >= 0 && first + 2 < r.cols) ? v.z : NEG_INF;
+    v.w = (first + 3 < r.cols) ? v.w : NEG_INF;
+    return v;
 }
 
 template <int G>
@@ -91,15 +105,15 @@ __device__ __forceinline__ void dev_online(float& m, float& s, float& q, bool rm
             scratch[3 * warp + 2] = q;
         }
         __syncthreads();
-        const bool has = lane < G / 32;
-        m = has ? scratch[3 * lane] : NEG_INF;
-        s = has ? scratch[3 * lane + 1] : 0.0f;
-        q = has ? scratch[3 * lane + 2] : 0.0f;
+        const int k = lane % (G / 32);  // every group of G / 32 lanes combines all the warps' triples
+        m = scratch[3 * k];
+        s = scratch[3 * k + 1];
+        q = scratch[3 * k + 2];
         dev_combine<G / 32>(m, s, q, rms);
     }
 }
 
-template <int G, int BT, int K, bool VEC, bool ONLINE, bool FAST, bool RMS>
+template <int G, int BT, int K, int VEC, bool ONLINE, bool FAST, bool RMS>
 __device__ __forceinline__ void dev_group(const float* __restrict__ x, float* __restrict__ y, int rows, int cols) {
     __shared__ float scratch[96];
     constexpr int RPB = G <= BT ? BT / G : 1;
@@ -114,7 +128,7 @@ __device__ __forceinline__ void dev_group(const float* __restrict__ x, float* __
 #pragma unroll
         for (int i = 0; i < K; ++i) {
             const int c = part + i * G;
-            const float4 f = (live && c < r.chunks) ? load_chunk(r, c) : neg_inf4();
+            const float4 f = (live && c < r.chunks) ? (VEC == 2 ? load_granule(r, c) : load_chunk(r, c)) : neg_inf4();
             v[4 * i] = f.x; v[4 * i + 1] = f.y; v[4 * i + 2] = f.z; v[4 * i + 3] = f.w;
         }
     } else {
@@ -174,7 +188,7 @@ __device__ __forceinline__ void dev_group(const float* __restrict__ x, float* __
 }
 
 // The same walk, no arithmetic: the floor of this memory path (y = x).
-template <int G, int BT, int K, bool VEC>
+template <int G, int BT, int K, int VEC>
 __device__ __forceinline__ void dev_group_copy(const float* __restrict__ x, float* __restrict__ y, int rows, int cols) {
     constexpr int RPB = G <= BT ? BT / G : 1;
     const int part = threadIdx.x % G;
@@ -184,7 +198,8 @@ __device__ __forceinline__ void dev_group_copy(const float* __restrict__ x, floa
         const Row r = row_from(x, y, (unsigned int)row * (unsigned int)cols, cols);
         float4 v[K];
 #pragma unroll
-        for (int i = 0; i < K; ++i) v[i] = part + i * G < r.chunks ? load_chunk(r, part + i * G) : neg_inf4();
+        for (int i = 0; i < K; ++i)
+            v[i] = part + i * G < r.chunks ? (VEC == 2 ? load_granule(r, part + i * G) : load_chunk(r, part + i * G)) : neg_inf4();
 #pragma unroll
         for (int i = 0; i < K; ++i) if (part + i * G < r.chunks) store_chunk(r, part + i * G, v[i]);
     } else {

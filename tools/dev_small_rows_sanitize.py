@@ -3,6 +3,7 @@ shapes in both modes, checked against the float64 oracle: the child that compute
 synccheck) runs. Prints one line per check and "ALL PASSED" or "FAILED"; exit status 1 on a failed check.
 
     PYTHONPATH=src compute-sanitizer --tool racecheck python tools/dev_small_rows_sanitize.py [--cubins DIR]
+        [--kinds normal,ramp,equal,spike]
     PYTHONPATH=src python tools/dev_small_rows_sanitize.py --build-cubins DIR     # nvcc, here
 """
 from __future__ import annotations
@@ -40,7 +41,23 @@ def plan_of(spec) -> dict:
     return plans.design_plan("narrow", fused_policy.design_defines("narrow", rows, cols, 132, **choices))
 
 
-def check() -> int:
+def matrix(kind: str, rows: int, cols: int):
+    """normal noise; a steep ramp (threads' maxima far below the row's); equal values; noise with one spike."""
+    import cupy
+
+    rng = cupy.random.default_rng(rows * 7919 + cols)
+    if kind == "ramp":
+        x = cupy.tile(cupy.linspace(-60.0, 60.0, cols), (rows, 1)) + rng.standard_normal((rows, cols)) * 0.1
+    elif kind == "equal":
+        x = cupy.full((rows, cols), 3.25)
+    else:
+        x = rng.standard_normal((rows, cols)) * 2.0
+        if kind == "spike":
+            x[cupy.arange(rows), rng.integers(0, cols, rows)] += 40.0
+    return cupy.ascontiguousarray(x, dtype=cupy.float32)
+
+
+def check(kinds) -> int:
     import cupy
 
     from launchlab.chapters.fusion.targets import make_fused
@@ -51,8 +68,8 @@ def check() -> int:
     for label, spec, shapes in CASES:
         plan = plan_of(spec)
         module = dev.load(build.KERNEL_DIR, plan["family"], plan["defines"], cache)
-        for rows, cols in shapes:
-            x = cupy.random.default_rng(rows * 7919 + cols).standard_normal((rows, cols), dtype=cupy.float32) * 2.0
+        for (rows, cols), kind in ((shape, kind) for shape in shapes for kind in kinds):
+            x = matrix(kind, rows, cols)
             for mode, oracle, tolerance in (("plain", oracles.softmax, oracles.SOFTMAX_TOLERANCE),
                                             ("rms", oracles.rms_softmax, oracles.RMS_SOFTMAX_TOLERANCE)):
                 shared = plan.get("shared_bytes") or 0
@@ -64,7 +81,7 @@ def check() -> int:
                 cupy.cuda.get_current_stream().synchronize()
                 passed = oracles.compare(target.y, oracle(x, xp=cupy), tolerance, xp=cupy)["passed"]
                 failed += not passed
-                print(f"{label} {plan['tag']} {rows}x{cols} {mode}: {'passed' if passed else 'FAILED'}", flush=True)
+                print(f"{label} {plan['tag']} {rows}x{cols} {kind} {mode}: {'passed' if passed else 'FAILED'}", flush=True)
     print("ALL PASSED" if not failed else f"FAILED {failed}", flush=True)
     return 1 if failed else 0
 
@@ -85,12 +102,13 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--cubins", type=Path)
     parser.add_argument("--build-cubins", type=Path)
+    parser.add_argument("--kinds", default="normal", help="matrices: normal,ramp,equal,spike")
     args = parser.parse_args()
     if args.build_cubins:
         dev.build_modules(needed(), args.build_cubins)
         return 0
     dev.CUBINS = args.cubins
-    return check()
+    return check(args.kinds.split(","))
 
 
 if __name__ == "__main__":
