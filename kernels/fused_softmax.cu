@@ -13,6 +13,9 @@
 //   shared     else if 16 * chunks <= the dynamic shared memory of the launch: the row is kept in
 //              shared memory (each thread reads back only the chunks it stored: no extra barrier);
 //   streamed   else: one pass keeps an online max and sum, a second pass reads x again.
+// Every tier reduces its row ONCE (row_helpers.cuh, block_stats): each thread's max, sum of exp(x - that max) and
+// (RMS) sum of squares are combined over the block together, by shuffles alone in a block of one warp, with one
+// barrier in a larger block; the final division is a reciprocal on the special-function unit.
 #include "row_helpers.cuh"
 
 #ifndef REG_CHUNKS

@@ -9,7 +9,8 @@
 //   narrow   (narrow_*):  `lanes` lanes of a warp per row (1-32, a launch argument), 32 / lanes rows per warp,
 //            BLOCK / lanes rows per block; the grid is sized to the GPU (SMs x resident blocks at most) and each
 //            warp strides over groups of 32 / lanes rows. A row lives in registers: ROW_CHUNKS 16-byte chunks
-//            per lane, so rows of up to 4 * lanes * ROW_CHUNKS - 3 floats at the worst alignment.
+//            per lane, so rows of up to 4 * lanes * ROW_CHUNKS - 3 floats at the worst alignment. A row is reduced
+//            once: (max, sum of exp, sum of squares) together, by log2(lanes) rounds of shuffles (row_helpers.cuh).
 //   cluster  (cluster_*): a thread-block cluster of CLUSTER blocks per row (grid = rows x CLUSTER).
 //            Block k of the cluster keeps chunks [k S, (k + 1) S) of the row (S = ceil(chunks / CLUSTER))
 //            in its dynamic shared memory, reduces its own (max m_k, sum s_k = sum exp(x - m_k),

@@ -30,12 +30,20 @@ CASES = (
     ("narrow-r4", ("narrow", 33, 127, 4), ((33, 127), (3, 61))),
     ("narrow-r2-prefetch", ("narrow", 53, 55, 2, 1), ((9, 55), (4, 3))),
     ("narrow-r8", ("narrow", 17, 509, 8), ((17, 509), (2, 333))),
+    ("row-b64-r2-latency", ("latency-row", 11, 375), ((11, 375), (3, 259))),
+    ("row-b256-r2-latency", ("latency-row", 1, 1073), ((1, 1073), (2, 1001))),
+    ("narrow-b128-r1-latency", ("latency-narrow", 201, 6, 1), ((201, 6), (129, 1))),
 )
 
 
 def plan_of(spec) -> dict:
     if spec[0] == "row":
         return plans.row_plan(spec[1], spec[2], OPTIN, None)
+    if spec[0] == "latency-row":
+        return plans.latency_row_variants(spec[1], spec[2])[0]
+    if spec[0] == "latency-narrow":
+        return plans.design_plan("narrow", fused_policy.design_defines(
+            "narrow", spec[1], spec[2], 132, row_chunks=spec[3], block=plans.LATENCY_NARROW_BLOCK))
     _, rows, cols, row_chunks, *prefetch = spec
     choices = {"row_chunks": row_chunks, "block": plans.NARROW_BLOCK, **({"prefetch": 1} if prefetch else {})}
     return plans.design_plan("narrow", fused_policy.design_defines("narrow", rows, cols, 132, **choices))
