@@ -81,3 +81,21 @@ def test_narrow_online_reduction(lanes, kind, mode):
     defines = fused_policy.design_defines("narrow", rows, 29, 132, row_chunks=8, block=plans.NARROW_BLOCK)
     plan = plans.design_plan("narrow", defines, {"lanes": lanes})
     check(plan, rows, 29, mode, kind)
+
+
+@pytest.mark.parametrize("mode", ["plain", "rms"])
+@pytest.mark.parametrize("kind", ["ramp", "spike"])
+@pytest.mark.parametrize("rows, cols", [(11, 375), (3, 259), (3, 750), (1, 1073), (2, 1021)])
+def test_latency_row_builds(rows, cols, kind, mode):
+    """The registers tier with 2 chunks a thread and 64-256 threads (plans.latency_row_variants)."""
+    (plan,) = plans.latency_row_variants(rows, cols)
+    check(plan, rows, cols, mode, kind)
+
+
+@pytest.mark.parametrize("mode", ["plain", "rms"])
+@pytest.mark.parametrize("rows, cols, row_chunks", [(201, 6, 1), (129, 1, 1), (65, 29, 2), (33, 127, 4)])
+def test_latency_narrow_builds(rows, cols, row_chunks, mode):
+    """Narrow builds in blocks of 128 threads: rows one or two past a block's, so the last block is part empty."""
+    defines = fused_policy.design_defines("narrow", rows, cols, 132, row_chunks=row_chunks,
+                                          block=plans.LATENCY_NARROW_BLOCK)
+    check(plans.design_plan("narrow", defines), rows, cols, mode, "spike")
