@@ -1,13 +1,15 @@
 """Why the fused softmax loses to the libraries on small matrices (the latency regime), and which kernel shape wins
 there: per shape, device time per call in a CUDA graph of many calls (warm L2) and after an L2 flush (cold) of the
-copy ceiling (cudaMemcpyAsync, the float4 copy kernel), an empty kernel, the fused row and narrow builds (from an
-OLD kernel folder and from this tree's kernels), the three libraries, and development variants
-(tools/dev_small_rows_kernels.cu) that each change one thing: scalar or float4 loads, max-then-sum or one online
-(m, s) reduction, the division, rows per block, threads per row.
+copy ceiling (cudaMemcpyAsync, the float4 copy kernel), an empty kernel, every candidate of the fused policy
+(plans.candidates; built from this tree's kernels and, with --old-kernels, from another kernel folder), the three
+libraries, and (unless --no-dev) development variants (tools/dev_small_rows_variants.py) that each change one thing:
+scalar, float4 or whole-granule loads, max-then-sum or one online (m, s) reduction, the division, rows per block,
+threads per row, the shipped kernels without their launch-time switch or cold tiers. Ends with a summary: fused -
+copy (median, p90) and the shapes where fused beats each library, for the best candidate and the policy's pick.
 
-    PYTHONPATH=src python tools/dev_small_rows.py --out dev.json [--old-kernels DIR] [--shapes 1x1,201x6]
-        [--seed 777] [--rounds 7] [--cubins DIR]
-    PYTHONPATH=src python tools/dev_small_rows.py --build-cubins DIR [--old-kernels DIR]   # nvcc, here
+    PYTHONPATH=src python tools/dev_small_rows.py --out dev.json [--old-kernels DIR] [--cubins DIR] [--no-dev]
+        [--shapes 1x1,201x6 | --plane-seed S --points 20 --max-x-bytes 4194304] [--seed 777] [--rounds 7]
+    PYTHONPATH=src python tools/dev_small_rows.py --build-cubins DIR [--old-kernels DIR] [same shape options]
 
 Every contender's output is poisoned, computed once and compared with the float64 oracle before it is timed; an
 invalid one is reported, never timed. Development protocol (median of `rounds`); the chapter's is the frozen one.
