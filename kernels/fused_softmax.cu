@@ -13,6 +13,9 @@
 //   shared     else if 16 * chunks <= the dynamic shared memory of the launch: the row is kept in
 //              shared memory (each thread reads back only the chunks it stored: no extra barrier);
 //   streamed   else: one pass keeps an online max and sum, a second pass reads x again.
+// Every tier reduces its row ONCE (row_helpers.cuh, block_stats): each thread's max, sum of exp(x - that max) and
+// (RMS) sum of squares are combined over the block together, by shuffles alone in a block of one warp, with one
+// barrier in a larger block; the final division is a reciprocal on the special-function unit.
 #include "row_helpers.cuh"
 
 #ifndef REG_CHUNKS
@@ -25,27 +28,16 @@
 #define MIN_BLOCKS 1  // resident blocks per SM the register allocation must allow
 #endif
 
-// Reductions over the block (common.cuh); a block of one warp needs neither shared memory nor
-// a barrier, which matters for short rows, where these latencies are most of a block's life.
-__device__ __forceinline__ float row_max(float v, float* scratch) {
-    if constexpr (BLOCK == 32) return warp_max(v);
-    else return block_max(v, scratch);
-}
-
-__device__ __forceinline__ float row_sum(float v, float* scratch) {
-    if constexpr (BLOCK == 32) return warp_sum(v);
-    else return block_sum(v, scratch);
-}
-
-// rho from the block's sum of squares (RMS mode), or 1 (plain softmax).
+// One reduction per row (row_helpers.cuh): every thread's (max, sum of exp(x - max)[, sum of squares]) combined
+// over the block at once. A block of one warp needs neither shared memory nor a barrier, a larger one one barrier;
+// on short rows these latencies are most of a block's life. `scratch` holds 2 floats a warp (3 in RMS mode).
 template <bool RMS>
-__device__ __forceinline__ float row_rho(float squares, int cols, float* scratch) {
-    if (!RMS) return 1.0f;
-    return sqrtf(row_sum(squares, scratch) / (float)cols);
+__device__ __forceinline__ RowStats row_stats(RowStats t, float* scratch) {
+    return block_stats<BLOCK, RMS>(t, scratch);
 }
 
-// Registers: every chunk of the thread is loaded before the first is used (REG_CHUNKS x 16 bytes
-// in flight per thread), then max, exp and sum in place, then one store per chunk.
+// Registers: every chunk of the thread is loaded before the first is used (REG_CHUNKS x 16 bytes in flight per
+// thread), exp(x - the thread's own max) in place, one reduction, then one store per chunk.
 template <bool RMS>
 // docs:begin fused-row-in-registers
 __device__ __forceinline__ void row_in_registers(const Row& r, float* scratch) {
@@ -55,21 +47,9 @@ __device__ __forceinline__ void row_in_registers(const Row& r, float* scratch) {
         const int c = threadIdx.x + i * BLOCK;
         v[i] = c < r.chunks ? load_chunk(r, c) : neg_inf4();
     }
-    float m = NEG_INF, squares = 0.0f;
-#pragma unroll
-    for (int i = 0; i < REG_CHUNKS; ++i) {
-        m = fmaxf(m, max4(v[i]));
-        if (RMS) squares += squares4(v[i]);
-    }
-    m = row_max(m, scratch);
-    const float rho = row_rho<RMS>(squares, r.cols, scratch);
-    float z = 0.0f;
-#pragma unroll
-    for (int i = 0; i < REG_CHUNKS; ++i) {
-        v[i] = exp4(v[i], m);
-        z += sum4(v[i]);
-    }
-    const float factor = rho / row_sum(z, scratch);
+    float shift;
+    const RowStats row = row_stats<RMS>(own_stats<RMS>(v, shift), scratch);
+    const float factor = row_factor<RMS>(row, shift, r.cols);
 #pragma unroll
     for (int i = 0; i < REG_CHUNKS; ++i) {
         const int c = threadIdx.x + i * BLOCK;
@@ -78,60 +58,55 @@ __device__ __forceinline__ void row_in_registers(const Row& r, float* scratch) {
 }
 // docs:end fused-row-in-registers
 
-// Shared memory: x is read from global memory once, kept in `cache`, exp(x - m) overwrites it,
-// and y is written from it. Thread t only ever touches chunks t, t + BLOCK, ...
+// Shared memory: x is read from global memory once and kept in `cache` while each thread keeps a running max and
+// sum (online softmax); after one reduction, y = exp(x - m) rho / z is written from the cache. Thread t only ever
+// touches chunks t, t + BLOCK, ... (no barrier beyond the reduction's).
 template <bool RMS>
 __device__ __forceinline__ void row_in_shared(const Row& r, float4* cache, float* scratch) {
-    float m = NEG_INF, squares = 0.0f;
+    RowStats t = {NEG_INF, 0.0f, 0.0f};
     for (int base = threadIdx.x; base < r.chunks; base += UNROLL * BLOCK) {
         float4 v[UNROLL];
         load_unrolled(r, base, r.chunks, v);
 #pragma unroll
         for (int u = 0; u < UNROLL; ++u) {
             const int c = base + u * BLOCK;
-            if (c < r.chunks) cache[c] = v[u];
-            m = fmaxf(m, max4(v[u]));
-            if (RMS) squares += squares4(v[u]);
+            if (c < r.chunks) {  // such a chunk holds a finite element
+                cache[c] = v[u];
+                absorb(t.m, t.s, v[u]);
+                if (RMS) t.q += squares4(v[u]);
+            }
         }
     }
-    m = row_max(m, scratch);
-    const float rho = row_rho<RMS>(squares, r.cols, scratch);
-    float z = 0.0f;
-    for (int c = threadIdx.x; c < r.chunks; c += BLOCK) {
-        const float4 e = exp4(cache[c], m);
-        cache[c] = e;
-        z += sum4(e);
-    }
-    const float factor = rho / row_sum(z, scratch);
-    for (int c = threadIdx.x; c < r.chunks; c += BLOCK) store_chunk(r, c, scale4(cache[c], factor));
+    const RowStats row = row_stats<RMS>(t, scratch);
+    const float factor = row_factor<RMS>(row, row.m, r.cols);
+    for (int c = threadIdx.x; c < r.chunks; c += BLOCK) store_chunk(r, c, scale4(exp4(cache[c], row.m), factor));
 }
 
-// Streamed: pass 1 keeps a running max m and sum s of exp(x - m), rescaling s when m grows;
-// the block combines (m_t, s_t) into z; pass 2 reads x again and writes y.
+// Streamed: pass 1 keeps a running max m and sum s of exp(x - m), rescaling s when m grows; one reduction gives
+// the row's; pass 2 reads x again and writes y.
 template <bool RMS>
 __device__ __forceinline__ void row_streamed(const Row& r, float* scratch) {
-    float m = NEG_INF, s = 0.0f, squares = 0.0f;
+    RowStats t = {NEG_INF, 0.0f, 0.0f};
     for (int base = threadIdx.x; base < r.chunks; base += UNROLL * BLOCK) {
         float4 v[UNROLL];
         load_unrolled(r, base, r.chunks, v);
 #pragma unroll
         for (int u = 0; u < UNROLL; ++u) {
             if (base + u * BLOCK < r.chunks) {  // such a chunk holds a finite element
-                absorb(m, s, v[u]);
-                if (RMS) squares += squares4(v[u]);
+                absorb(t.m, t.s, v[u]);
+                if (RMS) t.q += squares4(v[u]);
             }
         }
     }
-    const float peak = row_max(m, scratch);
-    const float z = row_sum(rescaled(s, m, peak), scratch);  // a thread without chunks adds 0
-    const float factor = row_rho<RMS>(squares, r.cols, scratch) / z;
+    const RowStats row = row_stats<RMS>(t, scratch);
+    const float factor = row_factor<RMS>(row, row.m, r.cols);
     for (int base = threadIdx.x; base < r.chunks; base += UNROLL * BLOCK) {
         float4 v[UNROLL];
         load_unrolled(r, base, r.chunks, v);
 #pragma unroll
         for (int u = 0; u < UNROLL; ++u) {
             const int c = base + u * BLOCK;
-            if (c < r.chunks) store_chunk(r, c, scale4(exp4(v[u], peak), factor));
+            if (c < r.chunks) store_chunk(r, c, scale4(exp4(v[u], row.m), factor));
         }
     }
 }
@@ -139,7 +114,7 @@ __device__ __forceinline__ void row_streamed(const Row& r, float* scratch) {
 template <bool RMS>
 // docs:begin fused-row-dispatch
 __device__ __forceinline__ void fused_row(const float* __restrict__ x, float* __restrict__ y, int cols) {
-    __shared__ float scratch[32];
+    __shared__ float scratch[3 * BLOCK / 32];  // block_stats: 3 floats a warp
     extern __shared__ float4 row_cache[];
     const Row r = row_at(x, y, blockIdx.x, cols);
     if (r.chunks <= REG_CHUNKS * BLOCK) {
@@ -170,7 +145,7 @@ fused_softmax(const float* __restrict__ x, float* __restrict__ y, int cols) {
 #ifdef FUSED_PACKED
 extern "C" __global__ void __launch_bounds__(BLOCK, MIN_BLOCKS)
 fused_rms_softmax_packed(const float* __restrict__ x, float* __restrict__ y, const int* __restrict__ row_offsets) {
-    __shared__ float scratch[32];
+    __shared__ float scratch[3 * BLOCK / 32];  // block_stats: 3 floats a warp
     extern __shared__ float4 row_cache[];
     const int start = row_offsets[blockIdx.x];
     const Row r = row_from(x, y, start, row_offsets[blockIdx.x + 1] - start);

@@ -120,3 +120,91 @@ __device__ __forceinline__ void absorb(float& m, float& s, float4 v) {
     s = rescaled(s, m, grown) + sum4(exp4(v, grown));
     m = grown;
 }
+
+// 1 / v on the special-function unit (MUFU.RCP, relative error about 2^-23): one instruction where the IEEE
+// division is a dozen with a slow path, on a latency-bound row's critical path.
+__device__ __forceinline__ float fast_rcp(float v) {
+    float r;
+    asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(v));
+    return r;
+}
+
+// ---------------------------------------------------------------- one online reduction per row
+// Statistics of part of a row: max m, sum s of exp(x - m), sum q of squares (RMS mode only). Parts combine in any
+// order, so a row's max, sum and sum of squares come out of ONE reduction (one round of shuffles, at most one
+// barrier) instead of a max, then a sum of exponentials against it.
+struct RowStats {
+    float m, s, q;
+};
+
+// s, a sum of exp(x - from), against the larger maximum `to`; from == to covers two empty parts (-inf, s = 0).
+__device__ __forceinline__ float rescale_sum(float s, float from, float to) {
+    return from == to ? s : s * exp_shifted(from, to);
+}
+
+__device__ __forceinline__ RowStats combine_stats(RowStats a, float m, float s, float q) {
+    const float top = fmaxf(a.m, m);
+    return {top, rescale_sum(a.s, a.m, top) + rescale_sum(s, m, top), a.q + q};
+}
+
+// Within each group of LANES lanes (xor offsets below LANES never leave the group; every lane of the warp calls
+// it): every lane gets its group's statistics.
+template <int LANES, bool RMS>
+__device__ __forceinline__ RowStats group_stats(RowStats t) {
+#pragma unroll
+    for (int offset = LANES / 2; offset > 0; offset >>= 1) {
+        const float m = __shfl_xor_sync(0xffffffffu, t.m, offset);
+        const float s = __shfl_xor_sync(0xffffffffu, t.s, offset);
+        const float q = RMS ? __shfl_xor_sync(0xffffffffu, t.q, offset) : 0.0f;
+        t = combine_stats(t, m, s, q);
+    }
+    return t;
+}
+
+// Over a block of THREADS threads (every thread calls it, once per launch: `scratch` is not reused, so no
+// barrier guards it): the warps' statistics meet in shared memory after ONE barrier, and each group of
+// THREADS / 32 lanes of every warp combines all of them itself. `scratch` holds 2 floats a warp (3 in RMS mode):
+// maxima, then sums, then sums of squares.
+template <int THREADS, bool RMS>
+__device__ __forceinline__ RowStats block_stats(RowStats t, float* scratch) {
+    t = group_stats<(THREADS < 32 ? THREADS : 32), RMS>(t);
+    if constexpr (THREADS > 32) {
+        constexpr int WARPS = THREADS / 32;
+        const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+        if (lane == 0) {
+            scratch[warp] = t.m;
+            scratch[WARPS + warp] = t.s;
+            if (RMS) scratch[2 * WARPS + warp] = t.q;
+        }
+        __syncthreads();
+        const int k = lane % WARPS;
+        t = group_stats<WARPS, RMS>({scratch[k], scratch[WARPS + k], RMS ? scratch[2 * WARPS + k] : 0.0f});
+    }
+    return t;
+}
+
+// A thread's own part of a row held in registers: its max, and exp(x - max) in place with their sum (an empty
+// part, all -inf, gives (-inf, 0) and zeros). `shift` receives the max the exponentials were taken against.
+template <bool RMS, int K>
+__device__ __forceinline__ RowStats own_stats(float4 (&v)[K], float& shift) {
+    RowStats t = {NEG_INF, 0.0f, 0.0f};
+#pragma unroll
+    for (int i = 0; i < K; ++i) {
+        t.m = fmaxf(t.m, max4(v[i]));
+        if (RMS) t.q += squares4(v[i]);
+    }
+    shift = t.m == NEG_INF ? 0.0f : t.m;
+#pragma unroll
+    for (int i = 0; i < K; ++i) {
+        v[i] = exp4(v[i], shift);
+        t.s += sum4(v[i]);
+    }
+    return t;
+}
+
+// What a thread multiplies its exp(x - shift) by: exp(shift - m) rho / z with the row's statistics.
+template <bool RMS>
+__device__ __forceinline__ float row_factor(const RowStats& row, float shift, int cols) {
+    const float rho = RMS ? sqrtf(row.q / (float)cols) : 1.0f;
+    return exp_shifted(shift, row.m) * rho * fast_rcp(row.s);
+}

@@ -9,7 +9,8 @@
 //   narrow   (narrow_*):  `lanes` lanes of a warp per row (1-32, a launch argument), 32 / lanes rows per warp,
 //            BLOCK / lanes rows per block; the grid is sized to the GPU (SMs x resident blocks at most) and each
 //            warp strides over groups of 32 / lanes rows. A row lives in registers: ROW_CHUNKS 16-byte chunks
-//            per lane, so rows of up to 4 * lanes * ROW_CHUNKS - 3 floats at the worst alignment.
+//            per lane, so rows of up to 4 * lanes * ROW_CHUNKS - 3 floats at the worst alignment. A row is reduced
+//            once: (max, sum of exp, sum of squares) together, by log2(lanes) rounds of shuffles (row_helpers.cuh).
 //   cluster  (cluster_*): a thread-block cluster of CLUSTER blocks per row (grid = rows x CLUSTER).
 //            Block k of the cluster keeps chunks [k S, (k + 1) S) of the row (S = ceil(chunks / CLUSTER))
 //            in its dynamic shared memory, reduces its own (max m_k, sum s_k = sum exp(x - m_k),
@@ -68,22 +69,6 @@ static_assert(BLOCK % 32 == 0, "whole warps");
 #define FULL_MASK 0xffffffffu
 
 // ---------------------------------------------------------------- narrow: a part of a warp per row
-// Reductions within a group of LANES lanes: xor offsets below LANES never leave the group, and every
-// lane of the warp takes part (the loop below keeps the warp converged).
-template <int LANES>
-__device__ __forceinline__ float group_max(float v) {
-#pragma unroll
-    for (int offset = LANES / 2; offset > 0; offset >>= 1) v = fmaxf(v, __shfl_xor_sync(FULL_MASK, v, offset));
-    return v;
-}
-
-template <int LANES>
-__device__ __forceinline__ float group_sum(float v) {
-#pragma unroll
-    for (int offset = LANES / 2; offset > 0; offset >>= 1) v += __shfl_xor_sync(FULL_MASK, v, offset);
-    return v;
-}
-
 // A group's ROW_CHUNKS chunks a lane: loaded all at once (-inf where the row has none or the group is past the
 // last row).
 template <int LANES>
@@ -120,21 +105,10 @@ __device__ __forceinline__ void narrow_rows(const float* __restrict__ x, float* 
         float4 next[ROW_CHUNKS];  // without PREFETCH never used, and no register is spent on it
         if (PREFETCH) narrow_load<LANES>(x, y, first + step, rows, cols, next);
         else narrow_load<LANES>(x, y, first, rows, cols, v);
-        float m = NEG_INF, squares = 0.0f;
-#pragma unroll
-        for (int i = 0; i < ROW_CHUNKS; ++i) {
-            m = fmaxf(m, max4(v[i]));
-            if (RMS) squares += squares4(v[i]);
-        }
-        m = group_max<LANES>(m);
-        const float rho = RMS ? sqrtf(group_sum<LANES>(squares) / (float)cols) : 1.0f;
-        float z = 0.0f;
-#pragma unroll
-        for (int i = 0; i < ROW_CHUNKS; ++i) {
-            v[i] = exp4(v[i], m);
-            z += sum4(v[i]);
-        }
-        const float factor = rho / group_sum<LANES>(z);
+        // One reduction per row within the group: (max, sum of exp, sum of squares) together (row_helpers.cuh).
+        float shift;
+        const RowStats stats = group_stats<LANES, RMS>(own_stats<RMS>(v, shift));
+        const float factor = row_factor<RMS>(stats, shift, cols);
 #pragma unroll
         for (int i = 0; i < ROW_CHUNKS; ++i) {
             const int c = part + i * LANES;
@@ -149,17 +123,20 @@ __device__ __forceinline__ void narrow_rows(const float* __restrict__ x, float* 
 // docs:end narrow-rows
 
 // Lanes per row are chosen at launch (a power of two, 1-32; the host checks), so that one build serves
-// every row length its ROW_CHUNKS covers: the switch is uniform over the grid.
+// every row length its ROW_CHUNKS covers: the branch is uniform over the grid. Comparisons rather than a
+// switch: a switch compiles to a jump table in constant memory, one more dependent load (a constant-cache miss
+// on an SM that has not run the kernel yet) before a short row's first instruction of work.
 template <bool RMS>
 __device__ __forceinline__ void narrow_dispatch(const float* __restrict__ x, float* __restrict__ y, int rows, int cols,
                                                 int lanes) {
-    switch (lanes) {
-        case 1: narrow_rows<RMS, 1>(x, y, rows, cols); break;
-        case 2: narrow_rows<RMS, 2>(x, y, rows, cols); break;
-        case 4: narrow_rows<RMS, 4>(x, y, rows, cols); break;
-        case 8: narrow_rows<RMS, 8>(x, y, rows, cols); break;
-        case 16: narrow_rows<RMS, 16>(x, y, rows, cols); break;
-        default: narrow_rows<RMS, 32>(x, y, rows, cols); break;
+    if (lanes <= 4) {
+        if (lanes <= 1) narrow_rows<RMS, 1>(x, y, rows, cols);
+        else if (lanes <= 2) narrow_rows<RMS, 2>(x, y, rows, cols);
+        else narrow_rows<RMS, 4>(x, y, rows, cols);
+    } else {
+        if (lanes <= 8) narrow_rows<RMS, 8>(x, y, rows, cols);
+        else if (lanes <= 16) narrow_rows<RMS, 16>(x, y, rows, cols);
+        else narrow_rows<RMS, 32>(x, y, rows, cols);
     }
 }
 

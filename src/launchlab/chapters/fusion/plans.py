@@ -112,6 +112,31 @@ def row_variants(rows: int, cols: int, shared_limit: int) -> list[dict]:
     return found
 
 
+# Short rows of small matrices (the latency regime), where a block's life is mostly latency: more threads per row,
+# each holding fewer chunks, shorten every thread's chain of loads and exponentials. tools/dev_small_rows.py timed
+# one warp against 64-256 threads on rows of 92-375 chunks: 2 chunks a thread won everywhere (e.g. 269 chunks:
+# 256 threads 1.45 us, 128 threads x 3 chunks 1.50, one warp x 9 chunks 2.2); so the policy also considers the
+# registers tier with LATENCY_ROW_CHUNKS chunks a thread and the fewest threads that hold the row that way.
+LATENCY_MAX_BYTES = 8 << 20      # x at most this large: a copy of it takes a few microseconds at most
+LATENCY_ROW_CHUNKS = 2
+LATENCY_ROW_MIN_CHUNKS = 65      # shorter rows: one warp of fused_config's already holds them in 2 chunks a thread
+LATENCY_ROW_MAX_BLOCK = 256
+
+
+def latency_row_variants(rows: int, cols: int) -> list[dict]:
+    """The registers tier with LATENCY_ROW_CHUNKS chunks a thread for a small matrix's rows of LATENCY_ROW_MIN_CHUNKS
+    up to LATENCY_ROW_CHUNKS x LATENCY_ROW_MAX_BLOCK chunks (none elsewhere)."""
+    chunks = fused_policy.worst_chunks(rows, cols)
+    if 4 * rows * cols > LATENCY_MAX_BYTES or not LATENCY_ROW_MIN_CHUNKS <= chunks <= LATENCY_ROW_CHUNKS * LATENCY_ROW_MAX_BLOCK:
+        return []
+    block = fused_policy.next_power_of_two(-(-chunks // LATENCY_ROW_CHUNKS))
+    defines = {"BLOCK": block, "REG_CHUNKS": LATENCY_ROW_CHUNKS, "UNROLL": UNROLL["registers"],
+               "MIN_BLOCKS": min_blocks(block)}
+    assert fused_tier(rows, cols, block, 0, LATENCY_ROW_CHUNKS) == "registers"
+    return [_row({"defines": defines, "block": block, "shared_bytes": 0, "tier": "registers",
+                  "module": row_kernel_module(defines)})]
+
+
 def design_plan(design: str, defines: dict, options: dict | None = None) -> dict:
     """The plan of one of kernels/softmax_designs.cu's designs built with these defines."""
     options = dict(options or {})
@@ -138,9 +163,14 @@ def plan_kernels(plan: dict) -> tuple[str, str]:
 
 # ---------------------------------------------------------------- what the policy considers
 CANDIDATE_NARROW_ROW_CHUNKS = (1, 2, 4, 8)      # chunks per lane a narrow build may hold (16 spills)
-CANDIDATE_PREFETCH_ROW_CHUNKS = (1, 2, 4)        # narrow builds that may load the next rows early (8: too many registers)
+# narrow builds that may load the next rows early (8: too many registers; 1 and 2 were never the fastest candidate
+# on the calibration plane, and slower than without at every small shape tools/dev_small_rows.py timed)
+CANDIDATE_PREFETCH_ROW_CHUNKS = (4,)
 CANDIDATE_CLUSTERS = (4, 8, 16)                   # clusters of 2 never beat the others by 1 % on the calibration plane
 NARROW_BLOCK = 256
+# A small matrix's narrow build of fewest chunks a lane also in blocks of 128 threads: tools/dev_small_rows.py found
+# groups of up to a warp per row 0.03-0.1 us faster in blocks of 128 threads than of 256 at every small shape
+LATENCY_NARROW_BLOCK = 128
 CANDIDATE_SLICE_REGS = (8, 16)                    # chunks per thread a cluster build holds in registers
 CANDIDATE_MAX_BLOCKS_PER_SM = 64                  # a cluster design whose grid exceeds SMs x this is not considered
 SPLIT_MAX_ROWS_PER_SM = 2                         # the split design is considered for fewer rows than SMs x this
@@ -162,7 +192,7 @@ def candidates(rows: int, cols: int, device: dict) -> list[dict]:
     clusters = fused_policy.capability(device["compute_capability"]) >= fused_policy.CLUSTER_CAPABILITY
     chunks = fused_policy.worst_chunks(rows, cols)
     found = [row_plan(rows, cols, optin, sm_count), row_plan(rows, cols, optin, None)]
-    found += row_variants(rows, cols, optin)
+    found += row_variants(rows, cols, optin) + latency_row_variants(rows, cols)
     by_lanes = {}  # per lane count the narrow build of fewest chunks a lane that gives it
     for per_lane in CANDIDATE_NARROW_ROW_CHUNKS:
         if chunks <= 32 * per_lane:
@@ -172,6 +202,9 @@ def candidates(rows: int, cols: int, device: dict) -> list[dict]:
             found.append(design_plan("narrow", fused_policy.design_defines(
                 "narrow", rows, cols, sm_count, row_chunks=per_lane, block=NARROW_BLOCK,
                 **({"prefetch": 1} if prefetch else {}))))
+    if by_lanes and 4 * rows * cols <= LATENCY_MAX_BYTES:
+        found.append(design_plan("narrow", fused_policy.design_defines(
+            "narrow", rows, cols, sm_count, row_chunks=min(by_lanes.values()), block=LATENCY_NARROW_BLOCK)))
     if clusters and cols >= 1024:
         for width in CANDIDATE_CLUSTERS:
             if rows * width > CANDIDATE_MAX_BLOCKS_PER_SM * sm_count:

@@ -1,0 +1,47 @@
+"""The latency regime's candidates (chapters/fusion/plans.py): a small matrix's rows of 65-512 chunks also get the
+registers tier with 2 chunks a thread and the fewest threads that hold them; its narrow build of fewest chunks a lane
+also comes in blocks of 128 threads; only 4-chunk narrow builds prefetch. Large matrices keep the old list."""
+import pytest
+
+from launchlab.chapters.fusion import plans
+from launchlab.model import fused_policy
+
+H200 = {"sm_count": 132, "compute_capability": "9.0", "shared_bytes_per_block_optin": 232448}
+
+
+def tags(rows, cols):
+    return [plan["tag"] for plan in plans.candidates(rows, cols, H200)]
+
+
+@pytest.mark.parametrize("rows, cols, block", [(11, 375, 64), (119, 368, 64), (3, 750, 128), (1, 1073, 256),
+                                               (8, 1496, 256), (2, 2045, 256), (1, 257, 64)])
+def test_small_matrices_get_a_row_build_of_two_chunks_a_thread(rows, cols, block):
+    (plan,) = plans.latency_row_variants(rows, cols)
+    chunks = fused_policy.worst_chunks(rows, cols)
+    assert plan["defines"]["REG_CHUNKS"] == plans.LATENCY_ROW_CHUNKS == 2
+    assert plan["block"] == plan["defines"]["BLOCK"] == block
+    assert block // 2 < -(-chunks // 2) <= block            # the fewest power-of-two threads that hold the row
+    assert plan["tier"] == "registers" and plan["shared_bytes"] == 0
+    assert plan["tag"] in tags(rows, cols)
+
+
+@pytest.mark.parametrize("rows, cols", [(14, 147), (1, 256), (1, 2049), (2, 2046), (4, 2826), (4097, 512),
+                                        (2049, 1024)])
+def test_no_latency_row_build_for_short_or_long_rows_or_large_matrices(rows, cols):
+    """Rows of up to 64 chunks: one warp already holds them in 2 chunks a thread; beyond 512 chunks the registers
+    tier's own block is 256 threads; a matrix over 8 MiB is not latency-bound."""
+    assert plans.latency_row_variants(rows, cols) == []
+
+
+def test_small_matrices_also_get_a_narrow_build_in_blocks_of_128_threads():
+    assert "narrow-b128-r1" in tags(201, 6) and "narrow-b256-r1" in tags(201, 6)
+    assert "narrow-b128-r2" in tags(14, 147)                # the fewest chunks a lane among the narrow builds
+    assert not [t for t in tags(1 << 20, 3) if "-b128-" in t]   # 12 MiB: bandwidth-bound
+
+
+def test_only_four_chunk_narrow_builds_prefetch_and_the_list_stays_small():
+    for shape in [(201, 6), (14, 147), (2017, 83), (61999, 3), (11, 375), (1, 1), (4841, 14)]:
+        found = tags(*shape)
+        assert all(t.startswith("narrow-b256-r4") for t in found if t.endswith("-p1")), (shape, found)
+        assert len(found) <= 8, (shape, found)
+        assert len(found) == len(set(found))
