@@ -8,7 +8,7 @@
 
 extern "C" __global__ void __launch_bounds__(BLOCK, MIN_BLOCKS)
 fused_softmax_packed(const float* __restrict__ x, float* __restrict__ y, const int* __restrict__ row_offsets) {
-    __shared__ float scratch[32];
+    __shared__ float scratch[3 * BLOCK / 32];  // block_stats: 3 floats a warp
     extern __shared__ float4 chain_row_cache[];
     const int start = row_offsets[blockIdx.x];
     const Row r = row_from(x, y, start, row_offsets[blockIdx.x + 1] - start);

@@ -177,15 +177,3 @@ def split_slice_bytes(block: int) -> int:
 def split_on_chip_chunks(block: int = SPLIT_BLOCK, slice_bytes: int | None = None) -> int:
     """Chunks a split block keeps on chip: SPLIT_REGS a thread in registers, then its shared memory."""
     return SPLIT_REGS * block + (split_slice_bytes(block) if slice_bytes is None else slice_bytes) // 16
-
-
-def split_kept_pieces(rows: int, cols: int, sm_count: int, block: int = SPLIT_BLOCK) -> int | None:
-    """Pieces per row that keep every piece in shared memory alone (x read once), where spreading the rows over
-    the GPU would not and a row's pieces can still all be resident; None elsewhere. The grid then walks the rows a
-    group at a time. (split_pieces with the row's chunks also counts the registers: as few pieces or fewer.)"""
-    capacity = split_blocks_per_sm(block) * sm_count
-    chunks = worst_chunks(rows, cols)
-    if 16 * -(-chunks // split_pieces(rows, capacity)) <= SPLIT_SLICE_BYTES:
-        return None
-    pieces = -(-16 * chunks // SPLIT_SLICE_BYTES)
-    return pieces if pieces <= capacity else None

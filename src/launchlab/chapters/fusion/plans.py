@@ -219,12 +219,11 @@ def candidates(rows: int, cols: int, device: dict) -> list[dict]:
                                 or 16 * slice_chunks <= optin - fused_policy.SHARED_RESERVED_PER_BLOCK):
                     found.append(design_plan("cluster", defines))
     if cols >= 4096:
-        split = fused_policy.design_defines("split", rows, cols, sm_count)
+        # blocks of 512 threads for few rows (latency), of 256 for any number (their pieces keep rows on chip and
+        # walk the rows in grid steps where the rows outnumber the grid); each with fused_policy.split_pieces
         if rows < SPLIT_MAX_ROWS_PER_SM * sm_count:
-            found.append(design_plan("split", split))
-        kept = fused_policy.split_kept_pieces(rows, cols, sm_count, split["BLOCK"])
-        if kept:
-            found.append(design_plan("split", split, {"pieces": kept}))
+            found.append(design_plan("split", fused_policy.design_defines("split", rows, cols, sm_count)))
+        found.append(design_plan("split", fused_policy.design_defines("split", rows, cols, sm_count, block=256)))
     unique = {}
     for plan in found:
         unique.setdefault(plan["tag"] + "|" + plan["module"], plan | {"place": place(plan, rows, cols, sm_count)})
@@ -242,10 +241,12 @@ def place(plan: dict, rows: int, cols: int, sm_count: int) -> str:
         slice_chunks = -(-chunks // defines["CLUSTER"])
         where = "registers" if slice_chunks <= defines["SLICE_REGS"] * defines["BLOCK"] else "shared memory"
         return f"{where}, {defines['CLUSTER']} blocks"
+    block = defines["BLOCK"]
+    on_chip = fused_policy.split_on_chip_chunks(block)
     pieces = plan["options"].get("pieces") or fused_policy.split_pieces(
-        rows, fused_policy.split_blocks_per_sm(defines["BLOCK"]) * sm_count)
-    kept = 16 * -(-chunks // pieces) <= fused_policy.SPLIT_SLICE_BYTES
-    return f"{'shared memory' if kept else 'streamed'}, {pieces} pieces"
+        rows, fused_policy.split_blocks_per_sm(block) * sm_count, chunks, on_chip, sm_count)
+    kept = -(-chunks // pieces) <= on_chip
+    return f"{'registers and shared memory' if kept else 'streamed'}, {pieces} pieces"
 
 
 def predictions(rows: int, cols: int, device: dict, constants: fused_cost.Constants | None = None) -> list[tuple]:
