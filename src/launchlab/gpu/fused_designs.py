@@ -152,6 +152,7 @@ class SplitRow(_DesignTarget):
             raise ValueError(f"{self.pieces} pieces per row cannot all be resident ({self.capacity} blocks)")
         grid = self.pieces * min(rows, self.capacity // self.pieces)
         per_piece = -(-chunks // self.pieces)
+        self.kept_on_chip = per_piece <= on_chip  # x read once; else the rest of a piece is streamed (read twice)
         self.shared_bytes = min(budget, 16 * max(0, per_piece - self.split_regs * self.block))
         if self.shared_bytes > 48 * 1024:
             allow_dynamic_shared(self.kernel, self.shared_bytes)
@@ -166,7 +167,7 @@ class SplitRow(_DesignTarget):
 
     def describe(self) -> dict:
         return super().describe() | {"pieces": self.pieces, "capacity": self.capacity, "split_regs": self.split_regs,
-                                     "cooperative": self.cooperative}
+                                     "cooperative": self.cooperative, "kept_on_chip": self.kept_on_chip}
 
 
 DESIGNS = {"narrow": NarrowRows, "cluster": ClusterRow, "split": SplitRow}
