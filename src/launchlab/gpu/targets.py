@@ -185,7 +185,11 @@ def resident_blocks_per_sm(kernel, block: int = BLOCK, shared_bytes: int = 0) ->
 
 
 def allow_dynamic_shared(kernel, nbytes: int) -> None:
-    """Raise a kernel's dynamic shared-memory limit (needed above 48 KiB)."""
+    """Raise a kernel's dynamic shared-memory limit (needed above 48 KiB), never lower it: targets of several
+    shapes share one kernel function, and a later target with a smaller slice must not make an earlier target's
+    launch invalid (the driver refuses a launch above the limit)."""
+    if int(nbytes) <= int(kernel.attributes["max_dynamic_shared_size_bytes"]):
+        return
     attribute = getattr(cupy.cuda.driver, "CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES", 8)
     cupy.cuda.driver.funcSetAttribute(kernel.kernel.ptr, attribute, int(nbytes))
 
