@@ -263,3 +263,14 @@ def test_the_data_page_and_the_interactive_map_render_every_point(fake_plane_run
     assert svg.count("<circle") == 3 and svg.count("<title>") == 3 and 'src="planemap.js"' in svg
     for point in points:
         assert f"{point['rows']}×{point['cols']}" in svg
+
+
+@pytest.mark.parametrize("span", [1.25, 2.0, 3.85, 3.942234621870961, 4.0])
+def test_the_colour_bar_ticks_stay_inside_the_norm(span):
+    """A tick outside 1/span..span (1/3.94 rounded to 0.25, for one) breaks the diverging bar's scale: every tick lies
+    inside, 1 among them, and the ends are within a hundredth of the range's ends."""
+    from launchlab.chapters.fusion.page_plane import ratio_ticks
+
+    ticks = ratio_ticks(span)
+    assert 1.0 in ticks and all(1 / span <= t <= span for t in ticks)
+    assert min(ticks) - 1 / span < 0.01 and span - max(ticks) < 0.01

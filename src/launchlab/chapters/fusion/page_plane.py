@@ -64,7 +64,8 @@ def _norm(values):
 def ratio_ticks(span: float) -> list[float]:
     """Colour-bar ticks symmetric about 1 on the ratio scale (1/span .. span): halvings and doublings of 1 with
     both ends (the norm stretches each side, so linear ticks would crowd one side and fall off the other)."""
-    ticks = {1.0, round(span, 2), round(1 / span, 2)}
+    # both ends rounded inwards to two decimals: a tick outside the norm's range breaks the bar's scale
+    ticks = {1.0, math.floor(100 * span) / 100, math.ceil(100 / span) / 100}
     step = 2.0
     while step < span * 0.8:
         ticks |= {step, 1 / step}
@@ -107,8 +108,12 @@ def ratio_map(run, value_of, colour_label: str, what: str):
             ax.set_ylabel("rows")
         ax.set_title(f"{what}, {l2} L2", fontsize=figures.FONT_PT)
     if mappable is not None:
-        bar = fig.colorbar(mappable, ax=axes[0, :].tolist(), shrink=0.9, pad=0.02)
-        bar.set_ticks(ratio_ticks(mappable.norm.vmax))
+        # the bar from the shared norm, not from the last scatter: a scatter whose ratios all lie on one side of 1
+        # gives the bar a degenerate range
+        from matplotlib.cm import ScalarMappable
+
+        bar = fig.colorbar(ScalarMappable(norm=norm, cmap=CMAP), ax=axes[0, :].tolist(), shrink=0.9, pad=0.02)
+        bar.set_ticks(ratio_ticks(norm.vmax))
         bar.set_label(colour_label)
     handles = [Line2D([], [], linestyle="none", marker=marker(d, designs), color="#777777", markersize=6,
                       label=design_label(d)) for d in designs]
