@@ -503,3 +503,20 @@ def test_flow_and_chain_findings(synthetic):
     assert set(page.targets_table(synthetic)["verdict"]) <= {"met", "missed"}
     page.chain_figure(synthetic)
     page.handoff_figure(synthetic)
+
+
+def test_the_best_one_launch_sentence_names_each_case_s_design_and_whether_it_is_tiled():
+    """The answer names the run's fastest one-launch design per case; where a tiled persistent kernel wins, the
+    sentence says so instead of claiming the opposite."""
+    from types import SimpleNamespace
+
+    from launchlab.chapters.megakernels.page_words import best_one_launch_sentence
+
+    ratio = {"median": 2.0, "ci_low": 1.9, "ci_high": 2.1}
+    run = SimpleNamespace(summaries={"best_one_launch": {"balanced": ratio | {"variant": "fused_row.balanced.graph"},
+                                                         "ragged": ratio | {"variant": "flow.ragged.graph"}}})
+    text = best_one_launch_sentence(run)
+    assert DESIGN["fused_row"].label in text and DESIGN["flow"].label in text
+    assert "On the ragged case it is a tiled persistent kernel." in text and "Neither" not in text
+    run.summaries["best_one_launch"]["ragged"]["variant"] = "fused_row.ragged.graph"
+    assert best_one_launch_sentence(run).endswith("Neither is a tiled persistent kernel.")

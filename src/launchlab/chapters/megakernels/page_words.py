@@ -197,6 +197,7 @@ def design_values(run) -> dict:
                                                     else f"{saving['median']:.2f} µs [{saving['ci_low']:.2f} to "
                                                          f"{saving['ci_high']:.2f}]")
             values[f"findings{suffix}_{case}"] = pays_findings(run, case, cold=bool(suffix))
+    values["best_one_launch_sentence"] = best_one_launch_sentence(run)
     values["stream_beats_graph"] = stream_beats_graph_sentence(run)
     tools = run.summaries.get("sanitizer", {})
     values["sanitizer_verdict"] = ("no compute-sanitizer tool ran in this run" if not tools else
@@ -206,6 +207,27 @@ def design_values(run) -> dict:
     values["design_traces_total"] = str(len(design_traces))
     values["designs_run"] = ", ".join(f"`{d.name}`" for d in designs_of(run) if d.group) or "none"
     return values
+
+
+def best_one_launch_sentence(run) -> str:
+    """The fastest one-launch design of the balanced and the ragged case by name, with its graph speed-up, and
+    whether it is a tiled persistent kernel (the run's own finding, whichever design it is)."""
+    from launchlab.chapters.megakernels.findings import TILED_PERSISTENT
+
+    s = run.summaries
+    shown = [case for case in ("balanced", "ragged") if case in s.get("best_one_launch", {})]
+    if not shown:
+        return "This run timed no one-launch design on the balanced or the ragged case."
+    best = {case: s["best_one_launch"][case] for case in shown}
+    design = {case: design_of(best[case]["variant"])[0] for case in shown}
+    parts = [f"on the {case} case the {design[case].label}, at {_ratio_words(best[case])}"
+             + (" the speed of the three kernels replayed as a graph" if k == 0 else "") for k, case in enumerate(shown)]
+    tiled = [case for case in shown if design[case].name in TILED_PERSISTENT]
+    verdict = ("Neither is a tiled persistent kernel." if not tiled and len(shown) > 1 else
+               "It is not a tiled persistent kernel." if not tiled else
+               f"On the {' and '.join(tiled)} case{'s' if len(tiled) > 1 else ''} it is a tiled persistent kernel.")
+    return (f"The fastest one-launch design, replayed as a graph, was {'; '.join(parts)} (median [95 % interval]). "
+            f"{verdict}")
 
 
 def target_values(run) -> dict:
