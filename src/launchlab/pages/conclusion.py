@@ -250,18 +250,23 @@ ONE_LAUNCH_TARGET = 1.5  # the speed-up over the 3-kernel graph the megakernel c
 
 
 def dependent_tiles_verdict(ratios) -> str:
-    """Which design wins each case, whether it reaches the target, and what the tiled persistent kernels do."""
+    """Which design wins each case, whether it reaches the target, and what the tiled persistent kernels do, as
+    short sentences."""
     cooperative, queue, best_ragged, best_balanced, tiled_ragged, tiled_balanced = ratios
-    cases = []
+    sentences = []
     for case, best in (("balanced", best_balanced), ("ragged", best_ragged)):
-        reached = "reaches" if best.summary["median"] >= ONE_LAUNCH_TARGET else "misses"
-        cases.append(f"{best.denominator} on {case} rows ({reached} the {ONE_LAUNCH_TARGET:g}× target)")
+        reached = "reaching" if best.summary["median"] >= ONE_LAUNCH_TARGET else "short of"
+        sentences.append(f"{case.capitalize()} rows: the {best.denominator}, {reached} the {ONE_LAUNCH_TARGET:g}× "
+                         "target.")
     persistent = [r.denominator for r in (cooperative, queue) if r.faster == r.numerator]
-    beaten = f"; the 3-kernel graph beats the {' and the '.join(persistent)}" if persistent else ""
-    tiled = "; ".join(f"the best tiled persistent kernel on {case} rows, the {r.denominator}: {r.text} "
-                      f"({'faster: ' + r.faster if r.faster != NEITHER else 'a tie'})"
-                      for case, r in (("balanced", tiled_balanced), ("ragged", tiled_ragged)))
-    return "; ".join(cases) + beaten + "; " + tiled
+    if persistent:
+        sentences.append(f"The 3-kernel graph beats the {' and the '.join(persistent)}.")
+    for case, r in (("balanced", tiled_balanced), ("ragged", tiled_ragged)):
+        standing = ("faster than" if r.faster == r.denominator else "slower than" if r.faster == r.numerator
+                    else "tied with")
+        sentences.append(f"On {case} rows the best tiled persistent kernel, the {r.denominator}, is {standing} the "
+                         f"3-kernel graph ({r.text}).")
+    return " ".join(sentences)
 
 
 def chain_ratio(megakernels, case: str, stages: int, key: str, numerator: str) -> Ratio:
