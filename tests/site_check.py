@@ -360,12 +360,12 @@ class Browser:
 
         import websocket
 
-        self._profile = tempfile.TemporaryDirectory(prefix="launchlab-chromium-")
+        self._profile = Path(tempfile.mkdtemp(prefix="launchlab-chromium-"))
         self._proc = subprocess.Popen(
             [self.executable, *CHROMIUM_FLAGS, "--remote-debugging-port=0", "--remote-allow-origins=*",
-             f"--user-data-dir={self._profile.name}", "about:blank"],
+             f"--user-data-dir={self._profile}", "about:blank"],
             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        active = Path(self._profile.name) / "DevToolsActivePort"
+        active = self._profile / "DevToolsActivePort"
         deadline = time.monotonic() + self.timeout
         while not (active.is_file() and len(active.read_text().split()) >= 2):
             if self._proc.poll() is not None or time.monotonic() > deadline:
@@ -386,13 +386,24 @@ class Browser:
             except Exception:
                 pass
             ws.close()
-        if self._proc.poll() is None:
+        try:
+            self._proc.wait(5)  # Browser.close lets it exit on its own, profile written
+        except Exception:
             self._proc.terminate()
             try:
                 self._proc.wait(10)
             except Exception:
                 self._proc.kill()
-        self._profile.cleanup()
+        # Chromium's helper processes may still write into the profile for a moment after the browser exits
+        # (a race seen as "Directory not empty: 'Default'"): retry, then leave the temporary folder behind.
+        import shutil
+        import time
+
+        for _ in range(20):
+            shutil.rmtree(self._profile, ignore_errors=True)
+            if not self._profile.exists():
+                break
+            time.sleep(0.1)
 
     def _send(self, method: str, params: dict | None = None, session: str | None = None, events: list | None = None):
         """Send one command and return its result; events that arrive meanwhile go to `events`."""
