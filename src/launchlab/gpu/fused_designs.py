@@ -153,9 +153,7 @@ class SplitRow(_DesignTarget):
         grid = self.pieces * min(rows, self.capacity // self.pieces)
         per_piece = -(-chunks // self.pieces)
         self.kept_on_chip = per_piece <= on_chip  # x read once; else the rest of a piece is streamed (read twice)
-        self.shared_bytes = min(budget, 16 * max(0, per_piece - self.split_regs * self.block))
-        if self.shared_bytes > 48 * 1024:
-            allow_dynamic_shared(self.kernel, self.shared_bytes)
+        self.shared_bytes = min(budget, 16 * max(0, per_piece - self.split_regs * self.block))  # within the limit set
         self.cooperative = bool(cooperative)
         self.slots = cupy.zeros(SLOT_WORDS * rows * self.pieces, dtype=cupy.uint64)
         args = (self.x, self.y, np.int32(rows), np.int32(cols), np.int32(self.pieces), self.slots)

@@ -169,19 +169,6 @@ NEAR_COPY = 1.10       # "near the copy": a fused kernel's device time at most t
 LONG_ROW = 1024        # rows of at least this many columns are where a fused kernel should reach the copy
 
 
-def near_copy_values(s: dict, name: str) -> dict:
-    """Where a fused kernel came within NEAR_COPY of the copy at rows of LONG_ROW columns or more, and where not
-    (with the measured ratio)."""
-    near, far = [], []
-    for shape in (sh for sh in s["shapes"] if columns_of(sh) >= LONG_ROW):
-        for l2 in L2_STATES:
-            ratio = graph_ratio(s, f"{name}_over_copy", shape, l2)
-            if ratio is not None:
-                where = f"{shape_label(shape)} {l2} ({ratio_number(ratio['median'])})"
-                (near if ratio["median"] <= NEAR_COPY else far).append(where)
-    return {f"near_copy_{name}": listing(near), f"far_from_copy_{name}": listing(far)}
-
-
 def near_copy_count_sentence(s: dict, name: str = "fused_plain") -> str:
     """One sentence for the answer: of the (shape, L2 state) pairs with rows of LONG_ROW floats or more, how many
     came within NEAR_COPY of the copy, and which did not (with their ratios)."""
@@ -300,10 +287,7 @@ def sooner_libraries_value(s: dict, shape: str) -> str:
 
 def finding_values(s: dict) -> dict:
     """The run's findings, computed: near-copy shapes, contenders below the copy, where libraries beat fused plain."""
-    values = {"near_copy_threshold": f"{NEAR_COPY:.2f}", "long_row": str(LONG_ROW),
-              "below_copy_summary": below_copy_value(s)}
-    for name in ("fused_plain", "fused_rms"):
-        values.update(near_copy_values(s, name))
+    values = {"below_copy_summary": below_copy_value(s)}
     values["libraries_faster_sentence"] = libraries_faster_sentence(s)
     values["libraries_sooner_sentence"] = libraries_sooner_sentence(s)
     values["near_copy_sentence"] = near_copy_count_sentence(s)
