@@ -8,7 +8,7 @@ from pathlib import Path
 from launchlab.chapters.fusion import plans
 from launchlab.model import fused_policy
 
-H200 = {"sm_count": 132, "compute_capability": "9.0", "shared_bytes_per_block_optin": 232448}
+from calibrate_fused import H200  # tools/ is on the path of every script that imports this module
 DEV_SOURCE = Path(__file__).resolve().parent / "dev_small_rows_kernels.cu"
 DEV_MAX_CHUNKS = 1024  # longer rows get no development variants
 

@@ -27,7 +27,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from launchlab.chapters.fusion import copy_kernel, plans  # noqa: E402
 from launchlab.model import fused_policy  # noqa: E402
 
-H200 = {"sm_count": 132, "compute_capability": "9.0", "shared_bytes_per_block_optin": 232448}
+from calibrate_fused import H200, time_cold, time_warm  # noqa: E402  (the same protocol and device)
+
 SHAPES = ("1x20169,1x582769,2x315093,17x520106,6x1546367,12x1172219,11x93564,47x126781,98x102461,380x78869,"
           "390x171713,159x39440,287x48081,1x1339742,8x334609,22x155086,1x60942,5x61453,30x461656,24x751971")
 WIDTHS = (4, 8, 16)
@@ -132,40 +133,6 @@ class Launch:
 
     def invoke(self) -> None:
         self.kernel.kernel((self.grid,), (self.block,), (), enable_cooperative_groups=self.cooperative)
-
-
-def time_warm(target, stream, calls: int, rounds: int) -> list[float]:
-    import cupy
-
-    from launchlab.gpu.capture import GraphReplay
-    from launchlab.gpu.targets import Repeated
-
-    replay = GraphReplay(Repeated(target, calls), stream)
-    replay.invoke()
-    events = []
-    for _ in range(rounds):
-        start, end = cupy.cuda.Event(), cupy.cuda.Event()
-        start.record(stream)
-        replay.invoke()
-        end.record(stream)
-        events.append((start, end))
-    stream.synchronize()
-    return [round(1000.0 * cupy.cuda.get_elapsed_time(a, b) / calls, 4) for a, b in events]
-
-
-def time_cold(target, stream, cold, rounds: int) -> list[float]:
-    import cupy
-
-    events = []
-    for _ in range(rounds):
-        cold.flush()
-        start, end = cupy.cuda.Event(), cupy.cuda.Event()
-        start.record(stream)
-        target.invoke()
-        end.record(stream)
-        events.append((start, end))
-    stream.synchronize()
-    return [round(1000.0 * cupy.cuda.get_elapsed_time(a, b), 4) for a, b in events]
 
 
 def median(values) -> float:
