@@ -11,6 +11,8 @@
 //            warp strides over groups of 32 / lanes rows. A row lives in registers: ROW_CHUNKS 16-byte chunks
 //            per lane, so rows of up to 4 * lanes * ROW_CHUNKS - 3 floats at the worst alignment. A row is reduced
 //            once: (max, sum of exp, sum of squares) together, by log2(lanes) rounds of shuffles (row_helpers.cuh).
+//            The scalar build (SCALAR 1) holds ROW_CHUNKS single floats a lane (rows of up to lanes * ROW_CHUNKS
+//            floats, any alignment), and its grid has a warp for every group of rows (no grid-stride loop).
 //   cluster  (cluster_*): a thread-block cluster of CLUSTER blocks per row (grid = rows x CLUSTER).
 //            Block k of the cluster keeps chunks [k S, (k + 1) S) of the row (S = ceil(chunks / CLUSTER))
 //            in its dynamic shared memory, reduces its own (max m_k, sum s_k = sum exp(x - m_k),
@@ -40,6 +42,9 @@ namespace cg = cooperative_groups;
 #endif
 #ifndef PREFETCH
 #define PREFETCH 0     // narrow: 1 loads the next group of rows while this one is reduced
+#endif
+#ifndef SCALAR
+#define SCALAR 0       // narrow: 1 holds ROW_CHUNKS single floats a lane (4-byte loads), one group of rows a warp
 #endif
 #ifndef CLUSTER
 #define CLUSTER 8      // cluster: blocks per row (8 portable, 16 with the non-portable attribute)
@@ -140,15 +145,68 @@ __device__ __forceinline__ void narrow_dispatch(const float* __restrict__ x, flo
     }
 }
 
+// The scalar build (SCALAR 1), for short rows in small matrices, where a call is its fixed costs: lane `part` of
+// a group of LANES lanes holds the row's elements part, part + LANES, ... (ROW_CHUNKS of them, -inf past the row)
+// as single floats, so a row's ends need no lane-by-lane chunk and any alignment of x and y will do; each warp
+// takes one group of 32 / LANES rows and returns (the grid covers every row: no grid-stride loop).
+template <bool RMS, int LANES>
+__device__ __forceinline__ void scalar_rows(const float* __restrict__ x, float* __restrict__ y, int rows, int cols) {
+    constexpr int ROWS_PER_WARP = 32 / LANES;
+    const int lane = threadIdx.x & 31, part = lane % LANES;
+    const int row = ((int)blockIdx.x * (BLOCK / 32) + (int)(threadIdx.x >> 5)) * ROWS_PER_WARP + lane / LANES;
+    const bool live = row < rows;
+    const size_t start = (size_t)(live ? row : 0) * (size_t)cols;
+    float v[ROW_CHUNKS];
+#pragma unroll
+    for (int i = 0; i < ROW_CHUNKS; ++i) {
+        const int j = part + i * LANES;
+        v[i] = (live && j < cols) ? __ldg(x + start + j) : NEG_INF;
+    }
+    RowStats own = {NEG_INF, 0.0f, 0.0f};
+#pragma unroll
+    for (int i = 0; i < ROW_CHUNKS; ++i) {
+        own.m = fmaxf(own.m, v[i]);
+        if (RMS) own.q += v[i] > NEG_INF ? v[i] * v[i] : 0.0f;
+    }
+    const float shift = own.m == NEG_INF ? 0.0f : own.m;
+#pragma unroll
+    for (int i = 0; i < ROW_CHUNKS; ++i) {
+        v[i] = exp_shifted(v[i], shift);
+        own.s += v[i];
+    }
+    const float factor = row_factor<RMS>(group_stats<LANES, RMS>(own), shift, cols);
+#pragma unroll
+    for (int i = 0; i < ROW_CHUNKS; ++i) {
+        const int j = part + i * LANES;
+        if (live && j < cols) y[start + j] = v[i] * factor;
+    }
+}
+
+template <bool RMS>
+__device__ __forceinline__ void scalar_dispatch(const float* __restrict__ x, float* __restrict__ y, int rows, int cols,
+                                                int lanes) {
+    if (lanes <= 4) {
+        if (lanes <= 1) scalar_rows<RMS, 1>(x, y, rows, cols);
+        else if (lanes <= 2) scalar_rows<RMS, 2>(x, y, rows, cols);
+        else scalar_rows<RMS, 4>(x, y, rows, cols);
+    } else {
+        if (lanes <= 8) scalar_rows<RMS, 8>(x, y, rows, cols);
+        else if (lanes <= 16) scalar_rows<RMS, 16>(x, y, rows, cols);
+        else scalar_rows<RMS, 32>(x, y, rows, cols);
+    }
+}
+
 #if EMITS(1)
 extern "C" __global__ void __launch_bounds__(BLOCK)
 narrow_rms_softmax(const float* __restrict__ x, float* __restrict__ y, int rows, int cols, int lanes) {
-    narrow_dispatch<true>(x, y, rows, cols, lanes);
+    if (SCALAR) scalar_dispatch<true>(x, y, rows, cols, lanes);
+    else narrow_dispatch<true>(x, y, rows, cols, lanes);
 }
 
 extern "C" __global__ void __launch_bounds__(BLOCK)
 narrow_softmax(const float* __restrict__ x, float* __restrict__ y, int rows, int cols, int lanes) {
-    narrow_dispatch<false>(x, y, rows, cols, lanes);
+    if (SCALAR) scalar_dispatch<false>(x, y, rows, cols, lanes);
+    else narrow_dispatch<false>(x, y, rows, cols, lanes);
 }
 #endif
 

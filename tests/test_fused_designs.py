@@ -86,7 +86,9 @@ def test_every_configuration_compiles_without_spills_with_the_models_registers(t
             assert resources["stack_bytes"] == resources["local_bytes"] == 0, (defines, kernel, resources)
             assert resources["registers"] <= 65536 // defines.get("BLOCK", 256), (defines, kernel, resources)
         registers = max(r["registers"] for r in report.values())
-        if defines.get("DESIGN") == 1 and defines.get("BLOCK") == plans.NARROW_BLOCK:
+        if defines.get("DESIGN") == 1 and defines.get("SCALAR"):
+            assert registers <= fused_cost.SCALAR_REGISTERS[defines["ROW_CHUNKS"]], defines
+        elif defines.get("DESIGN") == 1 and defines.get("BLOCK") == plans.NARROW_BLOCK:
             table = fused_cost.NARROW_PREFETCH_REGISTERS if defines.get("PREFETCH") else fused_cost.NARROW_REGISTERS
             assert registers <= table[defines["ROW_CHUNKS"]], defines
         if defines.get("DESIGN") == 2 and defines.get("SLICE_REGS") in fused_cost.CLUSTER_REGISTERS:
@@ -118,7 +120,10 @@ def test_every_candidate_holds_its_shape(shape):
     assert found[0]["design"] == "row" and len({p["tag"] + p["module"] for p in found}) == len(found)
     for plan in found:
         d = plan["defines"]
-        if plan["design"] == "narrow":
+        if plan["design"] == "narrow" and d.get("SCALAR"):
+            lanes = designs.narrow_lanes(rows, cols, d["ROW_CHUNKS"], scalar=True)
+            assert lanes * d["ROW_CHUNKS"] >= cols and lanes <= 32 and d["BLOCK"] == designs.SCALAR_BLOCK
+        elif plan["design"] == "narrow":
             lanes = designs.narrow_lanes(rows, cols, d["ROW_CHUNKS"])
             assert lanes * d["ROW_CHUNKS"] >= chunks and lanes <= 32
         elif plan["design"] == "cluster":

@@ -91,6 +91,10 @@ LANES_SHAPE = (77, 29)  # cols % 4 = 1: rows start at every alignment; 8 chunks,
 NARROW_IRREGULAR = [(1823, 781, 32), (1, 1, 1), (1, 1, 32), (5, 1, 4), (1, 3, 8), (37, 17, 2), (64, 1021, 32),
                     (64, 1024, 32), (100, 128, 8), (99, 130, 16), (40000, 6, 1)]
 NARROW_STRIDE = (300_000, 33, {"lanes": 4, "block": 32})
+SCALAR_CASES = [  # (rows, cols, floats a lane, lanes): the scalar build at every lane count and odd lengths
+    (77, 29, 1, 32), (77, 29, 2, 16), (77, 29, 4, 8), (77, 29, 8, 4), (3, 8, 8, 1), (5, 15, 8, 2), (1, 1, 1, 1),
+    (1, 1, 8, 32), (40000, 6, 1, 8), (1823, 255, 8, 32), (33, 256, 8, 32), (4097, 3, 4, 1), (129, 97, 4, 32)]
+SCALAR_UNALIGNED = (301, 37)  # x and y views one float past a 16-byte boundary (no alignment is needed)
 CLUSTER_WIDTHS = [1, 2, 4, 8, 16]
 CLUSTER_SHAPES = [(3, 4099), (5, 1), (1, 1), (2, 31), (1823, 781), (7, 20001)]
 CLUSTER_PLACES = {"policy": {}, "shared": {"slice_regs": 0}}  # the slice where the config puts it, or forced to shared
@@ -127,6 +131,8 @@ def forced_configurations(sm_count: int) -> list[tuple[str, dict]]:
     found += [("narrow", fused_policy.design_defines("narrow", rows, cols, sm_count, lanes=lanes))
               for rows, cols, lanes in NARROW_IRREGULAR]
     found.append(("narrow", fused_policy.design_defines("narrow", *NARROW_STRIDE[:2], sm_count, **NARROW_STRIDE[2])))
+    found += [("narrow", fused_policy.design_defines("narrow", rows, cols, sm_count, row_chunks=per_lane, scalar=1))
+              for rows, cols, per_lane, _ in SCALAR_CASES]
     found += [("cluster", fused_policy.design_defines("cluster", rows, cols, sm_count, cluster=width, **place))
               for width in CLUSTER_WIDTHS for rows, cols in CLUSTER_SHAPES for place in CLUSTER_PLACES.values()]
     found += [("cluster", fused_policy.design_defines("cluster", rows, cols, sm_count, cluster=width, slice_regs=0))
@@ -183,6 +189,46 @@ def test_narrow_grid_strides_past_the_resident_blocks(device, mode):
     (_, grid, block, _), = target.launches
     assert grid[0] * block[0] // target.lanes < target.rows
     check(target)
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("rows, cols, per_lane, lanes", SCALAR_CASES)
+def test_scalar_narrow_every_lane_count_and_odd_lengths(device, rows, cols, per_lane, lanes, mode):
+    """The scalar build: `per_lane` floats a lane, `lanes` lanes a row (forced, or the fewest that hold it), a
+    warp per group of rows (the grid covers every row, 40000 rows included)."""
+    target = target_for("narrow", rows, cols, mode, device["sm_count"], row_chunks=per_lane, scalar=1, lanes=lanes)
+    (_, grid, block, _), = target.launches
+    assert target.scalar and target.lanes == lanes and lanes * per_lane >= cols
+    assert grid[0] * (block[0] // lanes) >= rows
+    check(target)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_scalar_narrow_takes_unaligned_rows(device, mode):
+    """x and y one float past a 16-byte boundary (views into larger buffers): 4-byte loads need no alignment, and
+    the floats around the views are left as they were."""
+    import cupy
+
+    from launchlab.gpu import fused_designs as designs
+
+    rows, cols = SCALAR_UNALIGNED
+    defines = fused_policy.design_defines("narrow", rows, cols, device["sm_count"], row_chunks=2, scalar=1)
+    x_host = workloads.rms_softmax_fixture(FRESH_SEED, 3, rows, cols)
+    x_buffer = cupy.full(rows * cols + 2, 7.0, dtype=cupy.float32)
+    x_buffer[1:-1] = cupy.asarray(x_host).ravel()
+    y_buffer = cupy.full(rows * cols + 2, np.nan, dtype=cupy.float32)
+    kernel = module(defines).kernel(fused_policy.KERNELS["narrow"][mode])
+    lanes = fused_policy.narrow_lanes(rows, cols, 2, scalar=True)
+    grid = -(-rows // (defines["BLOCK"] // lanes))
+    kernel((grid,), (defines["BLOCK"],), (x_buffer[1:-1], y_buffer[1:-1], np.int32(rows), np.int32(cols),
+                                          np.int32(lanes)))
+    cupy.cuda.get_current_stream().synchronize()
+    y = cupy.asnumpy(y_buffer[1:-1]).reshape(rows, cols)
+    assert np.isnan(cupy.asnumpy(y_buffer[[0, -1]])).all()
+    function, tolerance = ORACLES[mode]
+    result = oracles.compare_by_row_blocks(y, oracles.by_row_blocks(function, x_host), tolerance)
+    assert result["passed"], f"seed {FRESH_SEED}: {result}"
+    assert designs.NarrowRows  # the target refuses unaligned views; the kernel itself does not need them
 
 
 # ---------------------------------------------------------------- cluster

@@ -65,27 +65,32 @@ class _DesignTarget(ArrayTarget):
 class NarrowRows(_DesignTarget):
     """narrow_*: `lanes` lanes per row (a launch argument: by default the fewest that hold the row at the
     module's ROW_CHUNKS chunks a lane), BLOCK / lanes rows per block, the row in registers; the grid is the blocks
-    the rows need, at most SMs x resident blocks per SM (the warps stride over the rest)."""
+    the rows need, at most SMs x resident blocks per SM (the warps stride over the rest). A scalar build (SCALAR=1)
+    holds ROW_CHUNKS floats a lane, and its grid is every block the rows need (each warp takes one group of rows)."""
 
     design = "narrow"
 
     def __init__(self, built: BuiltModule, rows: int, cols: int, mode: str = "rms", x=None, lanes: int | None = None):
         super().__init__(built, rows, cols, mode, x)
         self.row_chunks = module_define(built, "ROW_CHUNKS", 4)
-        self.lanes = int(lanes) if lanes else narrow_lanes(rows, cols, self.row_chunks)
+        self.scalar = bool(module_define(built, "SCALAR", 0))
+        self.lanes = int(lanes) if lanes else narrow_lanes(rows, cols, self.row_chunks, self.scalar)
         if self.lanes not in (1, 2, 4, 8, 16, 32):
             raise ValueError(f"lanes per row must be a power of two up to 32, not {self.lanes}")
-        if worst_chunks(rows, cols) > self.lanes * self.row_chunks:
-            raise ValueError(f"a row of {cols} floats needs {worst_chunks(rows, cols)} chunks; the module holds "
+        units, what = (cols, "floats") if self.scalar else (worst_chunks(rows, cols), "chunks")
+        if units > self.lanes * self.row_chunks:
+            raise ValueError(f"a row of {cols} floats needs {units} {what}; the module holds "
                              f"{self.lanes} lanes x {self.row_chunks}")
         rows_per_block = max(1, self.block // self.lanes)
         self.resident_per_sm = resident_blocks_per_sm(self.kernel, self.block, 0)
-        grid = min(-(-rows // rows_per_block), self.resident_per_sm * device.sm_count())
+        grid = -(-rows // rows_per_block)
+        if not self.scalar:
+            grid = min(grid, self.resident_per_sm * device.sm_count())
         self.launches = ((self.kernel, (grid,), (self.block,),
                           (self.x, self.y, np.int32(rows), np.int32(cols), np.int32(self.lanes))),)
 
     def describe(self) -> dict:
-        return super().describe() | {"lanes": self.lanes, "row_chunks": self.row_chunks,
+        return super().describe() | {"lanes": self.lanes, "row_chunks": self.row_chunks, "scalar": self.scalar,
                                      "resident_per_sm": self.resident_per_sm}
 
 

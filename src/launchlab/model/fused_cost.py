@@ -27,7 +27,7 @@ import math
 
 import numpy as np
 
-from launchlab.model.fused_policy import split_blocks_per_sm, split_on_chip_chunks, split_pieces, split_slice_bytes
+from launchlab.model.fused_policy import SPLIT_REGS, split_blocks_per_sm, split_on_chip_chunks, split_pieces, split_slice_bytes
 
 # The plane's distribution (the fusion chapter's): rows log-uniform in 1..65536, row length log-uniform in
 # 1..2^21 floats, a draw whose matrix falls outside 4 KiB..256 MiB redrawn.
@@ -38,7 +38,7 @@ MAX_BYTES = 256 << 20
 CALIBRATION_SEED = 4851   # the calibration plane's: never the chapter's
 CALIBRATION_POINTS = 128
 L2_STATES = ("warm", "cold")
-DESIGNS = ("row", "narrow", "cluster", "split")
+DESIGNS = ("row", "narrow", "scalar", "cluster", "split")  # the model's: "scalar" is the narrow design's scalar build
 
 
 def draw_plane(seed: int, points: int) -> list[tuple[int, int]]:
@@ -63,6 +63,7 @@ STATIC_SHARED_BYTES = 512          # a design's reduction scratch (ptxas: 400 by
 # nvcc): narrow by ROW_CHUNKS, cluster by SLICE_REGS, split; the row kernel's follow its MIN_BLOCKS bound.
 NARROW_REGISTERS = {1: 44, 2: 48, 4: 48, 8: 89}
 NARROW_PREFETCH_REGISTERS = {1: 40, 2: 48, 4: 80}
+SCALAR_REGISTERS = {1: 24, 2: 24, 4: 24, 8: 32}
 CLUSTER_REGISTERS = {0: 64, 8: 64, 16: 108}
 SPLIT_REGISTERS = 60
 
@@ -99,6 +100,9 @@ class Geometry:
     grid: float         # grid-wide round trips a task waits for
     reread: float       # share of x read a second time (the streamed tiers)
     design: str = "copy"  # the design (its fixed cost is its own)
+    serial: float = 0.0   # elements one thread works through in turn per task (its registers' whole array, even
+                          # where the row leaves entries empty: the kernels compute over every entry they hold)
+    blocks: float = 0.0   # blocks of a grid that starts them one after another on each SM (0: a resident grid)
 
 
 def geometry(plan: dict, rows: int, cols: int, device: dict) -> Geometry:
@@ -116,18 +120,23 @@ def geometry(plan: dict, rows: int, cols: int, device: dict) -> Geometry:
         resident = resident_blocks(block, min(255, budget), int(plan.get("shared_bytes") or 0), shared_per_sm)
         tier = plan.get("tier") or ("registers" if chunks <= reg_chunks * block else "streamed")
         in_flight = min(row_bytes, 16.0 * block * (reg_chunks if tier == "registers" else unroll))
+        serial = 4.0 * (reg_chunks if tier == "registers" else -(-chunks // block))
         return Geometry(rows, sms * resident, 8.0 * cols, in_flight, block_syncs, 0.0, 0.0,
-                        1.0 if tier == "streamed" else 0.0, "row")
+                        1.0 if tier == "streamed" else 0.0, "row", serial, rows)
     if design == "narrow":
         row_chunks = int(defines["ROW_CHUNKS"])
-        lanes = min(32, next_power_of_two(-(-chunks // row_chunks)))
+        scalar = bool(defines.get("SCALAR"))
+        lanes = min(32, next_power_of_two(-(-(cols if scalar else chunks) // row_chunks)))
         rows_per_warp = 32 // lanes
         prefetch = int(defines.get("PREFETCH", 0))
-        registers = (NARROW_PREFETCH_REGISTERS if prefetch else NARROW_REGISTERS).get(row_chunks, 120)
-        resident = resident_blocks(block, registers, 0, shared_per_sm)
+        table = SCALAR_REGISTERS if scalar else NARROW_PREFETCH_REGISTERS if prefetch else NARROW_REGISTERS
+        resident = resident_blocks(block, table.get(row_chunks, 120), 0, shared_per_sm)
         groups = -(-rows // rows_per_warp)
+        # the scalar build: a block per block // 32 groups, started one after another like the row kernel's
         return Geometry(groups, sms * resident * (block // 32), 8.0 * cols * min(rows, rows_per_warp),
-                        (1 + prefetch) * row_bytes * min(rows, rows_per_warp), 0.0, 0.0, 0.0, 0.0, "narrow")
+                        (1 + prefetch) * row_bytes * min(rows, rows_per_warp), 0.0, 0.0, 0.0, 0.0,
+                        "scalar" if scalar else "narrow", (1 if scalar else 4) * row_chunks,
+                        -(-groups // (block // 32)) if scalar else 0)
     if design == "cluster":
         width, regs = int(defines["CLUSTER"]), int(defines.get("SLICE_REGS", 0))
         slice_chunks = -(-chunks // width)
@@ -136,7 +145,9 @@ def geometry(plan: dict, rows: int, cols: int, device: dict) -> Geometry:
         resident = resident_blocks(block, CLUSTER_REGISTERS.get(regs, 108), shared, shared_per_sm)
         in_flight = min(16.0 * slice_chunks, 16.0 * block * (regs if in_registers else int(defines.get("UNROLL", 4))))
         # one merged (m, s, q) reduction a block, then the cluster barrier
-        return Geometry(rows * width, sms * resident, 8.0 * cols / width, in_flight, 1.0, 1.0, 0.0, 0.0, "cluster")
+        serial = 4.0 * (regs if in_registers else -(-slice_chunks // block))
+        return Geometry(rows * width, sms * resident, 8.0 * cols / width, in_flight, 1.0, 1.0, 0.0, 0.0,
+                        "cluster", serial)
     if design == "split":
         slice_bytes = split_slice_bytes(block)
         resident = min(split_blocks_per_sm(block), resident_blocks(block, SPLIT_REGISTERS, slice_bytes, shared_per_sm))
@@ -148,8 +159,9 @@ def geometry(plan: dict, rows: int, cols: int, device: dict) -> Geometry:
         in_flight = min(16.0 * per_piece, 16.0 * block * int(defines.get("UNROLL", 4)))
         # a piece's merged reduction, and where the row has pieces one round trip (publish stamped words, gather
         # them) and the merge of the gathered ones
+        serial = 4.0 * (SPLIT_REGS + -(-max(0, per_piece - SPLIT_REGS * block) // block))
         return Geometry(rows * pieces, pieces * min(rows, capacity // pieces), 8.0 * cols / pieces, in_flight,
-                        2.0 if pieces > 1 else 1.0, 0.0, 1.0 if pieces > 1 else 0.0, reread, "split")
+                        2.0 if pieces > 1 else 1.0, 0.0, 1.0 if pieces > 1 else 0.0, reread, "split", serial)
     if design == "copy":
         return Geometry(1, 1, 8.0 * rows * cols, float("inf"), 0.0, 0.0, 0.0, 0.0)
     raise ValueError(f"unknown design {design!r}")
@@ -163,16 +175,19 @@ class Constants:
     cold_start: float = 2.5       # added to a call after an L2 flush (its first misses, address translation)
     fixed_row: float = 0.3        # each design's own fixed cost per call (its launch, its setup and its end)
     fixed_narrow: float = 0.3
+    fixed_scalar: float = 0.3
     fixed_cluster: float = 1.0    # a grid of thread-block clusters
     fixed_split: float = 3.0      # resident blocks exchanging stamped words
     task_row: float = 1.0         # each design's fixed time per task: its dependent steps (load, reduce, store)
     task_narrow: float = 1.0      # beyond its loads, and for a block per task, the block's start and end
+    task_scalar: float = 1.0
     task_cluster: float = 1.0
     task_split: float = 1.0
     task_latency: float = 0.8     # a round trip of a task's loads while the GPU is loaded with other tasks
     latency: float = 0.6          # a memory round trip under load, served by the L2
     cold_latency: float = 0.4     # added to a round trip served by DRAM
     sync: float = 0.1             # one block-wide reduction
+    element: float = 0.004        # one element a thread works through in turn (its loads, exponentials, stores)
     cluster_sync: float = 0.5     # one cluster barrier
     grid_sync: float = 3.0        # one grid-wide round trip
     dram: float = 4.2e6           # DRAM bytes per microsecond (read + write)
@@ -185,6 +200,8 @@ class Constants:
     share_row_cold: float = 0.9
     share_narrow_warm: float = 0.8
     share_narrow_cold: float = 0.9
+    share_scalar_warm: float = 0.8
+    share_scalar_cold: float = 0.9
     share_cluster_warm: float = 0.8
     share_cluster_cold: float = 0.9
     share_split_warm: float = 0.8
@@ -221,6 +238,8 @@ class Cases:
     cluster: np.ndarray
     grid: np.ndarray
     reread: np.ndarray
+    serial: np.ndarray
+    blocks: np.ndarray
     matrix_bytes: np.ndarray
     warm: np.ndarray
     copy: np.ndarray
@@ -231,7 +250,8 @@ class Cases:
     def of(cls, items, sms: int) -> "Cases":
         """From [(Geometry, rows, cols, l2)]."""
         columns = {name: np.array([float(getattr(g, name)) for g, _, _, _ in items])
-                   for name in ("tasks", "slots", "task_bytes", "in_flight", "syncs", "cluster", "grid", "reread")}
+                   for name in ("tasks", "slots", "task_bytes", "in_flight", "syncs", "cluster", "grid", "reread",
+                                "serial", "blocks")}
         for _, _, _, l2 in items:
             if l2 not in L2_STATES:
                 raise ValueError(f"L2 state {l2!r} is not one of {L2_STATES}")
@@ -266,7 +286,7 @@ def terms(cases: Cases, constants: Constants) -> dict:
     task_bytes = cases.task_bytes * (1.0 + 0.5 * cases.reread)
     in_flight = np.where(cases.copy, 1.0, cases.in_flight)
     dependent = sum(cases.designs[design] * getattr(k, f"task_{design}") for design in DESIGNS)
-    task = (dependent + cases.syncs * k.sync + cases.cluster * k.cluster_sync + cases.grid * k.grid_sync
+    task = (dependent + cases.serial * k.element + cases.syncs * k.sync + cases.cluster * k.cluster_sync + cases.grid * k.grid_sync
             + task_latency * np.maximum(1.0, 0.5 * task_bytes / in_flight))
     slots = np.maximum(1.0, cases.slots)
     full = np.floor(cases.tasks / slots)
@@ -282,7 +302,7 @@ def terms(cases: Cases, constants: Constants) -> dict:
     for design in DESIGNS:
         fixed = fixed + cases.designs[design] * getattr(k, f"fixed_{design}")
     starts = np.maximum(cases.designs["cluster"] * cases.tasks * k.cluster_block,
-                        cases.designs["row"] * np.ceil(cases.tasks / cases.sms) * k.row_block)
+                        np.ceil(cases.blocks / cases.sms) * k.row_block)
     paced = (waves ** 4 + starts ** 4) ** 0.25  # a smooth max: the larger of the two sets the pace
     scale = paced / np.maximum(waves + starts, 1e-12)
     copied = {"fixed": fixed + latency, "bandwidth": task_bytes / bw}

@@ -18,6 +18,11 @@ MODES = ("rms", "plain")
 NARROW_MAX_ROW_CHUNKS = 8       # the most chunks per lane any narrow build holds (compile-time bound)
 NARROW_SMALL_ROW_CHUNKS = 64
 NARROW_BLOCKS = {"small": 128, "large": 256}
+# The scalar narrow build (SCALAR=1): ROW_CHUNKS single floats a lane, blocks of 128 threads, a warp for every group
+# of rows. From a development sweep at small shapes on an H200 (evidence/development/kshort_batch2/): 4-byte loads
+# with no lane-by-lane row ends and no grid-stride loop took 0.1-0.3 us less than the 16-byte walk at rows of up
+# to a few hundred floats in matrices of a few hundred KiB.
+SCALAR_BLOCK = 128
 
 # Cluster: for few long rows, where one block per row leaves most of each SM idle; 16 blocks of 256 threads per
 # row, each slice in registers (up to CLUSTER_MAX_SLICE_REGS chunks per thread), in shared memory beyond that (up
@@ -69,19 +74,30 @@ def module_label(design: str, defines: dict) -> str:
     return f"{FAMILY}_{design}_" + "_".join(f"{k.lower()}{v}" for k, v in sorted(defines.items()))
 
 
-def narrow_lanes(rows: int, cols: int, row_chunks: int) -> int:
-    """Lanes per row of a narrow build holding `row_chunks` chunks a lane: the fewest (a power of two) that hold
-    the worst-aligned row; chosen at launch, so one build serves every row length up to 32 x row_chunks chunks."""
-    chunks = worst_chunks(rows, cols)
-    lanes = next_power_of_two(-(-chunks // int(row_chunks)))
+def narrow_lanes(rows: int, cols: int, row_chunks: int, scalar: bool = False) -> int:
+    """Lanes per row of a narrow build holding `row_chunks` chunks a lane (single floats in a scalar build): the
+    fewest (a power of two) that hold the worst-aligned row; chosen at launch, so one build serves every row length
+    up to 32 x row_chunks chunks (floats)."""
+    units = int(cols) if scalar else worst_chunks(rows, cols)
+    lanes = next_power_of_two(-(-units // int(row_chunks)))
     if lanes > 32:
-        raise ValueError(f"a row of {cols} floats ({chunks} chunks) does not fit 32 lanes of {row_chunks} chunks")
+        what = "floats" if scalar else "chunks"
+        raise ValueError(f"a row of {cols} floats ({units} {what}) does not fit 32 lanes of {row_chunks} {what}")
     return lanes
 
 
-def narrow_config(rows: int, cols: int, sm_count: int, lanes: int | None = None, row_chunks: int | None = None) -> dict:
+def narrow_config(rows: int, cols: int, sm_count: int, lanes: int | None = None, row_chunks: int | None = None,
+                  scalar: bool = False) -> dict:
     """The narrow build for a shape: ROW_CHUNKS chunks a lane (given, or from `lanes`, or one chunk a lane for rows
-    of up to 32 chunks and 32 lanes beyond), in blocks of 128 threads up to 64 chunks a row, 256 above."""
+    of up to 32 chunks and 32 lanes beyond), in blocks of 128 threads up to 64 chunks a row, 256 above. `scalar`:
+    ROW_CHUNKS single floats a lane (the fewest that hold the row in 32 lanes unless given) in blocks of
+    SCALAR_BLOCK."""
+    if scalar:
+        row_chunks = int(row_chunks or next_power_of_two(-(-int(cols) // (lanes or 32))))
+        if row_chunks > NARROW_MAX_ROW_CHUNKS or cols > 32 * row_chunks:
+            raise ValueError(f"a row of {cols} floats does not fit 32 lanes of "
+                             f"{min(row_chunks, NARROW_MAX_ROW_CHUNKS)} floats")
+        return {"BLOCK": SCALAR_BLOCK, "DESIGN": DESIGN_DEFINE["narrow"], "ROW_CHUNKS": row_chunks, "SCALAR": 1}
     chunks = worst_chunks(rows, cols)
     if row_chunks is None:
         lanes = lanes or min(32, next_power_of_two(chunks))
@@ -124,7 +140,8 @@ def design_defines(design: str, rows: int, cols: int, sm_count: int, **choices) 
     block=128) overriding the policy's picks: how tests and the sweep force a design or a configuration."""
     choices = {key.upper(): int(value) for key, value in choices.items()}
     if design == "narrow":
-        defines = narrow_config(rows, cols, sm_count, choices.pop("LANES", None), choices.get("ROW_CHUNKS"))
+        defines = narrow_config(rows, cols, sm_count, choices.pop("LANES", None), choices.get("ROW_CHUNKS"),
+                                bool(choices.get("SCALAR")))
     elif design == "cluster":
         defines = cluster_config(rows, cols, sm_count, choices.get("CLUSTER", MAX_CLUSTER),
                                  choices.get("BLOCK", CLUSTER_BLOCK), choices.get("SLICE_REGS"))

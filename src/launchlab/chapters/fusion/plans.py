@@ -145,7 +145,8 @@ def design_plan(design: str, defines: dict, options: dict | None = None) -> dict
             "tag": design_tag(design, defines, options)}
 
 
-TAG_LETTERS = {"CLUSTER": "c", "BLOCK": "b", "ROW_CHUNKS": "r", "PREFETCH": "p", "SLICE_REGS": "g", "UNROLL": "u"}
+TAG_LETTERS = {"CLUSTER": "c", "BLOCK": "b", "ROW_CHUNKS": "r", "PREFETCH": "p", "SCALAR": "s", "SLICE_REGS": "g",
+               "UNROLL": "u"}
 
 
 def design_tag(design: str, defines: dict, options: dict) -> str:
@@ -205,6 +206,13 @@ def candidates(rows: int, cols: int, device: dict) -> list[dict]:
     if by_lanes and 4 * rows * cols <= LATENCY_MAX_BYTES:
         found.append(design_plan("narrow", fused_policy.design_defines(
             "narrow", rows, cols, sm_count, row_chunks=min(by_lanes.values()), block=LATENCY_NARROW_BLOCK)))
+    scalar_lanes = {}  # the same for the scalar builds (single floats a lane)
+    for per_lane in CANDIDATE_NARROW_ROW_CHUNKS:
+        if cols <= 32 * per_lane:
+            scalar_lanes.setdefault(fused_policy.narrow_lanes(rows, cols, per_lane, scalar=True), per_lane)
+    for per_lane in scalar_lanes.values():
+        found.append(design_plan("narrow", fused_policy.design_defines(
+            "narrow", rows, cols, sm_count, row_chunks=per_lane, scalar=1)))
     if clusters and cols >= 1024:
         for width in CANDIDATE_CLUSTERS:
             if rows * width > CANDIDATE_MAX_BLOCKS_PER_SM * sm_count:
@@ -236,7 +244,9 @@ def place(plan: dict, rows: int, cols: int, sm_count: int) -> str:
     if plan["design"] == "row":
         return plan["tier"]
     if plan["design"] == "narrow":
-        return f"registers, {fused_policy.narrow_lanes(rows, cols, defines['ROW_CHUNKS'])} lanes"
+        scalar = bool(defines.get("SCALAR"))
+        lanes = fused_policy.narrow_lanes(rows, cols, defines["ROW_CHUNKS"], scalar)
+        return f"registers{' (single floats)' if scalar else ''}, {lanes} lanes"
     if plan["design"] == "cluster":
         slice_chunks = -(-chunks // defines["CLUSTER"])
         where = "registers" if slice_chunks <= defines["SLICE_REGS"] * defines["BLOCK"] else "shared memory"

@@ -12,7 +12,7 @@ import sys
 from launchlab.model import fused_policy, oracles, workloads
 
 SEED = 1
-PROBLEM = ("every fused design (narrow rows, the row kernel's three tiers, a cluster with slices in registers and in "
+PROBLEM = ("every fused design (narrow rows in chunks and in single floats, the row kernel's three tiers, a cluster with slices in registers and in "
            "shared memory, split rows kept and streamed) in both modes, from the stream and as a graph replay, on small "
            "irregular shapes (launchlab.chapters.fusion.sanitize)")
 # (label, design, rows, cols, overriding defines or target options)
@@ -20,6 +20,8 @@ CASES = (
     ("narrow-1", "narrow", 5, 1, {}),
     ("narrow-127", "narrow", 33, 127, {}),
     ("narrow-509", "narrow", 17, 509, {}),
+    ("narrow-scalar-1", "narrow", 5, 1, {"row_chunks": 1, "scalar": 1}),
+    ("narrow-scalar-37", "narrow", 9, 37, {"row_chunks": 2, "scalar": 1}),
     ("row-registers", "row", 9, 1000, {}),
     ("row-wide-registers", "row", 5, 5001, {}),   # fewer rows than SMs: 8 chunks a thread
     ("row-shared", "row", 200, 5001, {}),
