@@ -8,7 +8,9 @@ How a configuration is seen (`geometry`): its work is N equal TASKS (a row, a sl
 warp holds), P of which run at once (resident blocks x tasks a block runs at a time, from the registers, shared
 memory and threads each build needs); a task moves b bytes (x read once, y written once; the streamed tiers read x
 again), keeps q bytes of loads in flight, and waits for `syncs` block-wide reductions, `cluster` cluster barriers
-and `grid` grid-wide round trips.
+and `grid` grid-wide round trips; each thread works through `serial` elements in turn (the whole register array
+of its build, empty entries included), and a grid of many short-lived blocks starts `blocks` of them one after
+another on each SM. The narrow design's scalar build (single floats a lane) has constants of its own ("scalar").
 
 The time (`terms`): a fixed part (the launch, the design's own fixed cost, and after an L2 flush a cold start), then
 N / P waves, the last one partial. A wave of A tasks takes the longest of: a task's latency (its design's fixed
@@ -133,8 +135,9 @@ def geometry(plan: dict, rows: int, cols: int, device: dict) -> Geometry:
         resident = resident_blocks(block, table.get(row_chunks, 120), 0, shared_per_sm)
         groups = -(-rows // rows_per_warp)
         # the scalar build: a block per block // 32 groups, started one after another like the row kernel's
+        # a row's reduction: log2(lanes) rounds of shuffles, counted as a share of a block-wide reduction's ten
         return Geometry(groups, sms * resident * (block // 32), 8.0 * cols * min(rows, rows_per_warp),
-                        (1 + prefetch) * row_bytes * min(rows, rows_per_warp), 0.0, 0.0, 0.0, 0.0,
+                        (1 + prefetch) * row_bytes * min(rows, rows_per_warp), math.log2(lanes) / 10, 0.0, 0.0, 0.0,
                         "scalar" if scalar else "narrow", (1 if scalar else 4) * row_chunks,
                         -(-groups // (block // 32)) if scalar else 0)
     if design == "cluster":
@@ -144,9 +147,10 @@ def geometry(plan: dict, rows: int, cols: int, device: dict) -> Geometry:
         shared = 0 if in_registers else 16 * slice_chunks
         resident = resident_blocks(block, CLUSTER_REGISTERS.get(regs, 108), shared, shared_per_sm)
         in_flight = min(16.0 * slice_chunks, 16.0 * block * (regs if in_registers else int(defines.get("UNROLL", 4))))
-        # one merged (m, s, q) reduction a block, then the cluster barrier
+        # one merged (m, s, q) reduction a block, then the cluster barrier, whose time grows with the blocks it
+        # joins (counted in clusters of 8) as every warp reads each block's triple through distributed shared memory
         serial = 4.0 * (regs if in_registers else -(-slice_chunks // block))
-        return Geometry(rows * width, sms * resident, 8.0 * cols / width, in_flight, 1.0, 1.0, 0.0, 0.0,
+        return Geometry(rows * width, sms * resident, 8.0 * cols / width, in_flight, 1.0, width / 8, 0.0, 0.0,
                         "cluster", serial)
     if design == "split":
         slice_bytes = split_slice_bytes(block)
@@ -421,5 +425,5 @@ def errors(relative: np.ndarray) -> dict:
 # ---------------------------------------------------------------- the fitted constants
 # Fitted by tools/calibrate_fused.py --fit on evidence/development/fused_calibration.json (the calibration plane,
 # seed CALIBRATION_SEED, measured on an H200); tests/test_fused_cost.py refits and compares.
-MODEL_VERSION = "fused_cost-1 bad2e8b84164"
-FITTED = Constants(launch=0.795563, cold_start=2.32906, fixed_row=0.770769, fixed_narrow=0.970915, fixed_cluster=2.60809, fixed_split=3.72675, task_row=0.0438573, task_narrow=0.001, task_cluster=0.001, task_split=0.0677278, task_latency=0.0003, latency=0.410105, cold_latency=0.261058, sync=0.0429051, cluster_sync=0.0005, grid_sync=0.00436648, dram=4.44328e+06, l2=8.17433e+06, per_sm=46773.8, l2_effective=4.11063e+07, l2_sharpness=4.97066, share_row_warm=0.860845, share_row_cold=0.807359, share_narrow_warm=0.587578, share_narrow_cold=0.803678, share_cluster_warm=0.722923, share_cluster_cold=0.693471, share_split_warm=0.824222, share_split_cold=0.807339, warm_dram=0.871277, cluster_block=0.01059, row_block=0.0794431)
+MODEL_VERSION = "fused_cost-1 46fb6f330888"
+FITTED = Constants(launch=0.797901, cold_start=2.32037, fixed_row=0.350038, fixed_narrow=0.421968, fixed_scalar=0.254438, fixed_cluster=0.715332, fixed_split=3.41404, task_row=0.001, task_narrow=0.001, task_scalar=0.0179827, task_cluster=0.001, task_split=0.001, task_latency=0.0718004, latency=0.412031, cold_latency=0.254987, sync=0.0530323, element=0.0447794, cluster_sync=1.16911, grid_sync=0.003, dram=4.45181e+06, l2=8.09842e+06, per_sm=48067.8, l2_effective=4.21892e+07, l2_sharpness=5.01371, share_row_warm=0.855087, share_row_cold=0.803124, share_narrow_warm=0.512575, share_narrow_cold=0.745501, share_scalar_warm=0.575269, share_scalar_cold=0.815097, share_cluster_warm=0.693586, share_cluster_cold=0.660681, share_split_warm=0.813426, share_split_cold=0.795445, warm_dram=0.86852, cluster_block=0.0112749, row_block=0.0874675)
