@@ -25,12 +25,12 @@ def shape_label(shape: str) -> str:
 def build_label(module: str) -> str:
     """fused_softmax_b256_r4_u4_m5 -> b256 r4 u4 m5 (block, register chunks, unroll, min blocks per SM);
     softmax_designs_narrow_block128_design1_lanes32_row_chunks1 -> narrow b128 l32 r1 (block, lanes, row chunks;
-    a cluster's c<blocks> s<slice chunks in registers> u<unroll>)."""
+    a cluster's c<blocks> s<slice chunks in registers> u<unroll>); a scalar narrow build ends in "scalar"."""
     short = module.removeprefix("fused_softmax_").removeprefix("softmax_designs_")
     short = re.sub(r"_design\d", "", short)
     for word, letter in (("row_chunks", "r"), ("slice_regs", "s"), ("block", "b"), ("lanes", "l"), ("unroll", "u")):
         short = short.replace(word, letter)
-    short = re.sub(r"_cluster(\d)", r"_c\1", short)
+    short = re.sub(r"_cluster(\d)", r"_c\1", short).replace("_scalar1", "_scalar")
     return short.replace("_", "\u00a0")   # never broken inside a build
 
 
