@@ -58,9 +58,6 @@ namespace cg = cooperative_groups;
 #ifndef SPLIT_REGS
 #define SPLIT_REGS 4   // split: the first SPLIT_REGS x BLOCK chunks of a piece stay in registers, the next in shared memory
 #endif
-#ifndef PIPELINE
-#define PIPELINE 0     // split: 1 keeps pieces in two shared-memory buffers, the next piece copied in while this one waits
-#endif
 #ifndef SPLIT_MIN_BLOCKS
 #define SPLIT_MIN_BLOCKS (BLOCK < 1024 ? 1024 / BLOCK : 1)  // split: blocks per SM __launch_bounds__ must allow
 #endif
@@ -421,113 +418,16 @@ __device__ __forceinline__ void split_rows(const float* __restrict__ x, float* _
     }
 }
 
-// ---------------------------------------------------------------- split, pipelined (PIPELINE 1)
-// The same pieces, slots and exchange, but a block keeps each piece in one of two halves of its dynamic shared
-// memory (each holds the longest piece: the host sizes them), filled by asynchronous 16-byte copies (cp.async, no
-// register on the way). Before a block works on piece p it starts copying its next piece, p + gridDim.x, into the
-// other half, so the copies of the next grid step are in flight while this step's pieces reduce, wait for the
-// row's other pieces and write y: the memory does not idle through the exchange. A chunk that straddles a row's end
-// is copied whole (its 16-byte granule, inside the allocation's aligned granules) and the lanes outside the row are
-// read as -inf. Thread t only ever touches entries t, t + BLOCK, ... of either half, which it copied itself: waiting
-// for its own copies is all the ordering it needs.
-__device__ __forceinline__ void async_chunk(float4* to, const float4* from) {
-    const unsigned int address = (unsigned int)__cvta_generic_to_shared(to);
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(address), "l"(from) : "memory");
-}
-
-__device__ __forceinline__ void async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
-
-__device__ __forceinline__ void async_wait_all_but_newest() { asm volatile("cp.async.wait_group 1;" ::: "memory"); }
-
-__device__ __forceinline__ void async_wait_all() { asm volatile("cp.async.wait_group 0;" ::: "memory"); }
-
-// The lanes of chunk c that belong to the row; the others -inf.
-__device__ __forceinline__ float4 row_lanes(const Row& r, int c, float4 v) {
-    if (whole_chunk(r, c)) return v;
-    const int first = 4 * c - r.lead;
-    v.x = (first >= 0 && first < r.cols) ? v.x : NEG_INF;
-    v.y = (first + 1 >= 0 && first + 1 < r.cols) ? v.y : NEG_INF;
-    v.z = (first + 2 >= 0 && first + 2 < r.cols) ? v.z : NEG_INF;
-    v.w = (first + 3 < r.cols) ? v.w : NEG_INF;
-    return v;
-}
-
-// Chunks [begin, end) of piece p's row: the piece's part of the row, every piece of a row ceil(chunks / pieces) long.
-__device__ __forceinline__ void piece_span(const Row& r, long long p, int pieces, int& begin, int& end) {
-    const int per_piece = (r.chunks + pieces - 1) / pieces;
-    begin = min((int)(p % pieces) * per_piece, r.chunks);
-    end = min(begin + per_piece, r.chunks);
-}
-
-// Starts copying piece p (if there is one) into `half`; commits a group either way, so that "all but the newest
-// group" is always the current piece's.
-__device__ __forceinline__ void copy_piece(const float* __restrict__ x, float* __restrict__ y, long long p,
-                                           long long work, int cols, int pieces, float4* half) {
-    if (p < work) {
-        const Row r = row_at(x, y, p / pieces, cols);
-        int begin, end;
-        piece_span(r, p, pieces, begin, end);
-        const float4* from = reinterpret_cast<const float4*>(r.x);
-        for (int c = begin + (int)threadIdx.x; c < end; c += BLOCK) async_chunk(half + (c - begin), from + c);
-    }
-    async_commit();
-}
-
-template <bool RMS>
-__device__ __forceinline__ void split_pipelined(const float* __restrict__ x, float* __restrict__ y, int rows, int cols,
-                                                int pieces, unsigned long long* __restrict__ slots) {
-    __shared__ float scratch[96];
-    extern __shared__ float4 slice[];
-    const int half_entries = (int)(dynamic_shared_bytes() / 32u);
-    const long long work = (long long)rows * pieces;
-    int parity = 0;
-    copy_piece(x, y, blockIdx.x, work, cols, pieces, slice);
-    for (long long p = blockIdx.x; p < work; p += gridDim.x, parity ^= 1) {
-        copy_piece(x, y, p + gridDim.x, work, cols, pieces, slice + (parity ^ 1) * half_entries);
-        float4* piece = slice + parity * half_entries;
-        const long long row = p / pieces;
-        const Row r = row_at(x, y, row, cols);
-        int begin, end;
-        piece_span(r, p, pieces, begin, end);
-        unsigned long long* own = slots + SLOT_WORDS * p;
-        const unsigned int epoch = pieces > 1 ? epoch_of(load_word(own)) + 1u : 0u;
-        async_wait_all_but_newest();  // this thread's copies of piece p have landed
-        float mine = NEG_INF, squares = 0.0f, sum = 0.0f;
-        for (int c = begin + (int)threadIdx.x; c < end; c += BLOCK) {
-            const float4 v = row_lanes(r, c, piece[c - begin]);
-            mine = fmaxf(mine, max4(v));
-            if (RMS) squares += squares4(v);
-        }
-        if (mine > NEG_INF) {
-            for (int c = begin + (int)threadIdx.x; c < end; c += BLOCK) sum += sum4(exp4(row_lanes(r, c, piece[c - begin]), mine));
-        }
-        float m = NEG_INF, s = 0.0f, q = 0.0f;
-        merge_stats(m, s, q, mine, sum, squares);
-        block_merge_stats(m, s, q, scratch);
-        if (pieces > 1) {
-            if (threadIdx.x == 0) publish_stats(own, epoch, m, s, q);
-            gather_stats<RMS>(slots + SLOT_WORDS * row * pieces, pieces, epoch, m, s, q);
-            block_merge_stats(m, s, q, scratch);
-        }
-        const float factor = (RMS ? sqrtf(q / (float)cols) : 1.0f) / s;
-        for (int c = begin + (int)threadIdx.x; c < end; c += BLOCK)
-            store_chunk(r, c, scale4(exp4(piece[c - begin], m), factor));
-    }
-    async_wait_all();
-}
-
 #if EMITS(3)
 extern "C" __global__ void __launch_bounds__(BLOCK, SPLIT_MIN_BLOCKS)
 split_rms_softmax(const float* __restrict__ x, float* __restrict__ y, int rows, int cols, int pieces,
                   unsigned long long* __restrict__ slots) {
-    if (PIPELINE) split_pipelined<true>(x, y, rows, cols, pieces, slots);
-    else split_rows<true>(x, y, rows, cols, pieces, slots);
+    split_rows<true>(x, y, rows, cols, pieces, slots);
 }
 
 extern "C" __global__ void __launch_bounds__(BLOCK, SPLIT_MIN_BLOCKS)
 split_softmax(const float* __restrict__ x, float* __restrict__ y, int rows, int cols, int pieces,
               unsigned long long* __restrict__ slots) {
-    if (PIPELINE) split_pipelined<false>(x, y, rows, cols, pieces, slots);
-    else split_rows<false>(x, y, rows, cols, pieces, slots);
+    split_rows<false>(x, y, rows, cols, pieces, slots);
 }
 #endif

@@ -114,9 +114,6 @@ SPLIT_CASES = [
     (300, 5001, {}, True),                                                  # more rows than resident blocks
     (600, 3001, {"pieces": 2}, True),                                       # several grid steps with barriers
     (1823, 781, {"blocks_per_sm": 1}, True)]
-PIPELINED_CASES = [  # (rows, cols, target options): the pipelined split build (pieces in two shared-memory halves)
-    (1, 1, {}), (3, 1, {}), (1, 1_000_003, {}), (2, 1_000_003, {}), (5, 4097, {"pieces": 3}), (300, 5001, {}),
-    (600, 3001, {"pieces": 2}), (159, 39443, {}), (1823, 781, {"blocks_per_sm": 1}), (77, 29, {"pieces": 4})]
 REPEATED = [("split", 2, 1_000_003), ("split", 1, 4099), ("cluster", 3, 4099), ("cluster", 3, 131075),
             ("narrow", 1823, 781)]
 POISONED = {"narrow": ("narrow", {}), "cluster-registers": ("cluster", {}),
@@ -143,8 +140,6 @@ def forced_configurations(sm_count: int) -> list[tuple[str, dict]]:
     found += [("cluster", fused_policy.design_defines("cluster", rows, cols, sm_count, **choices))
               for rows, cols, choices in CLUSTER_REGISTERS]
     found += [(design, fused_policy.design_defines(design, rows, cols, sm_count)) for design, rows, cols in REPEATED]
-    found += [("split", fused_policy.design_defines("split", rows, cols, sm_count, pipeline=1))
-              for rows, cols, _ in PIPELINED_CASES]
     found += [(design, fused_policy.design_defines(design, *POISON_SHAPE, sm_count, **choices))
               for design, choices in POISONED.values()]
     found.append(("split", fused_policy.design_defines("split", 1, 1, sm_count)))
@@ -296,33 +291,6 @@ def test_split_shapes(device, rows, cols, options, kept, mode):
     target = target_for("split", rows, cols, mode, device["sm_count"], options=options)
     assert target.describe()["kept_on_chip"] == kept, target.describe()
     check(target)
-
-
-@pytest.mark.parametrize("mode", MODES)
-@pytest.mark.parametrize("rows, cols, options", PIPELINED_CASES)
-def test_split_pipelined_shapes(device, rows, cols, options, mode):
-    """The pipelined build: rows split or whole, one grid step or many (the next piece copied in while this one
-    waits), unaligned rows (cols % 4 != 0, so chunks straddle rows and are copied whole), every piece on chip; three
-    invocations on fresh fixtures (the stamped words carry over)."""
-    target = target_for("split", rows, cols, mode, device["sm_count"], options=options, pipeline=1)
-    described = target.describe()
-    assert described["pipelined"] and described["kept_on_chip"], described
-    assert target.shared_bytes == 32 * -(-fused_policy.worst_chunks(rows, cols) // target.pieces)
-    for seed_index in range(3):
-        check(target, seed_index=seed_index, label=f"pipelined, invocation {seed_index + 1}")
-
-
-def test_split_pipelined_graph_replay(backend, device):
-    """The pipelined build captured in a graph and replayed on new inputs, several grid steps each."""
-    from launchlab.gpu.capture import GraphReplay
-
-    rows, cols = 600, 3001
-    target = target_for("split", rows, cols, "rms", device["sm_count"], options={"pieces": 2}, pipeline=1)
-    replay = GraphReplay(target, backend.stream)
-    for seed_index in (8, 9):
-        x = workloads.rms_softmax_fixture(FRESH_SEED, seed_index, rows, cols)
-        result = oracles.compare(replay.compute(x), oracles.rms_softmax(x), oracles.RMS_SOFTMAX_TOLERANCE)
-        assert result["passed"], f"seed {FRESH_SEED}, pipelined graph replay: {result}"
 
 
 @pytest.mark.parametrize("design, rows, cols", REPEATED)

@@ -141,7 +141,6 @@ class SplitRow(_DesignTarget):
                  cooperative: bool = SPLIT_COOPERATIVE):
         super().__init__(built, rows, cols, mode, x)
         self.split_regs = module_define(built, "SPLIT_REGS", SPLIT_REGS)
-        self.pipelined = bool(module_define(built, "PIPELINE", 0))
         blocks_per_sm = split_blocks_per_sm(self.block) if blocks_per_sm is None else int(blocks_per_sm)
         slice_bytes = split_slice_bytes(self.block) if slice_bytes is None else int(slice_bytes)
         budget = min(slice_bytes, device.shared_limit())
@@ -152,20 +151,14 @@ class SplitRow(_DesignTarget):
             raise ValueError(f"no block of {self.block} threads with {budget} shared bytes fits an SM")
         self.capacity = min(self.resident_per_sm, blocks_per_sm) * device.sm_count()
         chunks = worst_chunks(rows, cols)
-        on_chip = budget // 32 if self.pipelined else self.split_regs * self.block + budget // 16
+        on_chip = self.split_regs * self.block + budget // 16
         self.pieces = int(pieces) if pieces else split_pieces(rows, self.capacity, chunks, on_chip, device.sm_count())
         if not 1 <= self.pieces <= self.capacity:
             raise ValueError(f"{self.pieces} pieces per row cannot all be resident ({self.capacity} blocks)")
         grid = self.pieces * min(rows, self.capacity // self.pieces)
         per_piece = -(-chunks // self.pieces)
         self.kept_on_chip = per_piece <= on_chip  # x read once; else the rest of a piece is streamed (read twice)
-        if self.pipelined:
-            if not self.kept_on_chip:
-                raise ValueError(f"a pipelined piece of {per_piece} chunks exceeds half the {budget} shared bytes "
-                                 f"of a block; a row of {cols} floats needs more pieces than {self.capacity} blocks")
-            self.shared_bytes = 32 * per_piece  # two halves, each the longest piece
-        else:
-            self.shared_bytes = min(budget, 16 * max(0, per_piece - self.split_regs * self.block))  # within the limit
+        self.shared_bytes = min(budget, 16 * max(0, per_piece - self.split_regs * self.block))  # within the limit set
         self.cooperative = bool(cooperative)
         self.slots = cupy.zeros(SLOT_WORDS * rows * self.pieces, dtype=cupy.uint64)
         args = (self.x, self.y, np.int32(rows), np.int32(cols), np.int32(self.pieces), self.slots)
@@ -177,8 +170,7 @@ class SplitRow(_DesignTarget):
 
     def describe(self) -> dict:
         return super().describe() | {"pieces": self.pieces, "capacity": self.capacity, "split_regs": self.split_regs,
-                                     "cooperative": self.cooperative, "kept_on_chip": self.kept_on_chip,
-                                     "pipelined": self.pipelined}
+                                     "cooperative": self.cooperative, "kept_on_chip": self.kept_on_chip}
 
 
 DESIGNS = {"narrow": NarrowRows, "cluster": ClusterRow, "split": SplitRow}

@@ -10,8 +10,7 @@ memory and threads each build needs); a task moves b bytes (x read once, y writt
 again), keeps q bytes of loads in flight, and waits for `syncs` block-wide reductions, `cluster` cluster barriers
 and `grid` grid-wide round trips; each thread works through `serial` elements in turn (the whole register array
 of its build, empty entries included), and a grid of many short-lived blocks starts `blocks` of them one after
-another on each SM. The narrow design's scalar build (single floats a lane) and the split design's pipelined build
-have constants of their own ("scalar", "pipe").
+another on each SM. The narrow design's scalar build (single floats a lane) has constants of its own ("scalar").
 
 The time (`terms`): a fixed part (the launch, the design's own fixed cost, and after an L2 flush a cold start), then
 N / P waves, the last one partial. A wave of A tasks takes the longest of: a task's latency (its design's fixed
@@ -41,8 +40,7 @@ MAX_BYTES = 256 << 20
 CALIBRATION_SEED = 4851   # the calibration plane's: never the chapter's
 CALIBRATION_POINTS = 128
 L2_STATES = ("warm", "cold")
-DESIGNS = ("row", "narrow", "scalar", "cluster", "split", "pipe")  # the model's: "scalar" and "pipe" are the narrow
-                                                                   # and split designs' scalar and pipelined builds
+DESIGNS = ("row", "narrow", "scalar", "cluster", "split")  # the model's: "scalar" is the narrow design's scalar build
 
 
 def draw_plane(seed: int, points: int) -> list[tuple[int, int]]:
@@ -70,7 +68,6 @@ NARROW_PREFETCH_REGISTERS = {1: 40, 2: 48, 4: 80}
 SCALAR_REGISTERS = {1: 24, 2: 24, 4: 24, 8: 32}
 CLUSTER_REGISTERS = {0: 64, 8: 64, 16: 108}
 SPLIT_REGISTERS = 60
-PIPE_REGISTERS = 64
 
 
 def worst_chunks(rows: int, cols: int) -> int:
@@ -156,12 +153,10 @@ def geometry(plan: dict, rows: int, cols: int, device: dict) -> Geometry:
         return Geometry(rows * width, sms * resident, 8.0 * cols / width, in_flight, 1.0, width / 8, 0.0, 0.0,
                         "cluster", serial)
     if design == "split":
-        pipelined = bool(defines.get("PIPELINE"))
         slice_bytes = split_slice_bytes(block)
-        registers = PIPE_REGISTERS if pipelined else SPLIT_REGISTERS
-        resident = min(split_blocks_per_sm(block), resident_blocks(block, registers, slice_bytes, shared_per_sm))
+        resident = min(split_blocks_per_sm(block), resident_blocks(block, SPLIT_REGISTERS, slice_bytes, shared_per_sm))
         capacity = sms * max(1, resident)
-        on_chip = split_on_chip_chunks(block, pipeline=pipelined)
+        on_chip = split_on_chip_chunks(block)
         pieces = int(plan.get("options", {}).get("pieces") or split_pieces(rows, capacity, chunks, on_chip, sms))
         per_piece = -(-chunks // pieces)
         reread = max(0, per_piece - on_chip) / per_piece  # the share of x beyond registers and shared memory
@@ -169,11 +164,8 @@ def geometry(plan: dict, rows: int, cols: int, device: dict) -> Geometry:
         # a piece's merged reduction, and where the row has pieces one round trip (publish stamped words, gather
         # them) and the merge of the gathered ones
         serial = 4.0 * (SPLIT_REGS + -(-max(0, per_piece - SPLIT_REGS * block) // block))
-        if pipelined:  # a whole piece's copies in flight at once; three passes over shared memory
-            in_flight, serial = 16.0 * per_piece, 12.0 * -(-per_piece // block)
         return Geometry(rows * pieces, pieces * min(rows, capacity // pieces), 8.0 * cols / pieces, in_flight,
-                        2.0 if pieces > 1 else 1.0, 0.0, 1.0 if pieces > 1 else 0.0, reread,
-                        "pipe" if pipelined else "split", serial)
+                        2.0 if pieces > 1 else 1.0, 0.0, 1.0 if pieces > 1 else 0.0, reread, "split", serial)
     if design == "copy":
         return Geometry(1, 1, 8.0 * rows * cols, float("inf"), 0.0, 0.0, 0.0, 0.0)
     raise ValueError(f"unknown design {design!r}")
@@ -190,13 +182,11 @@ class Constants:
     fixed_scalar: float = 0.3
     fixed_cluster: float = 1.0    # a grid of thread-block clusters
     fixed_split: float = 3.0      # resident blocks exchanging stamped words
-    fixed_pipe: float = 3.0
     task_row: float = 1.0         # each design's fixed time per task: its dependent steps (load, reduce, store)
     task_narrow: float = 1.0      # beyond its loads, and for a block per task, the block's start and end
     task_scalar: float = 1.0
     task_cluster: float = 1.0
     task_split: float = 1.0
-    task_pipe: float = 1.0
     task_latency: float = 0.8     # a round trip of a task's loads while the GPU is loaded with other tasks
     latency: float = 0.6          # a memory round trip under load, served by the L2
     cold_latency: float = 0.4     # added to a round trip served by DRAM
@@ -220,8 +210,6 @@ class Constants:
     share_cluster_cold: float = 0.9
     share_split_warm: float = 0.8
     share_split_cold: float = 0.9
-    share_pipe_warm: float = 0.8
-    share_pipe_cold: float = 0.9
     warm_dram: float = 0.95       # DRAM's rate when warm calls also write back the last call's y
     cluster_block: float = 0.008  # clusters start one after another: this long per block of a cluster grid
     row_block: float = 0.08       # an SM starts the row kernel's blocks one after another: this long per block

@@ -121,13 +121,10 @@ def cluster_config(rows: int, cols: int, sm_count: int, width: int = MAX_CLUSTER
             "UNROLL": CLUSTER_UNROLL}
 
 
-def split_config(rows: int, cols: int, sm_count: int, block: int = SPLIT_BLOCK, pipeline: bool = False) -> dict:
+def split_config(rows: int, cols: int, sm_count: int, block: int = SPLIT_BLOCK) -> dict:
     """The split build: BLOCK threads (the kernel's own defaults give SPLIT_REGS chunks a thread in registers and
     __launch_bounds__ for 1024 threads an SM); blocks of 256 threads keep 6 chunks a thread in flight from
-    SPLIT_SMALL_BYTES of x up, where bandwidth rather than latency sets the time. `pipeline`: the pipelined build
-    (PIPELINE=1: pieces in two shared-memory halves, the next piece copied in asynchronously)."""
-    if pipeline:
-        return {"BLOCK": block, "DESIGN": DESIGN_DEFINE["split"], "PIPELINE": 1, "UNROLL": SPLIT_UNROLL}
+    SPLIT_SMALL_BYTES of x up, where bandwidth rather than latency sets the time."""
     unroll = SPLIT_WIDE_UNROLL if block == 256 and 4 * rows * cols >= SPLIT_SMALL_BYTES else SPLIT_UNROLL
     return {"BLOCK": block, "DESIGN": DESIGN_DEFINE["split"], "UNROLL": unroll}
 
@@ -149,7 +146,7 @@ def design_defines(design: str, rows: int, cols: int, sm_count: int, **choices) 
         defines = cluster_config(rows, cols, sm_count, choices.get("CLUSTER", MAX_CLUSTER),
                                  choices.get("BLOCK", CLUSTER_BLOCK), choices.get("SLICE_REGS"))
     elif design == "split":
-        defines = split_config(rows, cols, sm_count, choices.get("BLOCK", SPLIT_BLOCK), bool(choices.get("PIPELINE")))
+        defines = split_config(rows, cols, sm_count, choices.get("BLOCK", SPLIT_BLOCK))
     else:
         raise ValueError(f"unknown design {design!r}; expected one of narrow, cluster, split")
     defines.update(choices)
@@ -194,8 +191,6 @@ def split_slice_bytes(block: int) -> int:
     return SPLIT_SLICE_BYTES_BY_BLOCK.get(block, SPLIT_SLICE_BYTES * SPLIT_BLOCK // block)
 
 
-def split_on_chip_chunks(block: int = SPLIT_BLOCK, slice_bytes: int | None = None, pipeline: bool = False) -> int:
-    """Chunks a split block keeps on chip: SPLIT_REGS a thread in registers, then its shared memory; a pipelined
-    build, half its shared memory (the other half takes the next piece)."""
-    shared = split_slice_bytes(block) if slice_bytes is None else slice_bytes
-    return shared // 32 if pipeline else SPLIT_REGS * block + shared // 16
+def split_on_chip_chunks(block: int = SPLIT_BLOCK, slice_bytes: int | None = None) -> int:
+    """Chunks a split block keeps on chip: SPLIT_REGS a thread in registers, then its shared memory."""
+    return SPLIT_REGS * block + (split_slice_bytes(block) if slice_bytes is None else slice_bytes) // 16

@@ -145,8 +145,8 @@ def design_plan(design: str, defines: dict, options: dict | None = None) -> dict
             "tag": design_tag(design, defines, options)}
 
 
-TAG_LETTERS = {"CLUSTER": "c", "BLOCK": "b", "ROW_CHUNKS": "r", "PREFETCH": "p", "SCALAR": "s", "PIPELINE": "a",
-               "SLICE_REGS": "g", "UNROLL": "u"}
+TAG_LETTERS = {"CLUSTER": "c", "BLOCK": "b", "ROW_CHUNKS": "r", "PREFETCH": "p", "SCALAR": "s", "SLICE_REGS": "g",
+               "UNROLL": "u"}
 
 
 def design_tag(design: str, defines: dict, options: dict) -> str:
@@ -232,10 +232,6 @@ def candidates(rows: int, cols: int, device: dict) -> list[dict]:
         if rows < SPLIT_MAX_ROWS_PER_SM * sm_count:
             found.append(design_plan("split", fused_policy.design_defines("split", rows, cols, sm_count)))
         found.append(design_plan("split", fused_policy.design_defines("split", rows, cols, sm_count, block=256)))
-        # the pipelined build (the next piece copied in while this one waits), wherever its halves hold a piece
-        pipelined = fused_policy.split_on_chip_chunks(fused_policy.SPLIT_BLOCK, pipeline=True)
-        if chunks <= pipelined * fused_policy.split_blocks_per_sm(fused_policy.SPLIT_BLOCK) * sm_count:
-            found.append(design_plan("split", fused_policy.design_defines("split", rows, cols, sm_count, pipeline=1)))
     unique = {}
     for plan in found:
         unique.setdefault(plan["tag"] + "|" + plan["module"], plan | {"place": place(plan, rows, cols, sm_count)})
@@ -256,12 +252,10 @@ def place(plan: dict, rows: int, cols: int, sm_count: int) -> str:
         where = "registers" if slice_chunks <= defines["SLICE_REGS"] * defines["BLOCK"] else "shared memory"
         return f"{where}, {defines['CLUSTER']} blocks"
     block = defines["BLOCK"]
-    on_chip = fused_policy.split_on_chip_chunks(block, pipeline=bool(defines.get("PIPELINE")))
+    on_chip = fused_policy.split_on_chip_chunks(block)
     pieces = plan["options"].get("pieces") or fused_policy.split_pieces(
         rows, fused_policy.split_blocks_per_sm(block) * sm_count, chunks, on_chip, sm_count)
     kept = -(-chunks // pieces) <= on_chip
-    if defines.get("PIPELINE"):
-        return f"shared memory (two halves, the next piece copied in), {pieces} pieces"
     return f"{'registers and shared memory' if kept else 'streamed'}, {pieces} pieces"
 
 

@@ -13,7 +13,7 @@ from launchlab.model import fused_policy, oracles, workloads
 
 SEED = 1
 PROBLEM = ("every fused design (narrow rows in chunks and in single floats, the row kernel's three tiers, a cluster with slices in registers and in "
-           "shared memory, split rows kept, streamed and pipelined) in both modes, from the stream and as a graph replay, on small "
+           "shared memory, split rows kept and streamed) in both modes, from the stream and as a graph replay, on small "
            "irregular shapes (launchlab.chapters.fusion.sanitize)")
 # (label, design, rows, cols, overriding defines or target options)
 CASES = (
@@ -31,9 +31,8 @@ CASES = (
     ("split-kept", "split", 2, 50001, {}),
     ("split-streamed", "split", 2, 50001, {"slice_bytes": 1024}),
     ("split-one-row", "split", 1, 4099, {}),
-    ("split-pipelined", "split", 40, 5003, {"pipeline": 1, "pieces": 3}),
 )
-TARGET_OPTIONS = ("slice_bytes", "pieces")  # options of the target rather than compile-time defines
+TARGET_OPTIONS = ("slice_bytes",)  # options of the target rather than compile-time defines
 PLANE_ENVIRONMENT = "LAUNCHLAB_FUSION_PLANE"  # "<points>,<seed>" of the run's plane, set by run.py for the child
 PLANE_POINTS_PER_DESIGN = 2
 PLANE_PROBLEM = ("; on the run's plane, the plan of the two smallest points each design serves, and the float4 copy "
