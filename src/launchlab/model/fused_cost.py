@@ -15,7 +15,8 @@ another on each SM. The narrow design's scalar build (single floats a lane) has 
 The time (`terms`): a fixed part (the launch, the design's own fixed cost, and after an L2 flush a cold start), then
 N / P waves, the last one partial. A wave of A tasks takes the longest of: a task's latency (its design's fixed
 time per task, its reductions, and a loaded round trip for every q of its bytes), A b over the GPU's bandwidth (its
-share of it that the design reaches), and (A / SMs) b over one SM's bandwidth. Blocks that start one after another
+share of it that the design reaches), and (A / SMs) b over one SM's bandwidth; a grid-wide round trip (the split
+design's exchange, which holds every block of a grid step at once) adds to its wave instead. Blocks that start one after another
 (thread-block clusters over the whole GPU, the row kernel's blocks on each SM) can set the pace instead. The
 bandwidth mixes the L2's and DRAM's by the share of the bytes the L2 serves: warm, as far as it holds x and y; cold,
 none. The copy is the same model without tasks: launch, one round trip and its bytes over the bandwidth; the fit
@@ -290,8 +291,11 @@ def terms(cases: Cases, constants: Constants) -> dict:
     task_bytes = cases.task_bytes * (1.0 + 0.5 * cases.reread)
     in_flight = np.where(cases.copy, 1.0, cases.in_flight)
     dependent = sum(cases.designs[design] * getattr(k, f"task_{design}") for design in DESIGNS)
-    task = (dependent + cases.serial * k.element + cases.syncs * k.sync + cases.cluster * k.cluster_sync + cases.grid * k.grid_sync
+    task = (dependent + cases.serial * k.element + cases.syncs * k.sync + cases.cluster * k.cluster_sync
             + task_latency * np.maximum(1.0, 0.5 * task_bytes / in_flight))
+    # a grid-wide round trip (the split design's exchange) holds every block of its grid step at once: the memory
+    # idles through it, so it adds to the step's time instead of overlapping other tasks' transfers
+    exchange = cases.grid * k.grid_sync
     slots = np.maximum(1.0, cases.slots)
     full = np.floor(cases.tasks / slots)
     rest = cases.tasks - full * slots
@@ -301,6 +305,7 @@ def terms(cases: Cases, constants: Constants) -> dict:
         which = np.argmax(limits, axis=0)
         for index, name in enumerate(parts):
             parts[name] = parts[name] + count * np.where(which == index, limits[index], 0.0)
+        parts["latency"] = parts["latency"] + count * exchange
     waves = sum(parts.values())
     fixed = k.launch + (~cases.warm) * k.cold_start
     for design in DESIGNS:
@@ -426,4 +431,4 @@ def errors(relative: np.ndarray) -> dict:
 # Fitted by tools/calibrate_fused.py --fit on evidence/development/fused_calibration.json (the calibration plane,
 # seed CALIBRATION_SEED, measured on an H200); tests/test_fused_cost.py refits and compares.
 MODEL_VERSION = "fused_cost-1 46fb6f330888"
-FITTED = Constants(launch=0.797901, cold_start=2.32037, fixed_row=0.350038, fixed_narrow=0.421968, fixed_scalar=0.254438, fixed_cluster=0.715332, fixed_split=3.41404, task_row=0.001, task_narrow=0.001, task_scalar=0.0179827, task_cluster=0.001, task_split=0.001, task_latency=0.0718004, latency=0.412031, cold_latency=0.254987, sync=0.0530323, element=0.0447794, cluster_sync=1.16911, grid_sync=0.003, dram=4.45181e+06, l2=8.09842e+06, per_sm=48067.8, l2_effective=4.21892e+07, l2_sharpness=5.01371, share_row_warm=0.855087, share_row_cold=0.803124, share_narrow_warm=0.512575, share_narrow_cold=0.745501, share_scalar_warm=0.575269, share_scalar_cold=0.815097, share_cluster_warm=0.693586, share_cluster_cold=0.660681, share_split_warm=0.813426, share_split_cold=0.795445, warm_dram=0.86852, cluster_block=0.0112749, row_block=0.0874675)
+FITTED = Constants(launch=0.797901, cold_start=2.32037, fixed_row=0.264376, fixed_narrow=0.308263, fixed_scalar=0.188011, fixed_cluster=0.5424, fixed_split=2.39215, task_row=0.001, task_narrow=0.001, task_scalar=0.001, task_cluster=0.001, task_split=0.001, task_latency=0.183701, latency=0.412031, cold_latency=0.254987, sync=0.0001, element=0.0469532, cluster_sync=1.16824, grid_sync=1.04464, dram=4.45181e+06, l2=8.09842e+06, per_sm=50040.7, l2_effective=4.21892e+07, l2_sharpness=5.01371, share_row_warm=0.84861, share_row_cold=0.801008, share_narrow_warm=0.505613, share_narrow_cold=0.739412, share_scalar_warm=0.572228, share_scalar_cold=0.80413, share_cluster_warm=0.689465, share_cluster_cold=0.657081, share_split_warm=0.836968, share_split_cold=0.824231, warm_dram=0.86852, cluster_block=0.0113481, row_block=0.0888578)
