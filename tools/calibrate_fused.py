@@ -333,7 +333,7 @@ def main() -> None:
             fitted["calibration_plane"] = report(args.fit, constants)
             args.fit_out.write_text(json.dumps(fitted, indent=1, sort_keys=True) + "\n")
         constants = ", ".join(f"{k}={v:.6g}" for k, v in fitted["constants"].items())
-        print(f'MODEL_VERSION = "fused_cost-1 {fitted["calibration_sha256_12"]}"\nFITTED = Constants({constants})')
+        print(f'MODEL_VERSION = f"{{MODEL_STRUCTURE}} {fitted["calibration_sha256_12"]}"\nFITTED = Constants({constants})')
         return
     if args.report:
         report(args.report)

@@ -428,7 +428,10 @@ def errors(relative: np.ndarray) -> dict:
 
 
 # ---------------------------------------------------------------- the fitted constants
+# The model's structure (its terms), numbered anew whenever a term changes: the version of a fit is the structure
+# and the first 12 hex digits of its calibration file's SHA-256.
+MODEL_STRUCTURE = "fused_cost-2"
 # Fitted by tools/calibrate_fused.py --fit on evidence/development/fused_calibration.json (the calibration plane,
 # seed CALIBRATION_SEED, measured on an H200); tests/test_fused_cost.py refits and compares.
-MODEL_VERSION = "fused_cost-1 46fb6f330888"
+MODEL_VERSION = f"{MODEL_STRUCTURE} 46fb6f330888"
 FITTED = Constants(launch=0.797901, cold_start=2.32037, fixed_row=0.264376, fixed_narrow=0.308263, fixed_scalar=0.188011, fixed_cluster=0.5424, fixed_split=2.39215, task_row=0.001, task_narrow=0.001, task_scalar=0.001, task_cluster=0.001, task_split=0.001, task_latency=0.183701, latency=0.412031, cold_latency=0.254987, sync=0.0001, element=0.0469532, cluster_sync=1.16824, grid_sync=1.04464, dram=4.45181e+06, l2=8.09842e+06, per_sm=50040.7, l2_effective=4.21892e+07, l2_sharpness=5.01371, share_row_warm=0.84861, share_row_cold=0.801008, share_narrow_warm=0.505613, share_narrow_cold=0.739412, share_scalar_warm=0.572228, share_scalar_cold=0.80413, share_cluster_warm=0.689465, share_cluster_cold=0.657081, share_split_warm=0.836968, share_split_cold=0.824231, warm_dram=0.86852, cluster_block=0.0113481, row_block=0.0888578)
