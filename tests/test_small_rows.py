@@ -36,12 +36,24 @@ def test_no_latency_row_build_for_short_or_long_rows_or_large_matrices(rows, col
 def test_small_matrices_also_get_a_narrow_build_in_blocks_of_128_threads():
     assert "narrow-b128-r1" in tags(201, 6) and "narrow-b256-r1" in tags(201, 6)
     assert "narrow-b128-r2" in tags(14, 147)                # the fewest chunks a lane among the narrow builds
-    assert not [t for t in tags(1 << 20, 3) if "-b128-" in t]   # 12 MiB: bandwidth-bound
+    assert not [t for t in tags(1 << 20, 3) if "-b128-" in t and not t.endswith("-s1")]  # 12 MiB: bandwidth-bound
 
 
 def test_only_four_chunk_narrow_builds_prefetch_and_the_list_stays_small():
     for shape in [(201, 6), (14, 147), (2017, 83), (61999, 3), (11, 375), (1, 1), (4841, 14)]:
         found = tags(*shape)
         assert all(t.startswith("narrow-b256-r4") for t in found if t.endswith("-p1")), (shape, found)
-        assert len(found) <= 8, (shape, found)
+        assert len(found) <= 12, (shape, found)
         assert len(found) == len(set(found))
+
+
+def test_scalar_narrow_builds_are_candidates_for_rows_of_up_to_256_floats_only():
+    """One scalar build per lane count (the fewest floats a lane that give it), in blocks of 128 threads, wherever
+    32 lanes of 8 floats hold the row; none beyond."""
+    for rows, cols in [(201, 6), (14, 147), (61999, 3), (3, 256), (1, 1)]:
+        scalar = [t for t in tags(rows, cols) if t.endswith("-s1")]
+        assert scalar and all(t.startswith("narrow-b128-r") for t in scalar), (rows, cols, scalar)
+        lanes = {fused_policy.narrow_lanes(rows, cols, int(t.split("-r")[1].split("-")[0]), scalar=True)
+                 for t in scalar}
+        assert len(lanes) == len(scalar), (rows, cols, scalar)
+    assert not [t for t in tags(3, 257) if t.endswith("-s1")]
