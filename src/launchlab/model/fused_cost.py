@@ -16,8 +16,9 @@ The time (`terms`): a fixed part (the launch, the design's own fixed cost, and a
 N / P waves, the last one partial. A wave of A tasks takes the longest of: a task's latency (its design's fixed
 time per task, its reductions, and a loaded round trip for every q of its bytes), A b over the GPU's bandwidth (its
 share of it that the design reaches), and (A / SMs) b over one SM's bandwidth; a grid-wide round trip (the split
-design's exchange, which holds every block of a grid step at once) adds to its wave instead. Blocks that start one after another
-(thread-block clusters over the whole GPU, the row kernel's blocks on each SM) can set the pace instead. The
+design's exchange, which holds every block of a grid step at once) adds to its wave instead. Blocks that start one
+after another (thread-block clusters over the whole GPU, the row kernel's and the scalar builds' blocks on each SM)
+can set the pace instead. The
 bandwidth mixes the L2's and DRAM's by the share of the bytes the L2 serves: warm, as far as it holds x and y; cold,
 none. The copy is the same model without tasks: launch, one round trip and its bytes over the bandwidth; the fit
 takes the memory system's constants from the copy first, then each design's own from the designs.
@@ -30,7 +31,8 @@ import math
 
 import numpy as np
 
-from launchlab.model.fused_policy import SPLIT_REGS, split_blocks_per_sm, split_on_chip_chunks, split_pieces, split_slice_bytes
+from launchlab.model.fused_policy import (SPLIT_REGS, split_blocks_per_sm, split_on_chip_chunks, split_pieces,
+                                          split_slice_bytes)
 
 # The plane's distribution (the fusion chapter's): rows log-uniform in 1..65536, row length log-uniform in
 # 1..2^21 floats, a draw whose matrix falls outside 4 KiB..256 MiB redrawn.
@@ -135,8 +137,8 @@ def geometry(plan: dict, rows: int, cols: int, device: dict) -> Geometry:
         table = SCALAR_REGISTERS if scalar else NARROW_PREFETCH_REGISTERS if prefetch else NARROW_REGISTERS
         resident = resident_blocks(block, table.get(row_chunks, 120), 0, shared_per_sm)
         groups = -(-rows // rows_per_warp)
-        # the scalar build: a block per block // 32 groups, started one after another like the row kernel's
-        # a row's reduction: log2(lanes) rounds of shuffles, counted as a share of a block-wide reduction's ten
+        # a row's reduction: log2(lanes) rounds of shuffles, counted as a share of a block-wide reduction's ten; the
+        # scalar build's grid: a block for every block // 32 groups, started one after another like the row kernel's
         return Geometry(groups, sms * resident * (block // 32), 8.0 * cols * min(rows, rows_per_warp),
                         (1 + prefetch) * row_bytes * min(rows, rows_per_warp), math.log2(lanes) / 10, 0.0, 0.0, 0.0,
                         "scalar" if scalar else "narrow", (1 if scalar else 4) * row_chunks,
