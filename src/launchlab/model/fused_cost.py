@@ -31,8 +31,8 @@ import math
 
 import numpy as np
 
-from launchlab.model.fused_policy import (SPLIT_REGS, split_blocks_per_sm, split_on_chip_chunks, split_pieces,
-                                          split_slice_bytes)
+from launchlab.model.fused_policy import (SPLIT_REGS, next_power_of_two, split_blocks_per_sm, split_on_chip_chunks,
+                                          split_pieces, split_slice_bytes, worst_chunks)
 
 # The plane's distribution (the fusion chapter's): rows log-uniform in 1..65536, row length log-uniform in
 # 1..2^21 floats, a draw whose matrix falls outside 4 KiB..256 MiB redrawn.
@@ -71,16 +71,6 @@ NARROW_PREFETCH_REGISTERS = {1: 40, 2: 48, 4: 80}
 SCALAR_REGISTERS = {1: 24, 2: 24, 4: 24, 8: 32}
 CLUSTER_REGISTERS = {0: 64, 8: 64, 16: 108}
 SPLIT_REGISTERS = 60
-
-
-def worst_chunks(rows: int, cols: int) -> int:
-    """16-byte chunks of the worst-aligned row (rows start at r*cols floats from an aligned base)."""
-    lead = 0 if cols % 4 == 0 else (3 if rows > 1 else 0)
-    return (lead + cols + 3) // 4
-
-
-def next_power_of_two(n: int) -> int:
-    return 1 << max(0, int(n) - 1).bit_length()
 
 
 def resident_blocks(block: int, registers: int, shared_bytes: int, shared_per_sm: int) -> int:

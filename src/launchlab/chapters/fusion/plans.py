@@ -184,6 +184,17 @@ def _try(make, *args, **kwargs):
         return None
 
 
+def fewest_per_lane(rows: int, cols: int, scalar: bool = False) -> dict:
+    """{lanes a row: the fewest chunks a lane (single floats in a scalar build) among CANDIDATE_NARROW_ROW_CHUNKS
+    that gives that lane count}, over the narrow builds that hold the row in 32 lanes."""
+    units = cols if scalar else fused_policy.worst_chunks(rows, cols)
+    found = {}
+    for per_lane in CANDIDATE_NARROW_ROW_CHUNKS:
+        if units <= 32 * per_lane:
+            found.setdefault(fused_policy.narrow_lanes(rows, cols, per_lane, scalar), per_lane)
+    return found
+
+
 def candidates(rows: int, cols: int, device: dict) -> list[dict]:
     """Every configuration the policy considers for a shape on a device (its identity: "sm_count",
     "compute_capability", "shared_bytes_per_block_optin"), each once, as plans."""
@@ -194,10 +205,7 @@ def candidates(rows: int, cols: int, device: dict) -> list[dict]:
     chunks = fused_policy.worst_chunks(rows, cols)
     found = [row_plan(rows, cols, optin, sm_count), row_plan(rows, cols, optin, None)]
     found += row_variants(rows, cols, optin) + latency_row_variants(rows, cols)
-    by_lanes = {}  # per lane count the narrow build of fewest chunks a lane that gives it
-    for per_lane in CANDIDATE_NARROW_ROW_CHUNKS:
-        if chunks <= 32 * per_lane:
-            by_lanes.setdefault(fused_policy.narrow_lanes(rows, cols, per_lane), per_lane)
+    by_lanes = fewest_per_lane(rows, cols)
     for per_lane in by_lanes.values():
         for prefetch in (0, 1) if per_lane in CANDIDATE_PREFETCH_ROW_CHUNKS else (0,):
             found.append(design_plan("narrow", fused_policy.design_defines(
@@ -206,11 +214,7 @@ def candidates(rows: int, cols: int, device: dict) -> list[dict]:
     if by_lanes and 4 * rows * cols <= LATENCY_MAX_BYTES:
         found.append(design_plan("narrow", fused_policy.design_defines(
             "narrow", rows, cols, sm_count, row_chunks=min(by_lanes.values()), block=LATENCY_NARROW_BLOCK)))
-    scalar_lanes = {}  # the same for the scalar builds (single floats a lane)
-    for per_lane in CANDIDATE_NARROW_ROW_CHUNKS:
-        if cols <= 32 * per_lane:
-            scalar_lanes.setdefault(fused_policy.narrow_lanes(rows, cols, per_lane, scalar=True), per_lane)
-    for per_lane in scalar_lanes.values():
+    for per_lane in fewest_per_lane(rows, cols, scalar=True).values():
         found.append(design_plan("narrow", fused_policy.design_defines(
             "narrow", rows, cols, sm_count, row_chunks=per_lane, scalar=1)))
     if clusters and cols >= 1024:
