@@ -212,38 +212,36 @@ narrow_softmax(const float* __restrict__ x, float* __restrict__ y, int rows, int
 
 // ---------------------------------------------------------------- a thread's part of a slice (cluster and split)
 // Thread t takes chunks begin + t, begin + t + BLOCK, ... of [begin, end) and merges their (max m, sum s of
-// exp(x - m), sum q of squares) into its running (m, s, q) (grid_flags.cuh's merge_stats). The raw x stays where
-// it was loaded (registers or this thread's own entries of shared memory: no barrier between a thread's passes),
-// and y is exp(x - m_row) * factor from it: one more exponential per element, in exchange for the block needing
-// one reduction of (m, s, q) instead of a max, then a sum, then a sum of squares.
+// exp(x - m), sum q of squares) into its running (m, s, q) (grid_flags.cuh's merge_stats). Every exponential of
+// the statistics is taken where it overlaps memory traffic, never in a pass of its own between the last load and
+// the exchange (on the special-function unit, 16 a clock an SM, such a pass over a resident piece of tens of
+// thousands of elements an SM is microseconds with DRAM idle):
+//   registers  all K loads in flight at once, then exp(x - the part's own max) in place (own_stats), so y is a
+//              multiply: the part's `shift` goes with it to registers_write;
+//   shared     the raw x goes to this thread's own entries of shared memory (no barrier between a thread's passes)
+//              while an online max and sum take in each group of UNROLL chunks as it arrives (other warps' loads are
+//              in flight meanwhile); y is exp(x - m_row) * factor from it, an exponential that overlaps the stores.
 template <bool RMS, int K>
-__device__ __forceinline__ void registers_stats(const Row& r, int begin, int end, float4 (&v)[K], float& m, float& s,
-                                                float& q) {
-    float mine = NEG_INF, squares = 0.0f, sum = 0.0f;
+__device__ __forceinline__ void registers_stats(const Row& r, int begin, int end, float4 (&v)[K], float& shift,
+                                                float& m, float& s, float& q) {
 #pragma unroll
     for (int i = 0; i < K; ++i) {
         const int c = begin + (int)threadIdx.x + i * BLOCK;
         v[i] = c < end ? load_chunk(r, c) : neg_inf4();  // all K loads in flight at once
     }
-#pragma unroll
-    for (int i = 0; i < K; ++i) {
-        mine = fmaxf(mine, max4(v[i]));
-        if (RMS) squares += squares4(v[i]);
-    }
-    if (mine > NEG_INF) {
-#pragma unroll
-        for (int i = 0; i < K; ++i) sum += sum4(exp4(v[i], mine));
-    }
-    merge_stats(m, s, q, mine, sum, squares);
+    const RowStats own = own_stats<RMS>(v, shift);
+    merge_stats(m, s, q, own.m, own.s, own.q);
 }
 
+// y = exp(x - shift) (held in v) * exp(shift - m_row) * factor.
 template <int K>
-__device__ __forceinline__ void registers_write(const Row& r, int begin, int end, const float4 (&v)[K], float m,
-                                                float factor) {
+__device__ __forceinline__ void registers_write(const Row& r, int begin, int end, const float4 (&v)[K], float shift,
+                                                float m, float factor) {
+    const float scale = exp_shifted(shift, m) * factor;
 #pragma unroll
     for (int i = 0; i < K; ++i) {
         const int c = begin + (int)threadIdx.x + i * BLOCK;
-        if (c < end) store_chunk(r, c, scale4(exp4(v[i], m), factor));
+        if (c < end) store_chunk(r, c, scale4(v[i], scale));
     }
 }
 
@@ -254,19 +252,20 @@ __device__ __forceinline__ void shared_stats(const Row& r, int begin, int end, f
     float mine = NEG_INF, squares = 0.0f, sum = 0.0f;
     for (int base = begin + (int)threadIdx.x; base < end; base += UNROLL * BLOCK) {
         float4 v[UNROLL];
-        load_unrolled(r, base, end, v);
+        load_unrolled(r, base, end, v);  // -inf past `end`: no element, no exponential
+        float top = mine;
 #pragma unroll
         for (int u = 0; u < UNROLL; ++u) {
             const int c = base + u * BLOCK;
-            if (c < end) {
-                slice[c - begin] = v[u];
-                mine = fmaxf(mine, max4(v[u]));
-                if (RMS) squares += squares4(v[u]);
-            }
+            if (c < end) slice[c - begin] = v[u];
+            top = fmaxf(top, max4(v[u]));
+            if (RMS) squares += squares4(v[u]);
         }
-    }
-    if (mine > NEG_INF) {
-        for (int c = threadIdx.x; c < end - begin; c += BLOCK) sum += sum4(exp4(slice[c], mine));
+        float added = 0.0f;  // the first chunk (c = base < end) holds an element of the row: top is finite
+#pragma unroll
+        for (int u = 0; u < UNROLL; ++u) added += sum4(exp4(v[u], top));
+        sum = rescaled(sum, mine, top) + added;
+        mine = top;
     }
     merge_stats(m, s, q, mine, sum, squares);
 }
@@ -292,8 +291,8 @@ __device__ __forceinline__ void cluster_row(const float* __restrict__ x, float* 
     // per launch from the row length (the same for every block), so one build serves every row length.
     const bool in_registers = SLICE_REGS > 0 && per_block <= SLICE_REGS * BLOCK;
     float4 v[SLICE_REGS > 0 ? SLICE_REGS : 1];
-    float m = NEG_INF, s = 0.0f, q = 0.0f;
-    if (in_registers) registers_stats<RMS>(r, begin, end, v, m, s, q);
+    float shift = 0.0f, m = NEG_INF, s = 0.0f, q = 0.0f;
+    if (in_registers) registers_stats<RMS>(r, begin, end, v, shift, m, s, q);
     else shared_stats<RMS>(r, begin, end, slice, m, s, q);
     block_merge_stats(m, s, q, scratch);
     if (threadIdx.x == 0) {
@@ -314,7 +313,7 @@ __device__ __forceinline__ void cluster_row(const float* __restrict__ x, float* 
     warp_merge_stats(mk, sk, qk);
     cluster.barrier_arrive();  // this block has read every remote triple it needs
     const float factor = (RMS ? sqrtf(qk / (float)cols) : 1.0f) / sk;
-    if (in_registers) registers_write(r, begin, end, v, mk, factor);
+    if (in_registers) registers_write(r, begin, end, v, shift, mk, factor);
     else shared_write(r, begin, end, slice, mk, factor);
     cluster.barrier_wait();    // no block leaves while another may still read its triple
 }
@@ -401,8 +400,8 @@ __device__ __forceinline__ void split_rows(const float* __restrict__ x, float* _
         unsigned long long* own = slots + SLOT_WORDS * p;
         const unsigned int epoch = pieces > 1 ? epoch_of(load_word(own)) + 1u : 0u;  // in flight with the piece's loads
         float4 v[SPLIT_REGS];
-        float m = NEG_INF, s = 0.0f, q = 0.0f;
-        registers_stats<RMS>(r, part.begin, part.registers_end, v, m, s, q);
+        float shift, m = NEG_INF, s = 0.0f, q = 0.0f;
+        registers_stats<RMS>(r, part.begin, part.registers_end, v, shift, m, s, q);
         shared_stats<RMS>(r, part.registers_end, part.shared_end, slice, m, s, q);
         streamed_stats<RMS>(r, part.shared_end, part.end, m, s, q);
         block_merge_stats(m, s, q, scratch);
@@ -412,7 +411,7 @@ __device__ __forceinline__ void split_rows(const float* __restrict__ x, float* _
             block_merge_stats(m, s, q, scratch);  // the row's (m, z, q), in every thread
         }
         const float factor = (RMS ? sqrtf(q / (float)cols) : 1.0f) / s;
-        registers_write(r, part.begin, part.registers_end, v, m, factor);
+        registers_write(r, part.begin, part.registers_end, v, shift, m, factor);
         shared_write(r, part.registers_end, part.shared_end, slice, m, factor);
         streamed_write(r, part.shared_end, part.end, m, factor);
     }
