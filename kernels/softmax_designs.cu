@@ -212,56 +212,99 @@ narrow_softmax(const float* __restrict__ x, float* __restrict__ y, int rows, int
 
 // ---------------------------------------------------------------- a thread's part of a slice (cluster and split)
 // Thread t takes chunks begin + t, begin + t + BLOCK, ... of [begin, end) and merges their (max m, sum s of
-// exp(x - m), sum q of squares) into its running (m, s, q) (grid_flags.cuh's merge_stats). Every exponential of
-// the statistics is taken where it overlaps memory traffic, never in a pass of its own between the last load and
-// the exchange (on the special-function unit, 16 a clock an SM, such a pass over a resident piece of tens of
-// thousands of elements an SM is microseconds with DRAM idle):
-//   registers  all K loads in flight at once, then exp(x - the part's own max) in place (own_stats), so y is a
-//              multiply: the part's `shift` goes with it to registers_write;
-//   shared     the raw x goes to this thread's own entries of shared memory (no barrier between a thread's passes)
-//              while an online max and sum take in each group of UNROLL chunks as it arrives (other warps' loads are
-//              in flight meanwhile); y is exp(x - m_row) * factor from it, an exponential that overlaps the stores.
+// exp(x - m), sum q of squares) into its running (m, s, q) (grid_flags.cuh's merge_stats). The raw x stays where
+// it was loaded (registers or this thread's own entries of shared memory: no barrier between a thread's passes),
+// and y is exp(x - m_row) * factor from it: one more exponential per element, in exchange for the block needing
+// one reduction of (m, s, q) instead of a max, then a sum, then a sum of squares.
 template <bool RMS, int K>
-__device__ __forceinline__ void registers_stats(const Row& r, int begin, int end, float4 (&v)[K], float& shift,
-                                                float& m, float& s, float& q) {
+__device__ __forceinline__ void registers_stats(const Row& r, int begin, int end, float4 (&v)[K], float& m, float& s,
+                                                float& q) {
+    float mine = NEG_INF, squares = 0.0f, sum = 0.0f;
 #pragma unroll
     for (int i = 0; i < K; ++i) {
         const int c = begin + (int)threadIdx.x + i * BLOCK;
         v[i] = c < end ? load_chunk(r, c) : neg_inf4();  // all K loads in flight at once
     }
-    const RowStats own = own_stats<RMS>(v, shift);
-    merge_stats(m, s, q, own.m, own.s, own.q);
+#pragma unroll
+    for (int i = 0; i < K; ++i) {
+        mine = fmaxf(mine, max4(v[i]));
+        if (RMS) squares += squares4(v[i]);
+    }
+    if (mine > NEG_INF) {
+#pragma unroll
+        for (int i = 0; i < K; ++i) sum += sum4(exp4(v[i], mine));
+    }
+    merge_stats(m, s, q, mine, sum, squares);
 }
 
-// y = exp(x - shift) (held in v) * exp(shift - m_row) * factor.
 template <int K>
-__device__ __forceinline__ void registers_write(const Row& r, int begin, int end, const float4 (&v)[K], float shift,
-                                                float m, float factor) {
-    const float scale = exp_shifted(shift, m) * factor;
+__device__ __forceinline__ void registers_write(const Row& r, int begin, int end, const float4 (&v)[K], float m,
+                                                float factor) {
 #pragma unroll
     for (int i = 0; i < K; ++i) {
         const int c = begin + (int)threadIdx.x + i * BLOCK;
-        if (c < end) store_chunk(r, c, scale4(v[i], scale));
+        if (c < end) store_chunk(r, c, scale4(exp4(v[i], m), factor));
     }
 }
 
+// 16 bytes of global memory into shared memory with no register on the way (cp.async, sm_80 and later); the
+// thread's copies since the last commit form a group, and a thread waits for its own groups only.
+__device__ __forceinline__ void copy_chunk_async(float4* to, const float4* from) {
+    const unsigned int address = (unsigned int)__cvta_generic_to_shared(to);
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(address), "l"(from) : "memory");
+}
+
+__device__ __forceinline__ void commit_copies() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+
+// Until at most `pending` of this thread's newest groups are still in flight. The count is an immediate operand:
+// comparisons (no jump table), and a count above 7 waits as for 7, which only waits longer.
+__device__ __forceinline__ void wait_copies(int pending) {
+    if (pending <= 0) asm volatile("cp.async.wait_group 0;" ::: "memory");
+    else if (pending == 1) asm volatile("cp.async.wait_group 1;" ::: "memory");
+    else if (pending == 2) asm volatile("cp.async.wait_group 2;" ::: "memory");
+    else if (pending == 3) asm volatile("cp.async.wait_group 3;" ::: "memory");
+    else if (pending == 4) asm volatile("cp.async.wait_group 4;" ::: "memory");
+    else if (pending == 5) asm volatile("cp.async.wait_group 5;" ::: "memory");
+    else if (pending == 6) asm volatile("cp.async.wait_group 6;" ::: "memory");
+    else asm volatile("cp.async.wait_group 7;" ::: "memory");
+}
+
 // The same with the chunks kept in `slice` (entry c - begin): thread t only touches entries t, t + BLOCK, ...
+// Every chunk of the thread's part is requested before the first is used: cp.async puts the whole chunks straight
+// into shared memory (a chunk that straddles a row's end is loaded lane by lane and stored there), in groups of
+// UNROLL a thread, so the whole slice is in flight at once (a register loop would hold UNROLL chunks a thread).
+// Then each group is taken in as it lands: its max, and its exponentials against the running max (an online
+// max and sum), while the later groups are still on their way.
 template <bool RMS>
 __device__ __forceinline__ void shared_stats(const Row& r, int begin, int end, float4* slice, float& m, float& s,
                                              float& q) {
-    float mine = NEG_INF, squares = 0.0f, sum = 0.0f;
-    for (int base = begin + (int)threadIdx.x; base < end; base += UNROLL * BLOCK) {
-        float4 v[UNROLL];
-        load_unrolled(r, base, end, v);  // -inf past `end`: no element, no exponential
-        float top = mine;
+    const float4* chunks = reinterpret_cast<const float4*>(r.x);
+    int groups = 0;
+    for (int base = begin + (int)threadIdx.x; base < end; base += UNROLL * BLOCK, ++groups) {
 #pragma unroll
         for (int u = 0; u < UNROLL; ++u) {
             const int c = base + u * BLOCK;
-            if (c < end) slice[c - begin] = v[u];
+            if (c < end) {
+                if (whole_chunk(r, c)) copy_chunk_async(slice + (c - begin), chunks + c);
+                else slice[c - begin] = load_chunk(r, c);
+            }
+        }
+        commit_copies();
+    }
+    float mine = NEG_INF, squares = 0.0f, sum = 0.0f;
+    int group = 0;
+    for (int base = begin + (int)threadIdx.x; base < end; base += UNROLL * BLOCK, ++group) {
+        wait_copies(groups - 1 - group);  // this thread's groups up to `group` have landed
+        float4 v[UNROLL];
+        float top = mine;  // chunk `base` holds an element of the row: top ends finite
+#pragma unroll
+        for (int u = 0; u < UNROLL; ++u) {
+            const int c = base + u * BLOCK;
+            v[u] = c < end ? slice[c - begin] : neg_inf4();
             top = fmaxf(top, max4(v[u]));
             if (RMS) squares += squares4(v[u]);
         }
-        float added = 0.0f;  // the first chunk (c = base < end) holds an element of the row: top is finite
+        float added = 0.0f;
 #pragma unroll
         for (int u = 0; u < UNROLL; ++u) added += sum4(exp4(v[u], top));
         sum = rescaled(sum, mine, top) + added;
@@ -291,8 +334,8 @@ __device__ __forceinline__ void cluster_row(const float* __restrict__ x, float* 
     // per launch from the row length (the same for every block), so one build serves every row length.
     const bool in_registers = SLICE_REGS > 0 && per_block <= SLICE_REGS * BLOCK;
     float4 v[SLICE_REGS > 0 ? SLICE_REGS : 1];
-    float shift = 0.0f, m = NEG_INF, s = 0.0f, q = 0.0f;
-    if (in_registers) registers_stats<RMS>(r, begin, end, v, shift, m, s, q);
+    float m = NEG_INF, s = 0.0f, q = 0.0f;
+    if (in_registers) registers_stats<RMS>(r, begin, end, v, m, s, q);
     else shared_stats<RMS>(r, begin, end, slice, m, s, q);
     block_merge_stats(m, s, q, scratch);
     if (threadIdx.x == 0) {
@@ -313,7 +356,7 @@ __device__ __forceinline__ void cluster_row(const float* __restrict__ x, float* 
     warp_merge_stats(mk, sk, qk);
     cluster.barrier_arrive();  // this block has read every remote triple it needs
     const float factor = (RMS ? sqrtf(qk / (float)cols) : 1.0f) / sk;
-    if (in_registers) registers_write(r, begin, end, v, shift, mk, factor);
+    if (in_registers) registers_write(r, begin, end, v, mk, factor);
     else shared_write(r, begin, end, slice, mk, factor);
     cluster.barrier_wait();    // no block leaves while another may still read its triple
 }
@@ -400,8 +443,8 @@ __device__ __forceinline__ void split_rows(const float* __restrict__ x, float* _
         unsigned long long* own = slots + SLOT_WORDS * p;
         const unsigned int epoch = pieces > 1 ? epoch_of(load_word(own)) + 1u : 0u;  // in flight with the piece's loads
         float4 v[SPLIT_REGS];
-        float shift, m = NEG_INF, s = 0.0f, q = 0.0f;
-        registers_stats<RMS>(r, part.begin, part.registers_end, v, shift, m, s, q);
+        float m = NEG_INF, s = 0.0f, q = 0.0f;
+        registers_stats<RMS>(r, part.begin, part.registers_end, v, m, s, q);
         shared_stats<RMS>(r, part.registers_end, part.shared_end, slice, m, s, q);
         streamed_stats<RMS>(r, part.shared_end, part.end, m, s, q);
         block_merge_stats(m, s, q, scratch);
@@ -411,7 +454,7 @@ __device__ __forceinline__ void split_rows(const float* __restrict__ x, float* _
             block_merge_stats(m, s, q, scratch);  // the row's (m, z, q), in every thread
         }
         const float factor = (RMS ? sqrtf(q / (float)cols) : 1.0f) / s;
-        registers_write(r, part.begin, part.registers_end, v, shift, m, factor);
+        registers_write(r, part.begin, part.registers_end, v, m, factor);
         shared_write(r, part.registers_end, part.shared_end, slice, m, factor);
         streamed_write(r, part.shared_end, part.end, m, factor);
     }
