@@ -216,19 +216,15 @@ narrow_softmax(const float* __restrict__ x, float* __restrict__ y, int rows, int
 // it was loaded (registers or this thread's own entries of shared memory: no barrier between a thread's passes),
 // and y is exp(x - m_row) * factor from it: one more exponential per element, in exchange for the block needing
 // one reduction of (m, s, q) instead of a max, then a sum, then a sum of squares.
-// Chunks [begin, end) of the thread's part into v: all K loads in flight at once, -inf past `end`.
-template <int K>
-__device__ __forceinline__ void registers_load(const Row& r, int begin, int end, float4 (&v)[K]) {
+template <bool RMS, int K>
+__device__ __forceinline__ void registers_stats(const Row& r, int begin, int end, float4 (&v)[K], float& m, float& s,
+                                                float& q) {
+    float mine = NEG_INF, squares = 0.0f, sum = 0.0f;
 #pragma unroll
     for (int i = 0; i < K; ++i) {
         const int c = begin + (int)threadIdx.x + i * BLOCK;
-        v[i] = c < end ? load_chunk(r, c) : neg_inf4();
+        v[i] = c < end ? load_chunk(r, c) : neg_inf4();  // all K loads in flight at once
     }
-}
-
-template <bool RMS, int K>
-__device__ __forceinline__ void registers_stats(const float4 (&v)[K], float& m, float& s, float& q) {
-    float mine = NEG_INF, squares = 0.0f, sum = 0.0f;
 #pragma unroll
     for (int i = 0; i < K; ++i) {
         mine = fmaxf(mine, max4(v[i]));
@@ -277,77 +273,60 @@ __device__ __forceinline__ void wait_copies(int pending) {
 // The raw x goes to shared memory while an online max and sum take in each group of UNROLL chunks as it lands, so
 // the exponentials overlap loads still in flight rather than filling a pass of their own after the last load.
 // How the chunks get there:
-//   shared_stats   a register loop, UNROLL chunks a thread in flight: the cluster design, whose grid is mostly
-//                  one wave of blocks that all start at once (on the H200, 5-10 % faster than requesting a whole
-//                  slice at once there);
-//   request_slice  every chunk of the thread's part requested before the first is used, by cp.async straight
-//   + landed_stats into shared memory (a chunk that straddles a row's end lane by lane), a commit group per UNROLL:
-//                  the split design, whose resident blocks walk grid steps (3-8 % faster at its bandwidth-bound
-//                  shapes), and which issues the requests before it takes in its registers' chunks.
-template <bool RMS>
-__device__ __forceinline__ void absorb_group(const float4 (&v)[UNROLL], float& mine, float& sum, float& squares) {
-    float top = mine;  // the group's first chunk holds an element of the row: top ends finite
-#pragma unroll
-    for (int u = 0; u < UNROLL; ++u) {
-        top = fmaxf(top, max4(v[u]));
-        if (RMS) squares += squares4(v[u]);
-    }
-    float added = 0.0f;
-#pragma unroll
-    for (int u = 0; u < UNROLL; ++u) added += sum4(exp4(v[u], top));
-    sum = rescaled(sum, mine, top) + added;
-    mine = top;
-}
-
-template <bool RMS>
+//   ASYNC false  a register loop, UNROLL chunks a thread in flight: the cluster design, whose grid is mostly one
+//                wave of blocks that all start at once (on the H200, 5-10 % faster than requesting a whole slice
+//                at once there);
+//   ASYNC true   every chunk of the thread's part requested before the first is used, by cp.async straight into
+//                shared memory (a chunk that straddles a row's end lane by lane), a commit group per UNROLL: the
+//                split design, whose resident blocks walk grid steps (3-8 % faster at its bandwidth-bound shapes).
+template <bool RMS, bool ASYNC>
 __device__ __forceinline__ void shared_stats(const Row& r, int begin, int end, float4* slice, float& m, float& s,
                                              float& q) {
-    float mine = NEG_INF, squares = 0.0f, sum = 0.0f;
-    for (int base = begin + (int)threadIdx.x; base < end; base += UNROLL * BLOCK) {
-        float4 v[UNROLL];
-        load_unrolled(r, base, end, v);  // -inf past `end`
-#pragma unroll
-        for (int u = 0; u < UNROLL; ++u) {
-            const int c = base + u * BLOCK;
-            if (c < end) slice[c - begin] = v[u];
-        }
-        absorb_group<RMS>(v, mine, sum, squares);
-    }
-    merge_stats(m, s, q, mine, sum, squares);
-}
-
-// Requests the thread's chunks of [begin, end) into `slice`; returns the number of commit groups.
-__device__ __forceinline__ int request_slice(const Row& r, int begin, int end, float4* slice) {
     const float4* chunks = reinterpret_cast<const float4*>(r.x);
     int groups = 0;
-    for (int base = begin + (int)threadIdx.x; base < end; base += UNROLL * BLOCK, ++groups) {
+    if (ASYNC) {
+        for (int base = begin + (int)threadIdx.x; base < end; base += UNROLL * BLOCK, ++groups) {
 #pragma unroll
-        for (int u = 0; u < UNROLL; ++u) {
-            const int c = base + u * BLOCK;
-            if (c < end) {
-                if (whole_chunk(r, c)) copy_chunk_async(slice + (c - begin), chunks + c);
-                else slice[c - begin] = load_chunk(r, c);
+            for (int u = 0; u < UNROLL; ++u) {
+                const int c = base + u * BLOCK;
+                if (c < end) {
+                    if (whole_chunk(r, c)) copy_chunk_async(slice + (c - begin), chunks + c);
+                    else slice[c - begin] = load_chunk(r, c);
+                }
             }
+            commit_copies();
         }
-        commit_copies();
     }
-    return groups;
-}
-
-template <bool RMS>
-__device__ __forceinline__ void landed_stats(int begin, int end, const float4* slice, int groups, float& m, float& s,
-                                             float& q) {
     float mine = NEG_INF, squares = 0.0f, sum = 0.0f;
     int group = 0;
     for (int base = begin + (int)threadIdx.x; base < end; base += UNROLL * BLOCK, ++group) {
-        wait_copies(groups - 1 - group);  // this thread's groups up to `group` have landed
         float4 v[UNROLL];
+        if (ASYNC) {
+            wait_copies(groups - 1 - group);  // this thread's groups up to `group` have landed
+#pragma unroll
+            for (int u = 0; u < UNROLL; ++u) {
+                const int c = base + u * BLOCK;
+                v[u] = c < end ? slice[c - begin] : neg_inf4();
+            }
+        } else {
+            load_unrolled(r, base, end, v);  // -inf past `end`
+#pragma unroll
+            for (int u = 0; u < UNROLL; ++u) {
+                const int c = base + u * BLOCK;
+                if (c < end) slice[c - begin] = v[u];
+            }
+        }
+        float top = mine;  // chunk `base` holds an element of the row: top ends finite
 #pragma unroll
         for (int u = 0; u < UNROLL; ++u) {
-            const int c = base + u * BLOCK;
-            v[u] = c < end ? slice[c - begin] : neg_inf4();
+            top = fmaxf(top, max4(v[u]));
+            if (RMS) squares += squares4(v[u]);
         }
-        absorb_group<RMS>(v, mine, sum, squares);
+        float added = 0.0f;
+#pragma unroll
+        for (int u = 0; u < UNROLL; ++u) added += sum4(exp4(v[u], top));
+        sum = rescaled(sum, mine, top) + added;
+        mine = top;
     }
     merge_stats(m, s, q, mine, sum, squares);
 }
@@ -374,12 +353,8 @@ __device__ __forceinline__ void cluster_row(const float* __restrict__ x, float* 
     const bool in_registers = SLICE_REGS > 0 && per_block <= SLICE_REGS * BLOCK;
     float4 v[SLICE_REGS > 0 ? SLICE_REGS : 1];
     float m = NEG_INF, s = 0.0f, q = 0.0f;
-    if (in_registers) {
-        registers_load(r, begin, end, v);
-        registers_stats<RMS>(v, m, s, q);
-    } else {
-        shared_stats<RMS>(r, begin, end, slice, m, s, q);
-    }
+    if (in_registers) registers_stats<RMS>(r, begin, end, v, m, s, q);
+    else shared_stats<RMS, false>(r, begin, end, slice, m, s, q);
     block_merge_stats(m, s, q, scratch);
     if (threadIdx.x == 0) {
         published[0] = m;
@@ -487,10 +462,8 @@ __device__ __forceinline__ void split_rows(const float* __restrict__ x, float* _
         const unsigned int epoch = pieces > 1 ? epoch_of(load_word(own)) + 1u : 0u;  // in flight with the piece's loads
         float4 v[SPLIT_REGS];
         float m = NEG_INF, s = 0.0f, q = 0.0f;
-        registers_load(r, part.begin, part.registers_end, v);  // in flight while the shared part is requested
-        const int groups = request_slice(r, part.registers_end, part.shared_end, slice);
-        registers_stats<RMS>(v, m, s, q);
-        landed_stats<RMS>(part.registers_end, part.shared_end, slice, groups, m, s, q);
+        registers_stats<RMS>(r, part.begin, part.registers_end, v, m, s, q);
+        shared_stats<RMS, true>(r, part.registers_end, part.shared_end, slice, m, s, q);
         streamed_stats<RMS>(r, part.shared_end, part.end, m, s, q);
         block_merge_stats(m, s, q, scratch);
         if (pieces > 1) {
