@@ -271,7 +271,7 @@ def reads_and_records(view: Run, chapter: str) -> dict:
 def test_fusion_declarations_follow_its_summary_layout(tmp_path):
     """On a synthetic run of the current fusion chapter, everything the claims read exists, and every claim whose
     guard the made-up timings pass becomes a record (its files sealed in the run)."""
-    from test_fusion import write_synthetic_run
+    from fusion_fakes import write_synthetic_run
 
     path = write_synthetic_run(tmp_path, absent=None)  # every library timed: B27 reads torch at every sweep point
     evidence.seal(path)

@@ -1,4 +1,4 @@
-"""Chapter 3's random plane on the CPU: the declaration's draw, the run on fake GPU modules (test_fusion's fakes)
+"""Chapter 3's random plane on the CPU: the declaration's draw, the run on fake GPU modules (fusion_fakes' fakes)
 reaching every output (the plane's points, its summary and headline, the page's maps and tables, the notebook's
 cells), and the plane's summary on hand-set samples (regimes, ties, the bootstrap, the floor class, the model)."""
 import json
@@ -84,11 +84,11 @@ def test_the_regime_is_set_by_the_copy_ceilings_own_time():
 # ---------------------------------------------------------------- a run on fake GPU modules, through to the page
 @pytest.fixture(scope="module")
 def fake_plane_run(tmp_path_factory):
-    """run.run on test_fusion's fakes (a plane of 3 small points), sealed summaries and headline written."""
-    import test_fusion
+    """run.run on fusion_fakes' fakes (a plane of 3 small points), sealed summaries and headline written."""
+    import fusion_fakes
 
     with pytest.MonkeyPatch.context() as monkeypatch:
-        session, writer, asked, summaries, headline = test_fusion.run_on_fakes(tmp_path_factory.mktemp("plane"),
+        session, writer, asked, summaries, headline = fusion_fakes.run_on_fakes(tmp_path_factory.mktemp("plane"),
                                                                                  monkeypatch)
         yield {"session": session, "path": writer.path, "summaries": summaries, "headline": headline}
 
@@ -116,7 +116,7 @@ def test_every_notebook_cell_runs_on_a_plane_run(fake_plane_run, monkeypatch):
 def plane_samples(shape: tuple[int, int], warm_us: dict, cold_us: dict, rounds: int = 7, spread: dict | None = None):
     """Samples of the plane's variants at one shape: warm per call (graph of sweep_calls calls), cold per call,
     round r scaled by 1 + spread[name] * (r - 3) / 3 (default 1 %, alternating)."""
-    import test_fusion
+    import fusion_fakes
 
     rows, cols = shape
     case, calls = f"{rows}x{cols}", fusion.sweep_calls(rows, cols)
@@ -124,9 +124,9 @@ def plane_samples(shape: tuple[int, int], warm_us: dict, cold_us: dict, rounds: 
     for r in range(rounds):
         for name in warm_us:
             wobble = 1 + (spread or {}).get(name, 0.01) * ((r % 3) - 1)
-            found.append(test_fusion.sample("warm_batch", r, f"{name}.{case}.graph{calls}", 32,
+            found.append(fusion_fakes.sample("warm_batch", r, f"{name}.{case}.graph{calls}", 32,
                                             calls * warm_us[name] * wobble))
-            found += [test_fusion.sample("cold", r, f"{name}.{case}.stream", 1, cold_us[name] * wobble)
+            found += [fusion_fakes.sample("cold", r, f"{name}.{case}.stream", 1, cold_us[name] * wobble)
                       for _ in range(3)]
     return found
 
