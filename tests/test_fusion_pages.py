@@ -385,3 +385,35 @@ def test_every_glued_name_is_a_page_value_in_a_sparse_run(tmp_path, parameters, 
     verdicts = set(page.sweep_targets_table(run).raw["verdict"])
     assert verdicts == ({"not measured (no sweep point)"} if parameters is NO_SWEEP else
                         {"met", "not measured (no sweep point)", "not measured (library absent)"})
+
+
+@pytest.mark.parametrize("config, phrase", [
+    ({"design": "row", "tier": "shared"}, "one block holds each row in shared memory"),
+    ({"design": "row", "tier": "streamed"}, "one block streams each row, reading x twice"),
+    ({"design": "split", "place": "registers and shared memory, 2 pieces"},
+     "each row is split into 2 pieces over resident blocks, each held on chip"),
+    ({"design": "split", "place": "streamed, 132 pieces"},
+     "each row is split into 132 pieces over resident blocks, streamed, reading x twice"),
+    ({"design": "cluster", "place": "registers, 16 blocks"}, "a cluster of 16 blocks holds each row in registers"),
+    ({"design": "narrow", "place": "registers (single floats), 16 lanes"},
+     "16 lanes of a warp hold each row in registers as single floats"),
+])
+def test_holding_phrase_says_where_each_design_keeps_a_row(config, phrase):
+    from launchlab.chapters.fusion import page
+
+    assert page.holding_phrase(config) == phrase
+
+
+def test_long_rows_and_widest_miss_follow_the_run_not_the_text(synthetic_run):
+    """The sentences about the long-row shapes and the widest fixed-shape miss come from the run's plans and ratios:
+    changing a plan or a ratio changes them."""
+    from launchlab.chapters.fusion import page
+
+    s = json.loads(json.dumps(synthetic_run.summaries))
+    s["configs"]["128x65536"] = {"design": "split", "place": "registers and shared memory, 3 pieces"}
+    assert "at 128×65536 each row is split into 3 pieces" in page.long_rows_sentence(s)
+    ratios = s["ratios"]["graph"]["fused_plain_over_copy"]
+    widest = max(ratios, key=lambda shape: ratios[shape]["warm"]["median"])
+    other = next(shape for shape in ratios if shape != widest and shape in s["configs"])
+    ratios[other]["warm"]["median"] = ratios[widest]["warm"]["median"] + 1.0
+    assert page.widest_fixed_miss_sentence(s).startswith(f"The widest miss among these shapes is {page.shape_label(other)}")

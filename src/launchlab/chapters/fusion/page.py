@@ -86,6 +86,7 @@ def _config_values(s: dict) -> dict:
     values = {}
     for shape, config in s["configs"].items():
         values[f"tier_{shape}"] = plan_place(config)
+        values[f"holding_{shape}"] = holding_phrase(config)
         values[f"design_{shape}"] = design_label(config["design"])
         values[f"block_{shape}"] = str(config.get("block") or config["defines"]["BLOCK"])
         values[f"module_{shape}"] = config["module"]
@@ -285,9 +286,57 @@ def sooner_libraries_value(s: dict, shape: str) -> str:
     return "; ".join(parts) if parts else "no library ran at this shape"
 
 
+def holding_phrase(config: dict) -> str:
+    """How the run's plan at a shape holds each row while it is reduced, as a clause ("one block holds each row in
+    shared memory"), from the plan's design and place (plans.place)."""
+    design, place = config["design"], plan_place(config)
+    if design == "row":
+        return {"registers": "one block holds each row in registers",
+                "shared": "one block holds each row in shared memory",
+                "streamed": "one block streams each row, reading x twice"}.get(place, f"one block holds each row ({place})")
+    if design == "split":
+        where, pieces = place.rsplit(", ", 1)
+        kept = "each held on chip" if where != "streamed" else "streamed, reading x twice"
+        return f"each row is split into {pieces} over resident blocks, {kept}"
+    if design == "cluster":
+        where, blocks = place.split(", ", 1)
+        return f"a cluster of {blocks} holds each row in {where}"
+    where, lanes = place.rsplit(", ", 1)  # "registers (single floats), 16 lanes"
+    scalar = " as single floats" if "single floats" in where else ""
+    return f"{lanes} of a warp hold each row in registers{scalar}"
+
+
+LONG_ROW_SHAPES = ("4096x16384", "128x65536")  # the fixed shapes whose rows do not fit one block's registers
+
+
+def long_rows_sentence(s: dict) -> str:
+    """Where the long rows of the fixed shapes live in this run, one clause per shape."""
+    parts = [f"at {shape_label(shape)} {holding_phrase(s['configs'][shape])}"
+             for shape in LONG_ROW_SHAPES if shape in s["configs"]]
+    if not parts:
+        return ""
+    text = "; ".join(parts)
+    return f"Longer rows are held otherwise: {text}."
+
+
+def widest_fixed_miss_sentence(s: dict) -> str:
+    """The fixed shape where fused plain is furthest above the copy (warm, graph replay), with how it holds a row."""
+    ratios = s["ratios"]["graph"].get("fused_plain_over_copy", {})
+    warm = {shape: r["warm"]["median"] for shape, r in ratios.items() if "warm" in r and shape in s["configs"]}
+    if not warm:
+        return "No fixed shape has both the fused plain kernel and the copy measured warm."
+    shape = max(warm, key=warm.get)
+    copy_us = s["device"].get("copy", {}).get(shape, {}).get("warm", {}).get("median")
+    took = "" if copy_us is None else f" (the copy takes {fmt(copy_us)} µs there)"
+    return (f"The widest miss among these shapes is {shape_label(shape)}, {ratio_number(warm[shape])} times the copy "
+            f"warm for the plain kernel{took}; there {holding_phrase(s['configs'][shape])}.")
+
+
 def finding_values(s: dict) -> dict:
     """The run's findings, computed: near-copy shapes, contenders below the copy, where libraries beat fused plain."""
     values = {"below_copy_summary": below_copy_value(s)}
+    values["long_rows_sentence"] = long_rows_sentence(s)
+    values["widest_fixed_miss_sentence"] = widest_fixed_miss_sentence(s)
     values["libraries_faster_sentence"] = libraries_faster_sentence(s)
     values["libraries_sooner_sentence"] = libraries_sooner_sentence(s)
     values["near_copy_sentence"] = near_copy_count_sentence(s)
@@ -312,8 +361,8 @@ def _with_defaults(values: dict, s: dict) -> dict:
     ratio_names = [f"{a}_over_copy" for a in names if a != "copy"] + ["row4_over_fused_rms", "fused_plain_over_fused_rms"]
     ratio_names += [f"{lib}_over_fused_plain" for lib in LIBRARIES]
     for shape in shapes:
-        for key in ("tier", "design", "block", "module", "row_bytes", "reg_chunks", "thread_reg_bytes", "block_reg_bytes",
-                    "shared_bytes", "logical_mib"):
+        for key in ("tier", "holding", "design", "block", "module", "row_bytes", "reg_chunks", "thread_reg_bytes",
+                    "block_reg_bytes", "shared_bytes", "logical_mib"):
             values.setdefault(f"{key}_{shape}", "n/a")
         for name in names:
             for l2 in L2_STATES:
