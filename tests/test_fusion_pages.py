@@ -417,3 +417,12 @@ def test_long_rows_and_widest_miss_follow_the_run_not_the_text(synthetic_run):
     other = next(shape for shape in ratios if shape != widest and shape in s["configs"])
     ratios[other]["warm"]["median"] = ratios[widest]["warm"]["median"] + 1.0
     assert page.widest_fixed_miss_sentence(s).startswith(f"The widest miss among these shapes is {page.shape_label(other)}")
+
+
+def test_long_rows_sentence_says_so_when_the_run_has_no_long_row_shape(synthetic_run):
+    from launchlab.chapters.fusion import page
+
+    s = json.loads(json.dumps(synthetic_run.summaries))
+    for shape in page.LONG_ROW_SHAPES:
+        s["configs"].pop(shape, None)
+    assert page.long_rows_sentence(s) == "This run measured neither 4096×16384 nor 128×65536."

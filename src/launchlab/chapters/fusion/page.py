@@ -314,7 +314,7 @@ def long_rows_sentence(s: dict) -> str:
     parts = [f"at {shape_label(shape)} {holding_phrase(s['configs'][shape])}"
              for shape in LONG_ROW_SHAPES if shape in s["configs"]]
     if not parts:
-        return ""
+        return f"This run measured neither {' nor '.join(shape_label(shape) for shape in LONG_ROW_SHAPES)}."
     text = "; ".join(parts)
     return f"Longer rows are held otherwise: {text}."
 
