@@ -58,6 +58,9 @@ namespace cg = cooperative_groups;
 #ifndef SPLIT_REGS
 #define SPLIT_REGS 4   // split: the first SPLIT_REGS x BLOCK chunks of a piece stay in registers, the next in shared memory
 #endif
+#ifndef PIPELINE
+#define PIPELINE 0     // split: 1 keeps two pieces a block in shared memory, the next one's loads in flight (pipelined_rows)
+#endif
 #ifndef SPLIT_MIN_BLOCKS
 #define SPLIT_MIN_BLOCKS (BLOCK < 1024 ? 1024 / BLOCK : 1)  // split: blocks per SM __launch_bounds__ must allow
 #endif
@@ -269,6 +272,23 @@ __device__ __forceinline__ void wait_copies(int pending) {
     else asm volatile("cp.async.wait_group 7;" ::: "memory");
 }
 
+// An online max and sum over a group of UNROLL chunks, the first of which holds an element of the row (the running
+// max ends finite): the sum so far is rescaled once per group rather than once per element.
+template <bool RMS>
+__device__ __forceinline__ void absorb_group(const float4 (&v)[UNROLL], float& mine, float& sum, float& squares) {
+    float top = mine;
+#pragma unroll
+    for (int u = 0; u < UNROLL; ++u) {
+        top = fmaxf(top, max4(v[u]));
+        if (RMS) squares += squares4(v[u]);
+    }
+    float added = 0.0f;
+#pragma unroll
+    for (int u = 0; u < UNROLL; ++u) added += sum4(exp4(v[u], top));
+    sum = rescaled(sum, mine, top) + added;
+    mine = top;
+}
+
 // The same with the chunks kept in `slice` (entry c - begin): thread t only touches entries t, t + BLOCK, ...
 // The raw x goes to shared memory while an online max and sum take in each group of UNROLL chunks as it lands, so
 // the exponentials overlap loads still in flight rather than filling a pass of their own after the last load.
@@ -316,17 +336,7 @@ __device__ __forceinline__ void shared_stats(const Row& r, int begin, int end, f
                 if (c < end) slice[c - begin] = v[u];
             }
         }
-        float top = mine;  // chunk `base` holds an element of the row: top ends finite
-#pragma unroll
-        for (int u = 0; u < UNROLL; ++u) {
-            top = fmaxf(top, max4(v[u]));
-            if (RMS) squares += squares4(v[u]);
-        }
-        float added = 0.0f;
-#pragma unroll
-        for (int u = 0; u < UNROLL; ++u) added += sum4(exp4(v[u], top));
-        sum = rescaled(sum, mine, top) + added;
-        mine = top;
+        absorb_group<RMS>(v, mine, sum, squares);  // chunk `base` holds an element of the row
     }
     merge_stats(m, s, q, mine, sum, squares);
 }
@@ -478,16 +488,101 @@ __device__ __forceinline__ void split_rows(const float* __restrict__ x, float* _
     }
 }
 
+// ---------------------------------------------------------------- split, pipelined: the next piece in flight
+// The same pieces and the same exchange, but a block's dynamic shared memory holds two pieces (a buffer of half its
+// bytes each, registers hold none): the block requests its next piece's chunks (cp.async) before it exchanges this
+// piece's statistics and writes its y, so DRAM keeps reading through the row's round trip and the writes, and only
+// the last grid step's round trip is exposed. The host sizes the pieces to fit a buffer (nothing is streamed) and
+// gives the grid at least two steps where the rows allow it.
+__device__ __forceinline__ void piece_span(const Row& r, long long p, int pieces, int& begin, int& end) {
+    const int per_piece = (r.chunks + pieces - 1) / pieces;
+    begin = min((int)(p % pieces) * per_piece, r.chunks);
+    end = min(begin + per_piece, r.chunks);
+}
+
+// Chunks [begin, end) of a row into buffer[0, end - begin) by cp.async (a chunk that straddles the row's end lane by
+// lane), as one commit group: thread t writes entries t, t + BLOCK, ... only.
+__device__ __forceinline__ void request_piece(const Row& r, int begin, int end, float4* buffer) {
+    const float4* chunks = reinterpret_cast<const float4*>(r.x);
+    for (int c = begin + (int)threadIdx.x; c < end; c += BLOCK) {
+        if (whole_chunk(r, c)) copy_chunk_async(buffer + (c - begin), chunks + c);
+        else buffer[c - begin] = load_chunk(r, c);
+    }
+    commit_copies();
+}
+
+// (m, s, q) of this thread's entries of buffer[0, count), every entry a chunk holding an element of the row.
+template <bool RMS>
+__device__ __forceinline__ void buffered_stats(const float4* buffer, int count, float& m, float& s, float& q) {
+    float mine = NEG_INF, sum = 0.0f, squares = 0.0f;
+    for (int base = threadIdx.x; base < count; base += UNROLL * BLOCK) {
+        float4 v[UNROLL];
+#pragma unroll
+        for (int u = 0; u < UNROLL; ++u) {
+            const int c = base + u * BLOCK;
+            v[u] = c < count ? buffer[c] : neg_inf4();
+        }
+        absorb_group<RMS>(v, mine, sum, squares);
+    }
+    merge_stats(m, s, q, mine, sum, squares);
+}
+
+template <bool RMS>
+__device__ __forceinline__ void pipelined_rows(const float* __restrict__ x, float* __restrict__ y, int rows, int cols,
+                                               int pieces, unsigned long long* __restrict__ slots) {
+    __shared__ float scratch[96];
+    extern __shared__ float4 slice[];
+    const int half = (int)(dynamic_shared_bytes() / 32u);  // chunks one buffer holds
+    const long long work = (long long)rows * pieces;
+    long long p = blockIdx.x;
+    if (p >= work) return;
+    Row r = row_at(x, y, p / pieces, cols);
+    int begin, end;
+    piece_span(r, p, pieces, begin, end);
+    request_piece(r, begin, end, slice);
+    for (int buffer = 0; p < work; p += gridDim.x, buffer ^= 1) {
+        unsigned long long* own = slots + SLOT_WORDS * p;
+        const unsigned int epoch = pieces > 1 ? epoch_of(load_word(own)) + 1u : 0u;
+        const long long next = p + gridDim.x;
+        Row following = r;
+        int next_begin = 0, next_end = 0;
+        if (next < work) {  // the next piece's loads go out before this piece's round trip
+            following = row_at(x, y, next / pieces, cols);
+            piece_span(following, next, pieces, next_begin, next_end);
+            request_piece(following, next_begin, next_end, slice + (buffer ^ 1) * half);
+            wait_copies(1);  // this piece's group has landed; the next one's may still be in flight
+        } else {
+            wait_copies(0);
+        }
+        const float4* held = slice + buffer * half;
+        float m = NEG_INF, s = 0.0f, q = 0.0f;
+        buffered_stats<RMS>(held, end - begin, m, s, q);
+        block_merge_stats(m, s, q, scratch);
+        if (pieces > 1) {
+            if (threadIdx.x == 0) publish_stats(own, epoch, m, s, q);
+            gather_stats<RMS>(slots + SLOT_WORDS * (p / pieces) * pieces, pieces, epoch, m, s, q);
+            block_merge_stats(m, s, q, scratch);
+        }
+        const float factor = (RMS ? sqrtf(q / (float)cols) : 1.0f) / s;
+        shared_write(r, begin, end, held, m, factor);  // this thread's entries: the next request reuses them
+        r = following;
+        begin = next_begin;
+        end = next_end;
+    }
+}
+
 #if EMITS(3)
 extern "C" __global__ void __launch_bounds__(BLOCK, SPLIT_MIN_BLOCKS)
 split_rms_softmax(const float* __restrict__ x, float* __restrict__ y, int rows, int cols, int pieces,
                   unsigned long long* __restrict__ slots) {
-    split_rows<true>(x, y, rows, cols, pieces, slots);
+    if (PIPELINE) pipelined_rows<true>(x, y, rows, cols, pieces, slots);
+    else split_rows<true>(x, y, rows, cols, pieces, slots);
 }
 
 extern "C" __global__ void __launch_bounds__(BLOCK, SPLIT_MIN_BLOCKS)
 split_softmax(const float* __restrict__ x, float* __restrict__ y, int rows, int cols, int pieces,
               unsigned long long* __restrict__ slots) {
-    split_rows<false>(x, y, rows, cols, pieces, slots);
+    if (PIPELINE) pipelined_rows<false>(x, y, rows, cols, pieces, slots);
+    else split_rows<false>(x, y, rows, cols, pieces, slots);
 }
 #endif

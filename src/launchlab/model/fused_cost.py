@@ -31,8 +31,9 @@ import math
 
 import numpy as np
 
-from launchlab.model.fused_policy import (SPLIT_REGS, next_power_of_two, split_blocks_per_sm, split_on_chip_chunks,
-                                          split_pieces, split_slice_bytes, worst_chunks)
+from launchlab.model.fused_policy import (SPLIT_REGS, next_power_of_two, pipelined_buffer_chunks, pipelined_layout,
+                                          split_blocks_per_sm, split_on_chip_chunks, split_pieces, split_slice_bytes,
+                                          worst_chunks)
 
 # The plane's distribution (the fusion chapter's): rows log-uniform in 1..65536, row length log-uniform in
 # 1..2^21 floats, a draw whose matrix falls outside 4 KiB..256 MiB redrawn.
@@ -43,7 +44,8 @@ MAX_BYTES = 256 << 20
 CALIBRATION_SEED = 4851   # the calibration plane's: never the chapter's
 CALIBRATION_POINTS = 128
 L2_STATES = ("warm", "cold")
-DESIGNS = ("row", "narrow", "scalar", "cluster", "split")  # the model's: "scalar" is the narrow design's scalar build
+# the model's: "scalar" is the narrow design's scalar build, "pipelined" the split design's pipelined build
+DESIGNS = ("row", "narrow", "scalar", "cluster", "split", "pipelined")
 
 
 def draw_plane(seed: int, points: int) -> list[tuple[int, int]]:
@@ -71,6 +73,16 @@ NARROW_PREFETCH_REGISTERS = {1: 40, 2: 48, 4: 80}
 SCALAR_REGISTERS = {1: 24, 2: 24, 4: 24, 8: 32}
 CLUSTER_REGISTERS = {0: 64, 8: 64, 16: 108}
 SPLIT_REGISTERS = 60
+# Share of the SMs a grid of thread-block clusters of each width can use: the H200's occupancy API
+# (cuOccupancyMaxActiveClusters) holds 66, 30, 15 and 7 clusters of 2, 4, 8 and 16 blocks at one block an SM, so
+# clusters of 4 and 8 fill 120 of its 132 SMs and clusters of 16 fill 112 (a cluster's blocks share one GPC).
+CLUSTER_SM_SHARE = {1: 1.0, 2: 1.0, 4: 120 / 132, 8: 120 / 132, 16: 112 / 132}
+
+
+def cluster_sms(width: int, sms: int) -> int:
+    """SMs a grid of clusters of `width` blocks can use on a GPU of `sms` SMs: whole clusters of them."""
+    share = CLUSTER_SM_SHARE.get(int(width), min(CLUSTER_SM_SHARE.values()))
+    return max(int(width), int(sms * share) // int(width) * int(width))
 
 
 def resident_blocks(block: int, registers: int, shared_bytes: int, shared_per_sm: int) -> int:
@@ -98,6 +110,7 @@ class Geometry:
     serial: float = 0.0   # elements one thread works through in turn per task (its registers' whole array, even
                           # where the row leaves entries empty: the kernels compute over every entry they hold)
     blocks: float = 0.0   # blocks of a grid that starts them one after another on each SM (0: a resident grid)
+    sms: float = 0.0      # SMs the grid's blocks can use (0: all; fewer for clusters, `cluster_sms`)
 
 
 def geometry(plan: dict, rows: int, cols: int, device: dict) -> Geometry:
@@ -143,8 +156,20 @@ def geometry(plan: dict, rows: int, cols: int, device: dict) -> Geometry:
         # one merged (m, s, q) reduction a block, then the cluster barrier, whose time grows with the blocks it
         # joins (counted in clusters of 8) as every warp reads each block's triple through distributed shared memory
         serial = 4.0 * (regs if in_registers else -(-slice_chunks // block))
-        return Geometry(rows * width, sms * resident, 8.0 * cols / width, in_flight, 1.0, width / 8, 0.0, 0.0,
-                        "cluster", serial)
+        usable = cluster_sms(width, sms)
+        return Geometry(rows * width, usable * resident, 8.0 * cols / width, in_flight, 1.0, width / 8, 0.0, 0.0,
+                        "cluster", serial, sms=usable)
+    if design == "split" and defines.get("PIPELINE"):
+        # two pieces a block in shared memory, the next one's loads in flight through this one's round trip and
+        # writes: the whole piece in flight, and only the last step's round trip exposed (`terms`)
+        capacity = sms * max(1, min(split_blocks_per_sm(block),
+                                    resident_blocks(block, SPLIT_REGISTERS, split_slice_bytes(block), shared_per_sm)))
+        pieces, per_step = pipelined_layout(rows, capacity, chunks, pipelined_buffer_chunks(block),
+                                            plan.get("options", {}).get("pieces"))
+        per_piece = -(-chunks // pieces)
+        return Geometry(rows * pieces, pieces * per_step, 8.0 * cols / pieces, 16.0 * per_piece,
+                        2.0 if pieces > 1 else 1.0, 0.0, 1.0 if pieces > 1 else 0.0, 0.0, "pipelined",
+                        4.0 * -(-per_piece // block))
     if design == "split":
         slice_bytes = split_slice_bytes(block)
         resident = min(split_blocks_per_sm(block), resident_blocks(block, SPLIT_REGISTERS, slice_bytes, shared_per_sm))
@@ -175,11 +200,13 @@ class Constants:
     fixed_scalar: float = 0.3
     fixed_cluster: float = 1.0    # a grid of thread-block clusters
     fixed_split: float = 3.0      # resident blocks exchanging stamped words
+    fixed_pipelined: float = 3.0
     task_row: float = 1.0         # each design's fixed time per task: its dependent steps (load, reduce, store)
     task_narrow: float = 1.0      # beyond its loads, and for a block per task, the block's start and end
     task_scalar: float = 1.0
     task_cluster: float = 1.0
     task_split: float = 1.0
+    task_pipelined: float = 1.0
     task_latency: float = 0.8     # a round trip of a task's loads while the GPU is loaded with other tasks
     latency: float = 0.6          # a memory round trip under load, served by the L2
     cold_latency: float = 0.4     # added to a round trip served by DRAM
@@ -203,6 +230,8 @@ class Constants:
     share_cluster_cold: float = 0.9
     share_split_warm: float = 0.8
     share_split_cold: float = 0.9
+    share_pipelined_warm: float = 0.8
+    share_pipelined_cold: float = 0.9
     warm_dram: float = 0.95       # DRAM's rate when warm calls also write back the last call's y
     cluster_block: float = 0.008  # clusters start one after another: this long per block of a cluster grid
     row_block: float = 0.08       # an SM starts the row kernel's blocks one after another: this long per block
@@ -241,22 +270,23 @@ class Cases:
     warm: np.ndarray
     copy: np.ndarray
     designs: dict
-    sms: float
+    sms: np.ndarray       # SMs each case's grid can use
 
     @classmethod
     def of(cls, items, sms: int) -> "Cases":
         """From [(Geometry, rows, cols, l2)]."""
         columns = {name: np.array([float(getattr(g, name)) for g, _, _, _ in items])
                    for name in ("tasks", "slots", "task_bytes", "in_flight", "syncs", "cluster", "grid", "reread",
-                                "serial", "blocks")}
+                                "serial", "blocks", "sms")}
         for _, _, _, l2 in items:
             if l2 not in L2_STATES:
                 raise ValueError(f"L2 state {l2!r} is not one of {L2_STATES}")
+        usable = columns.pop("sms")
         return cls(**columns, matrix_bytes=np.array([4.0 * r * c for _, r, c, _ in items]),
                    warm=np.array([l2 == "warm" for _, _, _, l2 in items]),
                    copy=np.isinf(columns["in_flight"]),
                    designs={d: np.array([g.design == d for g, _, _, _ in items]) for d in DESIGNS},
-                   sms=float(sms))
+                   sms=np.where(usable > 0, usable, float(sms)))
 
 
 TERMS = ("fixed", "latency", "bandwidth", "per_sm", "starts")
@@ -286,18 +316,25 @@ def terms(cases: Cases, constants: Constants) -> dict:
     task = (dependent + cases.serial * k.element + cases.syncs * k.sync + cases.cluster * k.cluster_sync
             + task_latency * np.maximum(1.0, 0.5 * task_bytes / in_flight))
     # a grid-wide round trip (the split design's exchange) holds every block of its grid step at once: the memory
-    # idles through it, so it adds to the step's time instead of overlapping other tasks' transfers
+    # idles through it, so it adds to the step's time instead of overlapping other tasks' transfers; the pipelined
+    # build reads its next step through it, so only the last step's is exposed
     exchange = cases.grid * k.grid_sync
+    pipelined = cases.designs["pipelined"]
     slots = np.maximum(1.0, cases.slots)
     full = np.floor(cases.tasks / slots)
     rest = cases.tasks - full * slots
     parts = {name: np.zeros_like(task) for name in ("latency", "bandwidth", "per_sm")}
     for count, active in ((full, slots), (rest > 0, rest)):
-        limits = np.stack([task, active * task_bytes / bw, np.maximum(1.0, active / cases.sms) * task_bytes / k.per_sm])
+        # blocks an SM serves: a cluster grid's come in whole blocks (one cluster past what its SMs hold at one block
+        # each puts two blocks on some SMs, and their wave waits for those)
+        per_sm = active / cases.sms
+        per_sm = np.where(cases.designs["cluster"], np.ceil(per_sm - 1e-9), per_sm)
+        limits = np.stack([task, active * task_bytes / bw, np.maximum(1.0, per_sm) * task_bytes / k.per_sm])
         which = np.argmax(limits, axis=0)
         for index, name in enumerate(parts):
             parts[name] = parts[name] + count * np.where(which == index, limits[index], 0.0)
-        parts["latency"] = parts["latency"] + count * exchange
+        parts["latency"] = parts["latency"] + np.where(pipelined, 0.0, count * exchange)
+    parts["latency"] = parts["latency"] + np.where(pipelined, exchange, 0.0)
     waves = sum(parts.values())
     fixed = k.launch + (~cases.warm) * k.cold_start
     for design in DESIGNS:
