@@ -16,8 +16,9 @@
 //   cluster  (cluster_*): a thread-block cluster of CLUSTER blocks per row (grid = rows x CLUSTER).
 //            Block k of the cluster keeps chunks [k S, (k + 1) S) of the row (S = ceil(chunks / CLUSTER))
 //            in its dynamic shared memory, reduces its own (max m_k, sum s_k = sum exp(x - m_k),
-//            sum of squares q_k), publishes them in shared memory, and after one cluster barrier
-//            every warp reads the CLUSTER triples through distributed shared memory and combines them.
+//            sum of squares q_k), pushes them into entry k of every block's shared memory (distributed
+//            shared memory, each push signalling the receiving block's mbarrier), waits until its own
+//            CLUSTER entries have arrived, and every warp combines them.
 //            A slice of up to SLICE_REGS x BLOCK chunks stays in registers instead (chosen at run time).
 //   split    (split_*):   rows x pieces pieces over a grid of pieces x (rows per step) blocks, every block
 //            resident at once (the host checks with the occupancy API; the launch may also be cooperative).
@@ -57,9 +58,6 @@ namespace cg = cooperative_groups;
 #endif
 #ifndef SPLIT_REGS
 #define SPLIT_REGS 4   // split: the first SPLIT_REGS x BLOCK chunks of a piece stay in registers, the next in shared memory
-#endif
-#ifndef PIPELINE
-#define PIPELINE 0     // split: 1 keeps two pieces a block in shared memory, the next one's loads in flight (pipelined_rows)
 #endif
 #ifndef SPLIT_MIN_BLOCKS
 #define SPLIT_MIN_BLOCKS (BLOCK < 1024 ? 1024 / BLOCK : 1)  // split: blocks per SM __launch_bounds__ must allow
@@ -272,23 +270,6 @@ __device__ __forceinline__ void wait_copies(int pending) {
     else asm volatile("cp.async.wait_group 7;" ::: "memory");
 }
 
-// An online max and sum over a group of UNROLL chunks, the first of which holds an element of the row (the running
-// max ends finite): the sum so far is rescaled once per group rather than once per element.
-template <bool RMS>
-__device__ __forceinline__ void absorb_group(const float4 (&v)[UNROLL], float& mine, float& sum, float& squares) {
-    float top = mine;
-#pragma unroll
-    for (int u = 0; u < UNROLL; ++u) {
-        top = fmaxf(top, max4(v[u]));
-        if (RMS) squares += squares4(v[u]);
-    }
-    float added = 0.0f;
-#pragma unroll
-    for (int u = 0; u < UNROLL; ++u) added += sum4(exp4(v[u], top));
-    sum = rescaled(sum, mine, top) + added;
-    mine = top;
-}
-
 // The same with the chunks kept in `slice` (entry c - begin): thread t only touches entries t, t + BLOCK, ...
 // The raw x goes to shared memory while an online max and sum take in each group of UNROLL chunks as it lands, so
 // the exponentials overlap loads still in flight rather than filling a pass of their own after the last load.
@@ -336,7 +317,17 @@ __device__ __forceinline__ void shared_stats(const Row& r, int begin, int end, f
                 if (c < end) slice[c - begin] = v[u];
             }
         }
-        absorb_group<RMS>(v, mine, sum, squares);  // chunk `base` holds an element of the row
+        float top = mine;  // chunk `base` holds an element of the row: top ends finite
+#pragma unroll
+        for (int u = 0; u < UNROLL; ++u) {
+            top = fmaxf(top, max4(v[u]));
+            if (RMS) squares += squares4(v[u]);
+        }
+        float added = 0.0f;
+#pragma unroll
+        for (int u = 0; u < UNROLL; ++u) added += sum4(exp4(v[u], top));
+        sum = rescaled(sum, mine, top) + added;
+        mine = top;
     }
     merge_stats(m, s, q, mine, sum, squares);
 }
@@ -347,14 +338,57 @@ __device__ __forceinline__ void shared_write(const Row& r, int begin, int end, c
 
 // ---------------------------------------------------------------- cluster: a cluster of blocks per row
 #if SM90_FEATURES
+// A cluster's blocks exchange their triples by pushing them: block k stores its (m_k, s_k, q_k) into entry k of
+// every block's `triples` (distributed shared memory) and arrives on that block's mbarrier with release semantics;
+// a block waits on its own mbarrier (acquire) until all CLUSTER triples are in, then reads them locally. One
+// one-way trip instead of a cluster barrier followed by remote reads. The mbarrier must be initialised before any
+// block pushes: each block initialises its own, then arrives (relaxed) on the cluster barrier at once and waits on
+// it only after its loads and reduction, when the other blocks have long arrived.
+__device__ __forceinline__ unsigned int shared_address(const void* pointer) {
+    return (unsigned int)__cvta_generic_to_shared(pointer);
+}
+
+// The address of the same shared variable in block `rank` of the cluster.
+__device__ __forceinline__ unsigned int cluster_address(unsigned int local, unsigned int rank) {
+    unsigned int remote;
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(local), "r"(rank));
+    return remote;
+}
+
+__device__ __forceinline__ void push_triple(unsigned int entry, unsigned int barrier, float m, float s, float q) {
+    asm volatile("st.shared::cluster.f32 [%0], %1;" ::"r"(entry), "f"(m) : "memory");
+    asm volatile("st.shared::cluster.f32 [%0], %1;" ::"r"(entry + 4u), "f"(s) : "memory");
+    asm volatile("st.shared::cluster.f32 [%0], %1;" ::"r"(entry + 8u), "f"(q) : "memory");
+    asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];" ::"r"(barrier) : "memory");
+}
+
+__device__ __forceinline__ void wait_for_triples(unsigned int barrier) {
+    asm volatile(
+        "{\n"
+        ".reg .pred done;\n"
+        "WAIT_%=:\n"
+        "mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 done, [%0], 0;\n"
+        "@!done bra WAIT_%=;\n"
+        "}\n" ::"r"(barrier)
+        : "memory");
+}
+
 // docs:begin cluster-row
 template <bool RMS>
 __device__ __forceinline__ void cluster_row(const float* __restrict__ x, float* __restrict__ y, int cols) {
     __shared__ float scratch[96];
-    __shared__ float published[3];  // this block's (m_k, s_k, q_k), read by the whole cluster
+    __shared__ float triples[CLUSTER][3];       // block k's (m_k, s_k, q_k) in entry k, pushed by block k
+    __shared__ unsigned long long arrivals;     // mbarrier: CLUSTER arrivals, one per pushed triple
     extern __shared__ float4 slice[];
     cg::cluster_group cluster = cg::this_cluster();
     const int rank = (int)cluster.block_rank();
+    if (threadIdx.x == 0) {
+        asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(shared_address(&arrivals)), "r"(CLUSTER)
+                     : "memory");
+        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    }
+    __syncthreads();
+    asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory");  // this block's mbarrier is ready
     const Row r = row_at(x, y, blockIdx.x / CLUSTER, cols);
     const int per_block = (r.chunks + CLUSTER - 1) / CLUSTER;
     const int begin = min(rank * per_block, r.chunks), end = min(begin + per_block, r.chunks);
@@ -366,27 +400,27 @@ __device__ __forceinline__ void cluster_row(const float* __restrict__ x, float* 
     if (in_registers) registers_stats<RMS>(r, begin, end, v, m, s, q);
     else shared_stats<RMS, false>(r, begin, end, slice, m, s, q);
     block_merge_stats(m, s, q, scratch);
-    if (threadIdx.x == 0) {
-        published[0] = m;
-        published[1] = s;
-        published[2] = q;
+    asm volatile("barrier.cluster.wait.aligned;" ::: "memory");  // every block's mbarrier is initialised
+    const unsigned int barrier = shared_address(&arrivals);
+    if (threadIdx.x < CLUSTER) {  // thread k pushes this block's triple to block k
+        push_triple(cluster_address(shared_address(&triples[rank][0]), threadIdx.x),
+                    cluster_address(barrier, threadIdx.x), m, s, q);
     }
-    cluster.sync();  // every block's triple is written and visible to the cluster
-    // Each warp combines the cluster's triples: lane k < CLUSTER reads block k's through DSMEM.
+    wait_for_triples(barrier);
+    // Each warp combines the cluster's triples: lane k < CLUSTER reads block k's from this block's shared memory.
     const int lane = threadIdx.x & 31;
     float mk = NEG_INF, sk = 0.0f, qk = 0.0f;
     if (lane < CLUSTER) {
-        const float* remote = cluster.map_shared_rank(published, lane);
-        mk = remote[0];
-        sk = remote[1];
-        qk = remote[2];
+        mk = triples[lane][0];
+        sk = triples[lane][1];
+        qk = triples[lane][2];
     }
     warp_merge_stats(mk, sk, qk);
-    cluster.barrier_arrive();  // this block has read every remote triple it needs
+    asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory");  // this block's pushes are issued
     const float factor = (RMS ? sqrtf(qk / (float)cols) : 1.0f) / sk;
     if (in_registers) registers_write(r, begin, end, v, mk, factor);
     else shared_write(r, begin, end, slice, mk, factor);
-    cluster.barrier_wait();    // no block leaves while another may still read its triple
+    asm volatile("barrier.cluster.wait.aligned;" ::: "memory");  // no block leaves while its pushes may be in flight
 }
 // docs:end cluster-row
 
@@ -488,101 +522,16 @@ __device__ __forceinline__ void split_rows(const float* __restrict__ x, float* _
     }
 }
 
-// ---------------------------------------------------------------- split, pipelined: the next piece in flight
-// The same pieces and the same exchange, but a block's dynamic shared memory holds two pieces (a buffer of half its
-// bytes each, registers hold none): the block requests its next piece's chunks (cp.async) before it exchanges this
-// piece's statistics and writes its y, so DRAM keeps reading through the row's round trip and the writes, and only
-// the last grid step's round trip is exposed. The host sizes the pieces to fit a buffer (nothing is streamed) and
-// gives the grid at least two steps where the rows allow it.
-__device__ __forceinline__ void piece_span(const Row& r, long long p, int pieces, int& begin, int& end) {
-    const int per_piece = (r.chunks + pieces - 1) / pieces;
-    begin = min((int)(p % pieces) * per_piece, r.chunks);
-    end = min(begin + per_piece, r.chunks);
-}
-
-// Chunks [begin, end) of a row into buffer[0, end - begin) by cp.async (a chunk that straddles the row's end lane by
-// lane), as one commit group: thread t writes entries t, t + BLOCK, ... only.
-__device__ __forceinline__ void request_piece(const Row& r, int begin, int end, float4* buffer) {
-    const float4* chunks = reinterpret_cast<const float4*>(r.x);
-    for (int c = begin + (int)threadIdx.x; c < end; c += BLOCK) {
-        if (whole_chunk(r, c)) copy_chunk_async(buffer + (c - begin), chunks + c);
-        else buffer[c - begin] = load_chunk(r, c);
-    }
-    commit_copies();
-}
-
-// (m, s, q) of this thread's entries of buffer[0, count), every entry a chunk holding an element of the row.
-template <bool RMS>
-__device__ __forceinline__ void buffered_stats(const float4* buffer, int count, float& m, float& s, float& q) {
-    float mine = NEG_INF, sum = 0.0f, squares = 0.0f;
-    for (int base = threadIdx.x; base < count; base += UNROLL * BLOCK) {
-        float4 v[UNROLL];
-#pragma unroll
-        for (int u = 0; u < UNROLL; ++u) {
-            const int c = base + u * BLOCK;
-            v[u] = c < count ? buffer[c] : neg_inf4();
-        }
-        absorb_group<RMS>(v, mine, sum, squares);
-    }
-    merge_stats(m, s, q, mine, sum, squares);
-}
-
-template <bool RMS>
-__device__ __forceinline__ void pipelined_rows(const float* __restrict__ x, float* __restrict__ y, int rows, int cols,
-                                               int pieces, unsigned long long* __restrict__ slots) {
-    __shared__ float scratch[96];
-    extern __shared__ float4 slice[];
-    const int half = (int)(dynamic_shared_bytes() / 32u);  // chunks one buffer holds
-    const long long work = (long long)rows * pieces;
-    long long p = blockIdx.x;
-    if (p >= work) return;
-    Row r = row_at(x, y, p / pieces, cols);
-    int begin, end;
-    piece_span(r, p, pieces, begin, end);
-    request_piece(r, begin, end, slice);
-    for (int buffer = 0; p < work; p += gridDim.x, buffer ^= 1) {
-        unsigned long long* own = slots + SLOT_WORDS * p;
-        const unsigned int epoch = pieces > 1 ? epoch_of(load_word(own)) + 1u : 0u;
-        const long long next = p + gridDim.x;
-        Row following = r;
-        int next_begin = 0, next_end = 0;
-        if (next < work) {  // the next piece's loads go out before this piece's round trip
-            following = row_at(x, y, next / pieces, cols);
-            piece_span(following, next, pieces, next_begin, next_end);
-            request_piece(following, next_begin, next_end, slice + (buffer ^ 1) * half);
-            wait_copies(1);  // this piece's group has landed; the next one's may still be in flight
-        } else {
-            wait_copies(0);
-        }
-        const float4* held = slice + buffer * half;
-        float m = NEG_INF, s = 0.0f, q = 0.0f;
-        buffered_stats<RMS>(held, end - begin, m, s, q);
-        block_merge_stats(m, s, q, scratch);
-        if (pieces > 1) {
-            if (threadIdx.x == 0) publish_stats(own, epoch, m, s, q);
-            gather_stats<RMS>(slots + SLOT_WORDS * (p / pieces) * pieces, pieces, epoch, m, s, q);
-            block_merge_stats(m, s, q, scratch);
-        }
-        const float factor = (RMS ? sqrtf(q / (float)cols) : 1.0f) / s;
-        shared_write(r, begin, end, held, m, factor);  // this thread's entries: the next request reuses them
-        r = following;
-        begin = next_begin;
-        end = next_end;
-    }
-}
-
 #if EMITS(3)
 extern "C" __global__ void __launch_bounds__(BLOCK, SPLIT_MIN_BLOCKS)
 split_rms_softmax(const float* __restrict__ x, float* __restrict__ y, int rows, int cols, int pieces,
                   unsigned long long* __restrict__ slots) {
-    if (PIPELINE) pipelined_rows<true>(x, y, rows, cols, pieces, slots);
-    else split_rows<true>(x, y, rows, cols, pieces, slots);
+    split_rows<true>(x, y, rows, cols, pieces, slots);
 }
 
 extern "C" __global__ void __launch_bounds__(BLOCK, SPLIT_MIN_BLOCKS)
 split_softmax(const float* __restrict__ x, float* __restrict__ y, int rows, int cols, int pieces,
               unsigned long long* __restrict__ slots) {
-    if (PIPELINE) pipelined_rows<false>(x, y, rows, cols, pieces, slots);
-    else split_rows<false>(x, y, rows, cols, pieces, slots);
+    split_rows<false>(x, y, rows, cols, pieces, slots);
 }
 #endif

@@ -7,7 +7,6 @@ import subprocess
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from launchlab.chapters.fusion import plans
@@ -178,28 +177,3 @@ def test_split_pieces_keep_every_piece_of_a_step_resident():
     for rows in (1, 2, 3, 7, 100, 264, 1000):
         pieces = designs.split_pieces(rows, 264)
         assert pieces * min(rows, 264 // pieces) <= 264
-
-
-@pytest.mark.parametrize("seed", [11, 12])
-def test_pipelined_layout_fits_its_buffers_in_at_least_two_balanced_steps(seed):
-    rng = np.random.default_rng(seed)
-    for _ in range(300):
-        rows, capacity = int(rng.integers(1, 5000)), int(rng.choice([132, 264, 528]))
-        buffer_chunks, chunks = int(rng.choice([1664, 3584])), int(rng.integers(1, 600_000))
-        if -(-chunks // buffer_chunks) > capacity:
-            with pytest.raises(ValueError, match="pieces"):
-                designs.pipelined_layout(rows, capacity, chunks, buffer_chunks)
-            continue
-        pieces, per_step = designs.pipelined_layout(rows, capacity, chunks, buffer_chunks)
-        steps = -(-rows // per_step)
-        assert -(-chunks // pieces) <= buffer_chunks and pieces * per_step <= capacity, (rows, chunks, pieces)
-        assert steps >= min(2, rows) and steps * per_step - rows < steps, (rows, chunks, per_step)
-        assert (capacity // pieces) >= per_step  # the kernel's grid of pieces x per_step blocks is resident
-
-
-def test_pipelined_layout_refuses_pieces_that_do_not_fit():
-    assert designs.pipelined_layout(10, 264, 1000, 1000, pieces=3) == (3, 10)
-    with pytest.raises(ValueError, match="needs 2 buffers"):
-        designs.pipelined_layout(10, 264, 1001, 1000, pieces=1)
-    with pytest.raises(ValueError, match="resident"):
-        designs.pipelined_layout(1, 264, 264 * 1000 + 1, 1000)

@@ -114,17 +114,10 @@ SPLIT_CASES = [
     (300, 5001, {}, True),                                                  # more rows than resident blocks
     (600, 3001, {"pieces": 2}, True),                                       # several grid steps with barriers
     (1823, 781, {"blocks_per_sm": 1}, True)]
-PIPELINED_CASES = [  # (rows, cols, block, options): the pipelined split build (two pieces a block in shared memory)
-    (1, 1, 512, {}), (3, 1, 512, {}), (2, 31, 256, {}),                   # rows shorter than a chunk; two steps
-    (1, 1_000_003, 512, {}), (2, 1_000_003, 256, {}),                      # one row at once; two steps of one row
-    (47, 126781, 512, {}), (7, 40001, 256, {}),                           # uneven steps, unaligned rows
-    (300, 5001, 256, {}), (1823, 781, 512, {}),                           # many steps
-    (600, 3001, 256, {"pieces": 2}), (9, 4097, 512, {"pieces": 1})]       # pieces fixed
 REPEATED = [("split", 2, 1_000_003), ("split", 1, 4099), ("cluster", 3, 4099), ("cluster", 3, 131075),
             ("narrow", 1823, 781)]
 POISONED = {"narrow": ("narrow", {}), "cluster-registers": ("cluster", {}),
-            "cluster-shared": ("cluster", {"slice_regs": 0}), "split": ("split", {}),
-            "split-pipelined": ("split", {"pipeline": 1})}
+            "cluster-shared": ("cluster", {"slice_regs": 0}), "split": ("split", {})}
 POISON_SHAPE = (9, 1021)  # the longest unaligned row 32 lanes x 8 chunks hold
 
 
@@ -150,8 +143,6 @@ def forced_configurations(sm_count: int) -> list[tuple[str, dict]]:
     found += [(design, fused_policy.design_defines(design, *POISON_SHAPE, sm_count, **choices))
               for design, choices in POISONED.values()]
     found.append(("split", fused_policy.design_defines("split", 1, 1, sm_count)))
-    found += [("split", fused_policy.design_defines("split", rows, cols, sm_count, block=block, pipeline=1))
-              for rows, cols, block, _ in PIPELINED_CASES]
     found.append(("cluster", fused_policy.design_defines("cluster", 513, 1000, sm_count, cluster=2)))
     found.append(("narrow", fused_policy.design_defines("narrow", 513, 1000, sm_count)))
     found.append(("narrow", fused_policy.design_defines("narrow", 4, 128, sm_count, row_chunks=1)))
@@ -298,37 +289,6 @@ def test_split_shapes(device, rows, cols, options, kept, mode):
     target = target_for("split", rows, cols, mode, device["sm_count"], options=options)
     assert target.describe()["kept_on_chip"] == kept, target.describe()
     check(target)
-
-
-@pytest.mark.parametrize("mode", MODES)
-@pytest.mark.parametrize("rows, cols, block, options", PIPELINED_CASES)
-def test_pipelined_split_shapes(device, rows, cols, block, options, mode):
-    target = target_for("split", rows, cols, mode, device["sm_count"], options=options, block=block, pipeline=1)
-    described = target.describe()
-    assert described["pipelined"] and described["kept_on_chip"], described
-    if rows >= 2 and not options:  # at least two grid steps: the next piece's loads overlap this one's exchange
-        assert described["grid"] // described["pieces"] < rows, described
-    check(target)
-
-
-def test_pipelined_split_repeated_and_replayed(backend, device):
-    """Back-to-back invocations of a pipelined build over several grid steps, then graph replays, stay correct
-    (its stamped words advance by one epoch a call, like the split build's)."""
-    from launchlab.gpu.capture import GraphReplay
-
-    rows, cols = 13, 300_007
-    target = target_for("split", rows, cols, "rms", device["sm_count"], pipeline=1)
-    assert target.describe()["grid"] // target.pieces < rows
-    for seed_index in range(2):
-        target.load(workloads.rms_softmax_fixture(FRESH_SEED, seed_index, rows, cols))
-        for _ in range(5):
-            target.invoke()
-    backend.synchronize()
-    check(target, seed_index=2, label="after repeated invocations")
-    replay = GraphReplay(target, backend.stream)
-    x = workloads.rms_softmax_fixture(FRESH_SEED, 3, rows, cols)
-    result = oracles.compare(replay.compute(x), oracles.rms_softmax(x), oracles.RMS_SOFTMAX_TOLERANCE)
-    assert result["passed"], f"seed {FRESH_SEED}, pipelined graph replay: {result}"
 
 
 @pytest.mark.parametrize("design, rows, cols", REPEATED)

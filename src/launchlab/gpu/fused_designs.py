@@ -24,8 +24,8 @@ from launchlab.gpu import device
 from launchlab.gpu.build import BuiltModule
 from launchlab.gpu.targets import ArrayTarget, allow_dynamic_shared, module_define, resident_blocks_per_sm
 from launchlab.model.fused_policy import (KERNELS, MODES, PORTABLE_CLUSTER, SLOT_WORDS, SPLIT_COOPERATIVE, SPLIT_REGS,
-                                          narrow_lanes, pipelined_layout, split_blocks_per_sm, split_pieces,
-                                          split_slice_bytes, worst_chunks)
+                                          narrow_lanes, split_blocks_per_sm, split_pieces, split_slice_bytes,
+                                          worst_chunks)
 
 # ---------------------------------------------------------------- targets (GPU)
 class _DesignTarget(ArrayTarget):
@@ -127,9 +127,7 @@ class SplitRow(_DesignTarget):
     resident blocks per SM from the occupancy API, at most `blocks_per_sm`, by default 1024 threads' worth), so
     that every block is resident at once. A piece keeps its first SPLIT_REGS x BLOCK chunks in registers and the
     next ones in dynamic shared memory (up to `slice_bytes`, by default fused_policy.split_slice_bytes); the rest is
-    streamed (x read twice). Pieces per row: fused_policy.split_pieces. A pipelined build (PIPELINE=1) keeps two
-    pieces a block in shared memory, half the budget each, and none in registers: fused_policy.pipelined_layout
-    gives its pieces and rows per grid step (at least two steps where there are two rows).
+    streamed (x read twice). Pieces per row: fused_policy.split_pieces.
 
     `slots` (SLOT_WORDS epoch-stamped words per piece, kernels/grid_flags.cuh) start at zero and every invocation
     leaves them consistent: never poisoned. `cooperative` launches the grid cooperatively (the driver then
@@ -152,25 +150,15 @@ class SplitRow(_DesignTarget):
         if self.resident_per_sm < 1:
             raise ValueError(f"no block of {self.block} threads with {budget} shared bytes fits an SM")
         self.capacity = min(self.resident_per_sm, blocks_per_sm) * device.sm_count()
-        self.pipelined = bool(module_define(built, "PIPELINE", 0))
         chunks = worst_chunks(rows, cols)
-        if self.pipelined:  # two buffers of half the budget each, nothing in registers, nothing streamed
-            self.pieces, per_step = pipelined_layout(rows, self.capacity, chunks, budget // 32,
-                                                     int(pieces) if pieces else None)
-            per_piece = -(-chunks // self.pieces)
-            self.kept_on_chip = True
-            self.shared_bytes = 32 * per_piece
-        else:
-            on_chip = self.split_regs * self.block + budget // 16
-            self.pieces = int(pieces) if pieces else split_pieces(rows, self.capacity, chunks, on_chip,
-                                                                  device.sm_count())
-            per_step = min(rows, self.capacity // max(1, self.pieces))
-            per_piece = -(-chunks // self.pieces)
-            self.kept_on_chip = per_piece <= on_chip  # x read once; else the rest of a piece is streamed (read twice)
-            self.shared_bytes = min(budget, 16 * max(0, per_piece - self.split_regs * self.block))  # within the limit
+        on_chip = self.split_regs * self.block + budget // 16
+        self.pieces = int(pieces) if pieces else split_pieces(rows, self.capacity, chunks, on_chip, device.sm_count())
         if not 1 <= self.pieces <= self.capacity:
             raise ValueError(f"{self.pieces} pieces per row cannot all be resident ({self.capacity} blocks)")
-        grid = self.pieces * per_step
+        grid = self.pieces * min(rows, self.capacity // self.pieces)
+        per_piece = -(-chunks // self.pieces)
+        self.kept_on_chip = per_piece <= on_chip  # x read once; else the rest of a piece is streamed (read twice)
+        self.shared_bytes = min(budget, 16 * max(0, per_piece - self.split_regs * self.block))  # within the limit set
         self.cooperative = bool(cooperative)
         self.slots = cupy.zeros(SLOT_WORDS * rows * self.pieces, dtype=cupy.uint64)
         args = (self.x, self.y, np.int32(rows), np.int32(cols), np.int32(self.pieces), self.slots)
@@ -182,8 +170,7 @@ class SplitRow(_DesignTarget):
 
     def describe(self) -> dict:
         return super().describe() | {"pieces": self.pieces, "capacity": self.capacity, "split_regs": self.split_regs,
-                                     "cooperative": self.cooperative, "kept_on_chip": self.kept_on_chip,
-                                     "pipelined": self.pipelined}
+                                     "cooperative": self.cooperative, "kept_on_chip": self.kept_on_chip}
 
 
 DESIGNS = {"narrow": NarrowRows, "cluster": ClusterRow, "split": SplitRow}

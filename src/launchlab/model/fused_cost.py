@@ -7,7 +7,7 @@ the data and the fit are committed under evidence/development/).
 How a configuration is seen (`geometry`): its work is N equal TASKS (a row, a slice of a row, a group of rows a
 warp holds), P of which run at once (resident blocks x tasks a block runs at a time, from the registers, shared
 memory and threads each build needs); a task moves b bytes (x read once, y written once; the streamed tiers read x
-again), keeps q bytes of loads in flight, and waits for `syncs` block-wide reductions, `cluster` cluster barriers
+again), keeps q bytes of loads in flight, and waits for `syncs` block-wide reductions, `cluster` cluster exchanges
 and `grid` grid-wide round trips; each thread works through `serial` elements in turn (the whole register array
 of its build, empty entries included), and a grid of many short-lived blocks starts `blocks` of them one after
 another on each SM. The narrow design's scalar build (single floats a lane) has constants of its own ("scalar").
@@ -31,9 +31,8 @@ import math
 
 import numpy as np
 
-from launchlab.model.fused_policy import (SPLIT_REGS, next_power_of_two, pipelined_buffer_chunks, pipelined_layout,
-                                          split_blocks_per_sm, split_on_chip_chunks, split_pieces, split_slice_bytes,
-                                          worst_chunks)
+from launchlab.model.fused_policy import (SPLIT_REGS, next_power_of_two, split_blocks_per_sm, split_on_chip_chunks,
+                                          split_pieces, split_slice_bytes, worst_chunks)
 
 # The plane's distribution (the fusion chapter's): rows log-uniform in 1..65536, row length log-uniform in
 # 1..2^21 floats, a draw whose matrix falls outside 4 KiB..256 MiB redrawn.
@@ -44,8 +43,7 @@ MAX_BYTES = 256 << 20
 CALIBRATION_SEED = 4851   # the calibration plane's: never the chapter's
 CALIBRATION_POINTS = 128
 L2_STATES = ("warm", "cold")
-# the model's: "scalar" is the narrow design's scalar build, "pipelined" the split design's pipelined build
-DESIGNS = ("row", "narrow", "scalar", "cluster", "split", "pipelined")
+DESIGNS = ("row", "narrow", "scalar", "cluster", "split")  # the model's: "scalar" is the narrow design's scalar build
 
 
 def draw_plane(seed: int, points: int) -> list[tuple[int, int]]:
@@ -103,7 +101,7 @@ class Geometry:
     task_bytes: float   # b: moved per task
     in_flight: float    # q: bytes of loads a task keeps in flight
     syncs: float        # block-wide reductions a task waits for
-    cluster: float      # cluster barriers a task waits for
+    cluster: float      # cluster exchanges a task waits for
     grid: float         # grid-wide round trips a task waits for
     reread: float       # share of x read a second time (the streamed tiers)
     design: str = "copy"  # the design (its fixed cost is its own)
@@ -153,23 +151,12 @@ def geometry(plan: dict, rows: int, cols: int, device: dict) -> Geometry:
         shared = 0 if in_registers else 16 * slice_chunks
         resident = resident_blocks(block, CLUSTER_REGISTERS.get(regs, 108), shared, shared_per_sm)
         in_flight = min(16.0 * slice_chunks, 16.0 * block * (regs if in_registers else int(defines.get("UNROLL", 4))))
-        # one merged (m, s, q) reduction a block, then the cluster barrier, whose time grows with the blocks it
-        # joins (counted in clusters of 8) as every warp reads each block's triple through distributed shared memory
+        # one merged (m, s, q) reduction a block, then the cluster's exchange, whose time grows with the blocks it
+        # joins (counted in clusters of 8) as every block pushes its triple into every other block's shared memory
         serial = 4.0 * (regs if in_registers else -(-slice_chunks // block))
         usable = cluster_sms(width, sms)
         return Geometry(rows * width, usable * resident, 8.0 * cols / width, in_flight, 1.0, width / 8, 0.0, 0.0,
                         "cluster", serial, sms=usable)
-    if design == "split" and defines.get("PIPELINE"):
-        # two pieces a block in shared memory, the next one's loads in flight through this one's round trip and
-        # writes: the whole piece in flight, and only the last step's round trip exposed (`terms`)
-        capacity = sms * max(1, min(split_blocks_per_sm(block),
-                                    resident_blocks(block, SPLIT_REGISTERS, split_slice_bytes(block), shared_per_sm)))
-        pieces, per_step = pipelined_layout(rows, capacity, chunks, pipelined_buffer_chunks(block),
-                                            plan.get("options", {}).get("pieces"))
-        per_piece = -(-chunks // pieces)
-        return Geometry(rows * pieces, pieces * per_step, 8.0 * cols / pieces, 16.0 * per_piece,
-                        2.0 if pieces > 1 else 1.0, 0.0, 1.0 if pieces > 1 else 0.0, 0.0, "pipelined",
-                        4.0 * -(-per_piece // block))
     if design == "split":
         slice_bytes = split_slice_bytes(block)
         resident = min(split_blocks_per_sm(block), resident_blocks(block, SPLIT_REGISTERS, slice_bytes, shared_per_sm))
@@ -200,19 +187,17 @@ class Constants:
     fixed_scalar: float = 0.3
     fixed_cluster: float = 1.0    # a grid of thread-block clusters
     fixed_split: float = 3.0      # resident blocks exchanging stamped words
-    fixed_pipelined: float = 3.0
     task_row: float = 1.0         # each design's fixed time per task: its dependent steps (load, reduce, store)
     task_narrow: float = 1.0      # beyond its loads, and for a block per task, the block's start and end
     task_scalar: float = 1.0
     task_cluster: float = 1.0
     task_split: float = 1.0
-    task_pipelined: float = 1.0
     task_latency: float = 0.8     # a round trip of a task's loads while the GPU is loaded with other tasks
     latency: float = 0.6          # a memory round trip under load, served by the L2
     cold_latency: float = 0.4     # added to a round trip served by DRAM
     sync: float = 0.1             # one block-wide reduction
     element: float = 0.004        # one element a thread works through in turn (its loads, exponentials, stores)
-    cluster_sync: float = 0.5     # one cluster barrier
+    cluster_sync: float = 0.5     # one cluster exchange
     grid_sync: float = 3.0        # one grid-wide round trip
     dram: float = 4.2e6           # DRAM bytes per microsecond (read + write)
     l2: float = 7.0e6             # L2 bytes per microsecond
@@ -230,8 +215,6 @@ class Constants:
     share_cluster_cold: float = 0.9
     share_split_warm: float = 0.8
     share_split_cold: float = 0.9
-    share_pipelined_warm: float = 0.8
-    share_pipelined_cold: float = 0.9
     warm_dram: float = 0.95       # DRAM's rate when warm calls also write back the last call's y
     cluster_block: float = 0.008  # clusters start one after another: this long per block of a cluster grid
     row_block: float = 0.08       # an SM starts the row kernel's blocks one after another: this long per block
@@ -316,10 +299,8 @@ def terms(cases: Cases, constants: Constants) -> dict:
     task = (dependent + cases.serial * k.element + cases.syncs * k.sync + cases.cluster * k.cluster_sync
             + task_latency * np.maximum(1.0, 0.5 * task_bytes / in_flight))
     # a grid-wide round trip (the split design's exchange) holds every block of its grid step at once: the memory
-    # idles through it, so it adds to the step's time instead of overlapping other tasks' transfers; the pipelined
-    # build reads its next step through it, so only the last step's is exposed
+    # idles through it, so it adds to the step's time instead of overlapping other tasks' transfers
     exchange = cases.grid * k.grid_sync
-    pipelined = cases.designs["pipelined"]
     slots = np.maximum(1.0, cases.slots)
     full = np.floor(cases.tasks / slots)
     rest = cases.tasks - full * slots
@@ -333,8 +314,7 @@ def terms(cases: Cases, constants: Constants) -> dict:
         which = np.argmax(limits, axis=0)
         for index, name in enumerate(parts):
             parts[name] = parts[name] + count * np.where(which == index, limits[index], 0.0)
-        parts["latency"] = parts["latency"] + np.where(pipelined, 0.0, count * exchange)
-    parts["latency"] = parts["latency"] + np.where(pipelined, exchange, 0.0)
+        parts["latency"] = parts["latency"] + count * exchange
     waves = sum(parts.values())
     fixed = k.launch + (~cases.warm) * k.cold_start
     for design in DESIGNS:

@@ -181,36 +181,6 @@ def split_steps_us(rows: int, chunks: int, pieces: int, capacity: int) -> float:
     return steps * (32.0 * chunks / pieces / (SPLIT_BYTES_PER_US / capacity) + SPLIT_STEP_US)
 
 
-def pipelined_layout(rows: int, capacity: int, chunks: int, buffer_chunks: int,
-                     pieces: int | None = None) -> tuple[int, int]:
-    """(pieces per row, rows per grid step) of a pipelined split build (PIPELINE 1: each of `capacity` resident
-    blocks holds two pieces of up to `buffer_chunks` chunks, the next one's loads in flight while this one's
-    statistics are exchanged). Its gain is the overlap of one step with the next, so the grid takes at least two
-    steps where there are two rows, as few as keep every piece in its buffer, and the rows spread evenly over them;
-    a row's pieces are as many as the blocks of a step give it. `pieces` fixes the pieces instead."""
-    if rows <= 0 or capacity <= 0 or chunks <= 0 or buffer_chunks <= 0:
-        raise ValueError("rows, capacity, chunks and buffer chunks must be positive")
-    needed = -(-int(chunks) // int(buffer_chunks))
-    if pieces is not None:
-        if not needed <= int(pieces) <= capacity:
-            raise ValueError(f"{pieces} pieces per row: a row of {chunks} chunks needs {needed} buffers of "
-                             f"{buffer_chunks}, and {capacity} blocks are resident")
-        return int(pieces), min(rows, capacity // int(pieces))
-    if needed > capacity:
-        raise ValueError(f"a row of {chunks} chunks needs {needed} pieces of {buffer_chunks} chunks; "
-                         f"{capacity} blocks are resident")
-    steps = -(-rows // (capacity // needed))
-    if rows >= 2:
-        steps = max(2, steps)
-    per_step = -(-rows // steps)
-    return capacity // per_step, per_step
-
-
-def pipelined_buffer_chunks(block: int) -> int:
-    """Chunks one of a pipelined split block's two buffers holds: half its shared memory (registers hold none)."""
-    return split_slice_bytes(block) // 32
-
-
 def split_blocks_per_sm(block: int) -> int:
     """Resident blocks per SM of a split build: 1024 threads' worth (two blocks of 512), at least one."""
     return max(1, SPLIT_BLOCKS_PER_SM * SPLIT_BLOCK // block)

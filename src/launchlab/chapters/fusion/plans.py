@@ -146,7 +146,7 @@ def design_plan(design: str, defines: dict, options: dict | None = None) -> dict
 
 
 TAG_LETTERS = {"CLUSTER": "c", "BLOCK": "b", "ROW_CHUNKS": "r", "PREFETCH": "p", "SCALAR": "s", "SLICE_REGS": "g",
-               "UNROLL": "u", "PIPELINE": "pipe"}
+               "UNROLL": "u"}
 
 
 def design_tag(design: str, defines: dict, options: dict) -> str:
@@ -236,14 +236,6 @@ def candidates(rows: int, cols: int, device: dict) -> list[dict]:
         if rows < SPLIT_MAX_ROWS_PER_SM * sm_count:
             found.append(design_plan("split", fused_policy.design_defines("split", rows, cols, sm_count)))
         found.append(design_plan("split", fused_policy.design_defines("split", rows, cols, sm_count, block=256)))
-        # the pipelined builds (two pieces a block, the next one's loads in flight) where a row fits their buffers
-        for block in (fused_policy.SPLIT_BLOCK, 256):
-            if block == fused_policy.SPLIT_BLOCK and rows >= SPLIT_MAX_ROWS_PER_SM * sm_count:
-                continue
-            capacity = fused_policy.split_blocks_per_sm(block) * sm_count
-            if _try(fused_policy.pipelined_layout, rows, capacity, chunks, fused_policy.pipelined_buffer_chunks(block)):
-                found.append(design_plan("split", fused_policy.design_defines("split", rows, cols, sm_count,
-                                                                              block=block, pipeline=1)))
     unique = {}
     for plan in found:
         unique.setdefault(plan["tag"] + "|" + plan["module"], plan | {"place": place(plan, rows, cols, sm_count)})
@@ -264,11 +256,6 @@ def place(plan: dict, rows: int, cols: int, sm_count: int) -> str:
         where = "registers" if slice_chunks <= defines["SLICE_REGS"] * defines["BLOCK"] else "shared memory"
         return f"{where}, {defines['CLUSTER']} blocks"
     block = defines["BLOCK"]
-    if defines.get("PIPELINE"):
-        pieces, _ = fused_policy.pipelined_layout(rows, fused_policy.split_blocks_per_sm(block) * sm_count, chunks,
-                                                  fused_policy.pipelined_buffer_chunks(block),
-                                                  plan["options"].get("pieces"))
-        return f"shared memory, two pieces a block, {pieces} pieces"
     on_chip = fused_policy.split_on_chip_chunks(block)
     pieces = plan["options"].get("pieces") or fused_policy.split_pieces(
         rows, fused_policy.split_blocks_per_sm(block) * sm_count, chunks, on_chip, sm_count)
