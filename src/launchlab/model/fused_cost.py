@@ -43,7 +43,9 @@ MAX_BYTES = 256 << 20
 CALIBRATION_SEED = 4851   # the calibration plane's: never the chapter's
 CALIBRATION_POINTS = 128
 L2_STATES = ("warm", "cold")
-DESIGNS = ("row", "narrow", "scalar", "cluster", "split")  # the model's: "scalar" is the narrow design's scalar build
+# the model's: "scalar" is the narrow design's scalar build, "cluster_shared" a cluster build whose slices are in
+# shared memory (read through a loop of UNROLL chunks a thread rather than all at once into registers)
+DESIGNS = ("row", "narrow", "scalar", "cluster", "cluster_shared", "split")
 
 
 def draw_plane(seed: int, points: int) -> list[tuple[int, int]]:
@@ -156,7 +158,7 @@ def geometry(plan: dict, rows: int, cols: int, device: dict) -> Geometry:
         serial = 4.0 * (regs if in_registers else -(-slice_chunks // block))
         usable = cluster_sms(width, sms)
         return Geometry(rows * width, usable * resident, 8.0 * cols / width, in_flight, 1.0, width / 8, 0.0, 0.0,
-                        "cluster", serial, sms=usable)
+                        "cluster" if in_registers else "cluster_shared", serial, sms=usable)
     if design == "split":
         slice_bytes = split_slice_bytes(block)
         resident = min(split_blocks_per_sm(block), resident_blocks(block, SPLIT_REGISTERS, slice_bytes, shared_per_sm))
@@ -186,11 +188,13 @@ class Constants:
     fixed_narrow: float = 0.3
     fixed_scalar: float = 0.3
     fixed_cluster: float = 1.0    # a grid of thread-block clusters
+    fixed_cluster_shared: float = 1.0
     fixed_split: float = 3.0      # resident blocks exchanging stamped words
     task_row: float = 1.0         # each design's fixed time per task: its dependent steps (load, reduce, store)
     task_narrow: float = 1.0      # beyond its loads, and for a block per task, the block's start and end
     task_scalar: float = 1.0
     task_cluster: float = 1.0
+    task_cluster_shared: float = 1.0
     task_split: float = 1.0
     task_latency: float = 0.8     # a round trip of a task's loads while the GPU is loaded with other tasks
     latency: float = 0.6          # a memory round trip under load, served by the L2
@@ -213,6 +217,8 @@ class Constants:
     share_scalar_cold: float = 0.9
     share_cluster_warm: float = 0.8
     share_cluster_cold: float = 0.9
+    share_cluster_shared_warm: float = 0.8
+    share_cluster_shared_cold: float = 0.9
     share_split_warm: float = 0.8
     share_split_cold: float = 0.9
     warm_dram: float = 0.95       # DRAM's rate when warm calls also write back the last call's y
@@ -309,7 +315,8 @@ def terms(cases: Cases, constants: Constants) -> dict:
         # blocks an SM serves: a cluster grid's come in whole blocks (one cluster past what its SMs hold at one block
         # each puts two blocks on some SMs, and their wave waits for those)
         per_sm = active / cases.sms
-        per_sm = np.where(cases.designs["cluster"], np.ceil(per_sm - 1e-9), per_sm)
+        clustered = cases.designs["cluster"] | cases.designs["cluster_shared"]
+        per_sm = np.where(clustered, np.ceil(per_sm - 1e-9), per_sm)
         limits = np.stack([task, active * task_bytes / bw, np.maximum(1.0, per_sm) * task_bytes / k.per_sm])
         which = np.argmax(limits, axis=0)
         for index, name in enumerate(parts):
@@ -319,7 +326,7 @@ def terms(cases: Cases, constants: Constants) -> dict:
     fixed = k.launch + (~cases.warm) * k.cold_start
     for design in DESIGNS:
         fixed = fixed + cases.designs[design] * getattr(k, f"fixed_{design}")
-    starts = np.maximum(cases.designs["cluster"] * cases.tasks * k.cluster_block,
+    starts = np.maximum((cases.designs["cluster"] | cases.designs["cluster_shared"]) * cases.tasks * k.cluster_block,
                         np.ceil(cases.blocks / cases.sms) * k.row_block)
     paced = (waves ** 4 + starts ** 4) ** 0.25  # a smooth max: the larger of the two sets the pace
     scale = paced / np.maximum(waves + starts, 1e-12)
@@ -439,8 +446,8 @@ def errors(relative: np.ndarray) -> dict:
 # ---------------------------------------------------------------- the fitted constants
 # The model's structure (its terms), numbered anew whenever a term changes: the version of a fit is the structure
 # and the first 12 hex digits of its calibration file's SHA-256.
-MODEL_STRUCTURE = "fused_cost-2"
+MODEL_STRUCTURE = "fused_cost-3"
 # Fitted by tools/calibrate_fused.py --fit on evidence/development/fused_calibration.json (the calibration plane,
 # seed CALIBRATION_SEED, measured on an H200); tests/test_fused_cost.py refits and compares.
-MODEL_VERSION = f"{MODEL_STRUCTURE} 60c77fa32c57"
-FITTED = Constants(launch=0.796534, cold_start=2.32965, fixed_row=0.39516, fixed_narrow=0.455037, fixed_scalar=0.255961, fixed_cluster=0.663663, fixed_split=2.35751, task_row=0.001, task_narrow=0.001, task_scalar=0.0571918, task_cluster=0.001, task_split=0.001, task_latency=0.0274485, latency=0.410883, cold_latency=0.259673, sync=0.0479465, element=0.0454737, cluster_sync=1.17731, grid_sync=1.11652, dram=4.43612e+06, l2=8.12095e+06, per_sm=48260.1, l2_effective=4.1636e+07, l2_sharpness=4.74417, share_row_warm=0.854636, share_row_cold=0.808085, share_narrow_warm=0.51812, share_narrow_cold=0.7521, share_scalar_warm=0.57614, share_scalar_cold=0.805629, share_cluster_warm=0.698342, share_cluster_cold=0.668269, share_split_warm=0.844114, share_split_cold=0.836907, warm_dram=0.872398, cluster_block=0.011295, row_block=0.0864706)
+MODEL_VERSION = f"{MODEL_STRUCTURE} d9121ac03553"
+FITTED = Constants(launch=0.796817, cold_start=2.35873, fixed_row=0.451115, fixed_narrow=0.477957, fixed_scalar=0.275994, fixed_cluster=1.06548, fixed_cluster_shared=2.4207, fixed_split=2.38075, task_row=0.001, task_narrow=0.0303144, task_scalar=0.0855814, task_cluster=0.001, task_cluster_shared=0.0145535, task_split=0.001, task_latency=0.0003, latency=0.411158, cold_latency=0.283205, sync=0.0349071, element=0.0434319, cluster_sync=0.0005, grid_sync=1.14702, dram=4.41838e+06, l2=8.06321e+06, per_sm=47581.3, l2_effective=4.19645e+07, l2_sharpness=5.01384, share_row_warm=0.858552, share_row_cold=0.805974, share_narrow_warm=0.521535, share_narrow_cold=0.759652, share_scalar_warm=0.578078, share_scalar_cold=0.824378, share_cluster_warm=0.860231, share_cluster_cold=0.794012, share_cluster_shared_warm=0.794993, share_cluster_shared_cold=0.757777, share_split_warm=0.84723, share_split_cold=0.836966, warm_dram=0.869785, cluster_block=0.00799301, row_block=0.0856519)
