@@ -10,7 +10,9 @@ memory and threads each build needs); a task moves b bytes (x read once, y writt
 again), keeps q bytes of loads in flight, and waits for `syncs` block-wide reductions, `cluster` cluster exchanges
 and `grid` grid-wide round trips; each thread works through `serial` elements in turn (the whole register array
 of its build, empty entries included), and a grid of many short-lived blocks starts `blocks` of them one after
-another on each SM. The narrow design's scalar build (single floats a lane) has constants of its own ("scalar").
+another on each SM. The narrow design's scalar build (single floats a lane) has constants of its own ("scalar"), and
+so do cluster builds whose slices sit in shared memory ("cluster_shared"). A grid of clusters uses only the SMs whole
+clusters fill (`cluster_sms`), and a wave that puts two of its blocks on one SM waits for that SM.
 
 The time (`terms`): a fixed part (the launch, the design's own fixed cost, and after an L2 flush a cold start), then
 N / P waves, the last one partial. A wave of A tasks takes the longest of: a task's latency (its design's fixed
