@@ -23,6 +23,7 @@ EDGES = [(1, 1), (1, 2), (1, 1 << 21), (65536, 1), (3, 1 << 21), (7, 3), (257, 1
          (64, 1 << 22)]
 CALIBRATION = ROOT / "evidence/development/fused_calibration.json"
 COPY = {"design": "copy", "defines": {}}
+CLUSTER16 = {"design": "cluster", "defines": {"BLOCK": 256, "CLUSTER": 16, "SLICE_REGS": 8, "UNROLL": 4}}
 
 
 def test_plane_draws_follow_the_distribution_and_the_seed():
@@ -56,22 +57,20 @@ def test_cluster_grids_use_only_the_sms_whole_clusters_fill():
     assert [fused_cost.cluster_sms(w, 132) for w in (1, 2, 4, 8, 16)] == [132, 132, 120, 120, 112]
     assert fused_cost.cluster_sms(16, 16) == 16       # a cluster always gets its own blocks' SMs
     assert fused_cost.cluster_sms(8, 66) % 8 == 0    # whole clusters on a smaller GPU
-    plan = {"design": "cluster", "defines": {"BLOCK": 256, "CLUSTER": 16, "SLICE_REGS": 8, "UNROLL": 4}}
-    geometry = fused_cost.geometry(plan, 8, 300_000, H200)  # slices of 4688 chunks, in shared memory
+    geometry = fused_cost.geometry(CLUSTER16, 8, 300_000, H200)  # slices of 4688 chunks, in shared memory
     assert geometry.sms == 112
     assert geometry.slots == 112 * fused_cost.resident_blocks(256, 64, 16 * 4688, 233472) == 112 * 3
     # slices in shared memory are read through a loop of UNROLL chunks a thread: constants of their own
-    assert geometry.design == "cluster_shared" and fused_cost.geometry(plan, 8, 30_000, H200).design == "cluster"
+    assert geometry.design == "cluster_shared" and fused_cost.geometry(CLUSTER16, 8, 30_000, H200).design == "cluster"
 
 
 def test_a_cluster_past_the_usable_sms_doubles_up_blocks():
     """Seven clusters of 16 blocks of shared-memory slices (one block an SM) fill the 112 usable SMs; an eighth puts
     two blocks on some SMs and its wave's time per SM doubles: the jump comes from 7 to 8 rows, not from 8 to 9
     (where it would be if all 132 SMs took clusters)."""
-    plan = {"design": "cluster", "defines": {"BLOCK": 256, "CLUSTER": 16, "SLICE_REGS": 8, "UNROLL": 4}}
     cols = 16 * 4 * (150 * 1024 // 16)  # slices of 150 KiB in shared memory: one block an SM
     for l2 in fused_cost.L2_STATES:
-        times = [fused_cost.predict(plan, rows, cols, H200, l2, fused_cost.FITTED) for rows in (6, 7, 8, 9)]
+        times = [fused_cost.predict(CLUSTER16, rows, cols, H200, l2, fused_cost.FITTED) for rows in (6, 7, 8, 9)]
         assert times[2] - times[1] > 2 * max(times[1] - times[0], times[3] - times[2]), (l2, times)
 
 

@@ -313,11 +313,11 @@ def terms(cases: Cases, constants: Constants) -> dict:
     full = np.floor(cases.tasks / slots)
     rest = cases.tasks - full * slots
     parts = {name: np.zeros_like(task) for name in ("latency", "bandwidth", "per_sm")}
+    clustered = cases.designs["cluster"] | cases.designs["cluster_shared"]
     for count, active in ((full, slots), (rest > 0, rest)):
         # blocks an SM serves: a cluster grid's come in whole blocks (one cluster past what its SMs hold at one block
         # each puts two blocks on some SMs, and their wave waits for those)
         per_sm = active / cases.sms
-        clustered = cases.designs["cluster"] | cases.designs["cluster_shared"]
         per_sm = np.where(clustered, np.ceil(per_sm - 1e-9), per_sm)
         limits = np.stack([task, active * task_bytes / bw, np.maximum(1.0, per_sm) * task_bytes / k.per_sm])
         which = np.argmax(limits, axis=0)
@@ -328,7 +328,7 @@ def terms(cases: Cases, constants: Constants) -> dict:
     fixed = k.launch + (~cases.warm) * k.cold_start
     for design in DESIGNS:
         fixed = fixed + cases.designs[design] * getattr(k, f"fixed_{design}")
-    starts = np.maximum((cases.designs["cluster"] | cases.designs["cluster_shared"]) * cases.tasks * k.cluster_block,
+    starts = np.maximum(clustered * cases.tasks * k.cluster_block,
                         np.ceil(cases.blocks / cases.sms) * k.row_block)
     paced = (waves ** 4 + starts ** 4) ** 0.25  # a smooth max: the larger of the two sets the pace
     scale = paced / np.maximum(waves + starts, 1e-12)
