@@ -227,13 +227,13 @@ __device__ __forceinline__ void registers_stats(const Row& r, int begin, int end
         v[i] = c < end ? load_chunk(r, c) : neg_inf4();  // all K loads in flight at once
     }
 #pragma unroll
-    for (int i = 0; i < K; ++i) {
-        mine = fmaxf(mine, max4(v[i]));
-        if (RMS) squares += squares4(v[i]);
-    }
+    for (int i = 0; i < K; ++i) mine = fmaxf(mine, max4(v[i]));
     if (mine > NEG_INF) {
 #pragma unroll
-        for (int i = 0; i < K; ++i) sum += sum4(exp4(v[i], mine));
+        for (int i = 0; i < K; ++i) {
+            sum += sum4(exp4(v[i], mine));
+            if (RMS) squares += squares4(v[i]);
+        }
     }
     merge_stats(m, s, q, mine, sum, squares);
 }

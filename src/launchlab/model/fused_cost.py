@@ -73,8 +73,8 @@ STATIC_SHARED_BYTES = 512          # a design's reduction scratch (ptxas: 400 by
 NARROW_REGISTERS = {1: 44, 2: 48, 4: 48, 8: 89}
 NARROW_PREFETCH_REGISTERS = {1: 40, 2: 48, 4: 80}
 SCALAR_REGISTERS = {1: 24, 2: 24, 4: 24, 8: 32}
-CLUSTER_REGISTERS = {0: 64, 8: 64, 16: 108}
-SPLIT_REGISTERS = 60
+CLUSTER_REGISTERS = {0: 64, 8: 64, 16: 80}
+SPLIT_REGISTERS = 61
 # Share of the SMs a grid of thread-block clusters of each width can use: the H200's occupancy API
 # (cuOccupancyMaxActiveClusters) holds 66, 30, 15 and 7 clusters of 2, 4, 8 and 16 blocks at one block an SM, so
 # clusters of 4 and 8 fill 120 of its 132 SMs and clusters of 16 fill 112 (a cluster's blocks share one GPC).
@@ -451,5 +451,5 @@ def errors(relative: np.ndarray) -> dict:
 MODEL_STRUCTURE = "fused_cost-3"
 # Fitted by tools/calibrate_fused.py --fit on evidence/development/fused_calibration.json (the calibration plane,
 # seed CALIBRATION_SEED, measured on an H200); tests/test_fused_cost.py refits and compares.
-MODEL_VERSION = f"{MODEL_STRUCTURE} d9121ac03553"
-FITTED = Constants(launch=0.796817, cold_start=2.35873, fixed_row=0.451115, fixed_narrow=0.477957, fixed_scalar=0.275994, fixed_cluster=1.06548, fixed_cluster_shared=2.4207, fixed_split=2.38075, task_row=0.001, task_narrow=0.0303144, task_scalar=0.0855814, task_cluster=0.001, task_cluster_shared=0.0145535, task_split=0.001, task_latency=0.0003, latency=0.411158, cold_latency=0.283205, sync=0.0349071, element=0.0434319, cluster_sync=0.0005, grid_sync=1.14702, dram=4.41838e+06, l2=8.06321e+06, per_sm=47581.3, l2_effective=4.19645e+07, l2_sharpness=5.01384, share_row_warm=0.858552, share_row_cold=0.805974, share_narrow_warm=0.521535, share_narrow_cold=0.759652, share_scalar_warm=0.578078, share_scalar_cold=0.824378, share_cluster_warm=0.860231, share_cluster_cold=0.794012, share_cluster_shared_warm=0.794993, share_cluster_shared_cold=0.757777, share_split_warm=0.84723, share_split_cold=0.836966, warm_dram=0.869785, cluster_block=0.00799301, row_block=0.0856519)
+MODEL_VERSION = f"{MODEL_STRUCTURE} 70313acef0db"
+FITTED = Constants(launch=0.793511, cold_start=2.27581, fixed_row=0.465014, fixed_narrow=0.52391, fixed_scalar=0.280779, fixed_cluster=1.09015, fixed_cluster_shared=2.3803, fixed_split=2.48809, task_row=0.001, task_narrow=0.001, task_scalar=0.0879506, task_cluster=0.001, task_cluster_shared=0.152959, task_split=0.001, task_latency=0.0003, latency=0.40821, cold_latency=0.222547, sync=0.0105421, element=0.0428767, cluster_sync=0.0005, grid_sync=1.01132, dram=4.44494e+06, l2=8.00332e+06, per_sm=47675.2, l2_effective=4.21374e+07, l2_sharpness=5.38336, share_row_warm=0.854781, share_row_cold=0.798086, share_narrow_warm=0.525641, share_narrow_cold=0.7557, share_scalar_warm=0.576784, share_scalar_cold=0.815635, share_cluster_warm=0.879772, share_cluster_cold=0.802323, share_cluster_shared_warm=0.795007, share_cluster_shared_cold=0.757007, share_split_warm=0.816045, share_split_cold=0.811852, warm_dram=0.870983, cluster_block=0.00782643, row_block=0.0854258)

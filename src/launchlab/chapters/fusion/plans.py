@@ -231,11 +231,15 @@ def candidates(rows: int, cols: int, device: dict) -> list[dict]:
                                 or 16 * slice_chunks <= optin - fused_policy.SHARED_RESERVED_PER_BLOCK):
                     found.append(design_plan("cluster", defines))
     if cols >= 4096:
-        # blocks of 512 threads for few rows (latency), of 256 for any number (their pieces keep rows on chip and
-        # walk the rows in grid steps where the rows outnumber the grid); each with fused_policy.split_pieces
-        if rows < SPLIT_MAX_ROWS_PER_SM * sm_count:
+        # blocks of 512 threads for few rows (latency), of 256 for many only where a block per row cannot keep its row
+        # on chip (the row kernel streams it, reading x twice): there the pieces keep rows on chip and walk them in grid
+        # steps; where a block per row holds its row, the split build is the same work in lockstep grid steps
+        # (fused_cost's model sees both at one share of the rate). Each with fused_policy.split_pieces
+        few = rows < SPLIT_MAX_ROWS_PER_SM * sm_count
+        if few:
             found.append(design_plan("split", fused_policy.design_defines("split", rows, cols, sm_count)))
-        found.append(design_plan("split", fused_policy.design_defines("split", rows, cols, sm_count, block=256)))
+        if few or 16 * chunks > optin:
+            found.append(design_plan("split", fused_policy.design_defines("split", rows, cols, sm_count, block=256)))
     unique = {}
     for plan in found:
         unique.setdefault(plan["tag"] + "|" + plan["module"], plan | {"place": place(plan, rows, cols, sm_count)})
