@@ -115,3 +115,26 @@ def test_split_stays_exact_over_repeated_calls_and_graph_replays(block, rows, co
                 backend.stream.synchronize()
                 result = oracles.compare(cupy.asnumpy(target.y), reference, tolerance)
                 assert result["passed"], f"seed {seed}, {mode} {rows}x{cols} {target.describe()}: {result}"
+
+
+def test_many_rows_get_a_split_build_only_where_a_block_per_row_would_stream_them():
+    from launchlab.chapters.fusion import plans
+
+    def split_blocks(rows, cols, **options):
+        return {p["defines"]["BLOCK"] for p in plans.candidates(rows, cols, device, **options) if p["design"] == "split"}
+
+    device = {"sm_count": SMS, "compute_capability": "9.0", "shared_bytes_per_block_optin": 232448}
+    rng = np.random.default_rng()
+    seen = set()
+    for _ in range(60):
+        rows = int(rng.integers(2 * SMS, 1 << 14))
+        cols = int(rng.integers(4096, max(4097, (256 << 20) // (4 * rows))))
+        streamed = 16 * policy.worst_chunks(rows, cols) > device["shared_bytes_per_block_optin"]
+        assert split_blocks(rows, cols) == ({256} if streamed else set()), (rows, cols)
+        assert split_blocks(rows, cols, every_build=True) == {256}, (rows, cols)
+        seen.add(streamed)
+        if not streamed:  # the row kernel keeps the row on chip: a row plan is among the candidates
+            assert any(p["design"] == "row" and p["tier"] != "streamed" for p in plans.candidates(rows, cols, device))
+    assert seen == {True, False}
+    # few rows keep both split builds whatever their length
+    assert split_blocks(SMS, 8192) == split_blocks(2 * SMS - 1, 20001) == {256, 512}

@@ -52,7 +52,7 @@ def calls_for(rows: int, cols: int) -> int:
 
 def configurations(rows: int, cols: int, device: dict, picks_only: bool = False) -> list[dict]:
     """The plans timed at a shape: every candidate, or only the policy's pick (with its predictions)."""
-    return [plans.fused_plan(rows, cols, device)] if picks_only else plans.candidates(rows, cols, device)
+    return [plans.fused_plan(rows, cols, device)] if picks_only else plans.candidates(rows, cols, device, every_build=True)
 
 
 def builds(shapes, device, picks_only: bool = False) -> dict:

@@ -30,12 +30,13 @@ def identity(plan: dict) -> tuple:
 
 def observations(calibration: dict, modes=("plain", "rms")) -> list[tuple]:
     """[(plan, rows, cols, l2, median us)] of every configuration validated and timed, and of the copy kernel:
-    each configuration's plan as plans.candidates makes it now (matched by design, build, tier and options)."""
+    each configuration's plan as plans.candidates makes it now, every build included (matched by design, build, tier
+    and options)."""
     device = calibration["device"]
     found = []
     for record in calibration["shapes"]:
         rows, cols = record["rows"], record["cols"]
-        current = {identity(plan): plan for plan in plans.candidates(rows, cols, device)}
+        current = {identity(plan): plan for plan in plans.candidates(rows, cols, device, every_build=True)}
         for l2 in ("warm", "cold"):
             found.append((copy_plan(), rows, cols, l2, median(record["copy"]["vector"][l2])))
         for entry in record["fused"]:

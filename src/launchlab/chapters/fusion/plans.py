@@ -195,9 +195,11 @@ def fewest_per_lane(rows: int, cols: int, scalar: bool = False) -> dict:
     return found
 
 
-def candidates(rows: int, cols: int, device: dict) -> list[dict]:
+def candidates(rows: int, cols: int, device: dict, every_build: bool = False) -> list[dict]:
     """Every configuration the policy considers for a shape on a device (its identity: "sm_count",
-    "compute_capability", "shared_bytes_per_block_optin"), each once, as plans."""
+    "compute_capability", "shared_bytes_per_block_optin"), each once, as plans. `every_build` adds the builds the
+    policy leaves out because another design does their work as well (the split build of 256 threads for many rows
+    a block per row holds on chip): the calibration times them, and the model's fit learns from them."""
     if rows <= 0 or cols <= 0:
         raise ValueError(f"shape {rows}x{cols} is empty")
     sm_count, optin = int(device["sm_count"]), int(device["shared_bytes_per_block_optin"])
@@ -233,12 +235,13 @@ def candidates(rows: int, cols: int, device: dict) -> list[dict]:
     if cols >= 4096:
         # blocks of 512 threads for few rows (latency), of 256 for many only where a block per row cannot keep its row
         # on chip (the row kernel streams it, reading x twice): there the pieces keep rows on chip and walk them in grid
-        # steps; where a block per row holds its row, the split build is the same work in lockstep grid steps
-        # (fused_cost's model sees both at one share of the rate). Each with fused_policy.split_pieces
+        # steps. Where a block per row holds its row, the split build does the same work in grid steps that wait for
+        # one another (slower by 11-13 % at every many-row shape of the calibration plane), which the model, with one
+        # share of the rate for the split design, cannot tell. Each with fused_policy.split_pieces
         few = rows < SPLIT_MAX_ROWS_PER_SM * sm_count
         if few:
             found.append(design_plan("split", fused_policy.design_defines("split", rows, cols, sm_count)))
-        if few or 16 * chunks > optin:
+        if few or 16 * chunks > optin or every_build:
             found.append(design_plan("split", fused_policy.design_defines("split", rows, cols, sm_count, block=256)))
     unique = {}
     for plan in found:
