@@ -31,7 +31,7 @@ def _device_ratio(name: str, shape: str, l2: str) -> tuple[str, ...]:
 FUSED_OVER_COPY = Ratio(_device_ratio("fused_rms_over_copy", "4096x4096", "warm"), "below", 1.15)
 ROW4_OVER_FUSED = tuple(Ratio(_device_ratio("row4_over_fused_rms", "4096x4096", l2), "above")
                         for l2 in ("warm", "cold"))
-CUDNN_OVER_FUSED_COLD = Ratio(_device_ratio("cudnn_over_fused_plain", "4096x128", "cold"), "below")
+CUDNN_OVER_FUSED_COLD = Ratio(_device_ratio("cudnn_over_fused_plain", "4096x128", "cold"), "below", 1.05)
 CUDNN_OVER_FUSED_LARGE = tuple(Ratio(_device_ratio("cudnn_over_fused_plain", "4096x4096", l2), "above")
                                for l2 in ("warm", "cold"))
 GRAPH3_OVER_PERSISTENT = {(design, case, sub): Ratio(("speedup_vs_graph3", f"{design}.{case}.{sub}"), "below")
@@ -154,12 +154,15 @@ BOOK_CLAIMS = (
               value=Value("row-path time / fused time, device time per call", DEVICE_WARM_AND_COLD_RATIO,
                           intervals=tuple((l2, ratio.path) for l2, ratio in zip(("warm", "cold"), ROW4_OVER_FUSED)))),
     BookClaim("B11", "fusion", "Fusion",
-              "At 4096x128 with a cold L2, cuDNN's softmax takes less time than the fused plain softmax.",
-              "A loss of the fused kernel, kept. Median within-round ratio, cuDNN over fused, of single invocations "
+              "At 4096x128 with a cold L2, the fused plain softmax is not 5% faster than cuDNN's softmax.",
+              "No win for the fused kernel, kept. Median within-round ratio, cuDNN over fused, of single invocations "
               "after an L2 flush, each queued behind a GPU wait kernel so that the GPU and not the host sets the "
-              "pace; its 95% bootstrap interval lies below 1.",
+              "pace; its 95% bootstrap interval lies below 1.05. Restated in December 2026: until run "
+              "20261202T050015Z-ch03 the interval lay below 1 (cuDNN faster, 0.95); in run 20261202T070450Z-ch03, "
+              "with the same fused build, it straddles 1 (1.007, from 0.987 to 1.033), so the claim now says only "
+              "what both support.",
               FUSION_FILES,
-              ratios=(CUDNN_OVER_FUSED_COLD,),
+              ratios=(CUDNN_OVER_FUSED_COLD,), version=2,
               holds=lambda v: device_paced_cold(v, ("cudnn.4096x128.stream", "fused_plain.4096x128.stream")),
               needs=(("cold_pacing",),),
               pacing="device",
