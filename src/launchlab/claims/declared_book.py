@@ -157,10 +157,9 @@ BOOK_CLAIMS = (
               "At 4096x128 with a cold L2, the fused plain softmax is not 5% faster than cuDNN's softmax.",
               "No win for the fused kernel, kept. Median within-round ratio, cuDNN over fused, of single invocations "
               "after an L2 flush, each queued behind a GPU wait kernel so that the GPU and not the host sets the "
-              "pace; its 95% bootstrap interval lies below 1.05. Restated in December 2026: until run "
-              "20261202T050015Z-ch03 the interval lay below 1 (cuDNN faster, 0.95); in run 20261202T070450Z-ch03, "
-              "with the same fused build, it straddles 1 (1.007, from 0.987 to 1.033), so the claim now says only "
-              "what both support.",
+              "pace; its 95% bootstrap interval lies below 1.05. Restated: the earlier runs put the whole interval "
+              "below 1 (cuDNN faster); a later run of the same fused build put it across 1, so the claim now says "
+              "only what every run supports.",
               FUSION_FILES,
               ratios=(CUDNN_OVER_FUSED_COLD,), version=2,
               holds=lambda v: device_paced_cold(v, ("cudnn.4096x128.stream", "fused_plain.4096x128.stream")),
