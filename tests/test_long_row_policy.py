@@ -125,10 +125,12 @@ def test_many_rows_get_a_split_build_only_where_a_block_per_row_would_stream_the
 
     device = {"sm_count": SMS, "compute_capability": "9.0", "shared_bytes_per_block_optin": 232448}
     rng = np.random.default_rng()
+    held = device["shared_bytes_per_block_optin"] // 4 - 8  # floats one block's shared memory holds, at worst alignment
     seen = set()
-    for _ in range(60):
-        rows = int(rng.integers(2 * SMS, 1 << 14))
-        cols = int(rng.integers(4096, max(4097, (256 << 20) // (4 * rows))))
+    for k in range(60):  # alternately a row a block holds on chip and one it would stream
+        rows = int(rng.integers(2 * SMS, 1000))
+        longest = (256 << 20) // (4 * rows)
+        cols = int(rng.integers(held + 8, longest)) if k % 2 else int(rng.integers(4096, held))
         streamed = 16 * policy.worst_chunks(rows, cols) > device["shared_bytes_per_block_optin"]
         assert split_blocks(rows, cols) == ({256} if streamed else set()), (rows, cols)
         assert split_blocks(rows, cols, every_build=True) == {256}, (rows, cols)
