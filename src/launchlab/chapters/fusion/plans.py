@@ -205,7 +205,8 @@ def candidates(rows: int, cols: int, device: dict, every_build: bool = False) ->
     sm_count, optin = int(device["sm_count"]), int(device["shared_bytes_per_block_optin"])
     clusters = fused_policy.capability(device["compute_capability"]) >= fused_policy.CLUSTER_CAPABILITY
     chunks = fused_policy.worst_chunks(rows, cols)
-    found = [row_plan(rows, cols, optin, sm_count), row_plan(rows, cols, optin, None)]
+    row = row_plan(rows, cols, optin, sm_count)  # the one-block-per-row kernel's own plan: where a block keeps a row
+    found = [row, row_plan(rows, cols, optin, None)]
     found += row_variants(rows, cols, optin) + latency_row_variants(rows, cols)
     by_lanes = fewest_per_lane(rows, cols)
     for per_lane in by_lanes.values():
@@ -241,7 +242,7 @@ def candidates(rows: int, cols: int, device: dict, every_build: bool = False) ->
         few = rows < SPLIT_MAX_ROWS_PER_SM * sm_count
         if few:
             found.append(design_plan("split", fused_policy.design_defines("split", rows, cols, sm_count)))
-        if few or 16 * chunks > optin or every_build:
+        if few or row["tier"] == "streamed" or every_build:
             found.append(design_plan("split", fused_policy.design_defines("split", rows, cols, sm_count, block=256)))
     unique = {}
     for plan in found:
