@@ -147,18 +147,52 @@ __device__ __forceinline__ RowStats combine_stats(RowStats a, float m, float s, 
     return {top, rescale_sum(a.s, a.m, top) + rescale_sum(s, m, top), a.q + q};
 }
 
+// The largest of the warp's values, in every lane: one redux.sync on an integer key that orders like the float
+// (a negative float's magnitude bits flipped; -inf lowest, x holds no NaN), where shuffles take five rounds.
+__device__ __forceinline__ int ordered_key(float v) {
+    const int bits = __float_as_int(v);
+    return bits >= 0 ? bits : bits ^ 0x7fffffff;
+}
+
+__device__ __forceinline__ float warp_max_of(float v) {
+    const int key = __reduce_max_sync(0xffffffffu, ordered_key(v));
+    return __int_as_float(key >= 0 ? key : key ^ 0x7fffffff);
+}
+
+// Every group of GROUP lanes (a power of two, at most 32) holds the same parts, one a lane: the statistics of all
+// of them, in every lane. The max comes from one redux over the warp (every group holds the same maxima), then
+// each lane's sum is rescaled to it once and the sums (and sums of squares) add up in log2(GROUP) rounds of
+// shuffles. The merged rounds below put an exponential on every round's path; these put one before the sums.
+template <int GROUP, bool RMS>
+__device__ __forceinline__ RowStats replicated_stats(RowStats t) {
+    static_assert(GROUP >= 1 && GROUP <= 32 && (GROUP & (GROUP - 1)) == 0, "a group is a power of two of lanes");
+    const float top = warp_max_of(t.m);
+    RowStats r = {top, rescale_sum(t.s, t.m, top), t.q};
+#pragma unroll
+    for (int offset = GROUP / 2; offset > 0; offset >>= 1) {
+        r.s += __shfl_xor_sync(0xffffffffu, r.s, offset);
+        if (RMS) r.q += __shfl_xor_sync(0xffffffffu, r.q, offset);
+    }
+    return r;
+}
+
 // Within each group of LANES lanes (xor offsets below LANES never leave the group; every lane of the warp calls
-// it): every lane gets its group's statistics.
+// it): every lane gets its group's statistics. A whole warp takes replicated_stats; a smaller group merges
+// (max, sum) pairs over log2(LANES) rounds of shuffles (redux.sync has no segmented form).
 template <int LANES, bool RMS>
 __device__ __forceinline__ RowStats group_stats(RowStats t) {
+    if constexpr (LANES == 32) {
+        return replicated_stats<32, RMS>(t);
+    } else {
 #pragma unroll
-    for (int offset = LANES / 2; offset > 0; offset >>= 1) {
-        const float m = __shfl_xor_sync(0xffffffffu, t.m, offset);
-        const float s = __shfl_xor_sync(0xffffffffu, t.s, offset);
-        const float q = RMS ? __shfl_xor_sync(0xffffffffu, t.q, offset) : 0.0f;
-        t = combine_stats(t, m, s, q);
+        for (int offset = LANES / 2; offset > 0; offset >>= 1) {
+            const float m = __shfl_xor_sync(0xffffffffu, t.m, offset);
+            const float s = __shfl_xor_sync(0xffffffffu, t.s, offset);
+            const float q = RMS ? __shfl_xor_sync(0xffffffffu, t.q, offset) : 0.0f;
+            t = combine_stats(t, m, s, q);
+        }
+        return t;
     }
-    return t;
 }
 
 // Over a block of THREADS threads (every thread calls it, once per launch: `scratch` is not reused, so no
@@ -178,7 +212,7 @@ __device__ __forceinline__ RowStats block_stats(RowStats t, float* scratch) {
         }
         __syncthreads();
         const int k = lane % WARPS;
-        t = group_stats<WARPS, RMS>({scratch[k], scratch[WARPS + k], RMS ? scratch[2 * WARPS + k] : 0.0f});
+        t = replicated_stats<WARPS, RMS>({scratch[k], scratch[WARPS + k], RMS ? scratch[2 * WARPS + k] : 0.0f});
     }
     return t;
 }
