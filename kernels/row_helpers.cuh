@@ -148,7 +148,8 @@ __device__ __forceinline__ RowStats combine_stats(RowStats a, float m, float s, 
 }
 
 // The largest of the warp's values, in every lane: one redux.sync on an integer key that orders like the float
-// (a negative float's magnitude bits flipped; -inf lowest, x holds no NaN), where shuffles take five rounds.
+// (a negative float's magnitude bits flipped, -inf lowest; a NaN in x makes its row's outputs NaN either way), where
+// shuffles take five rounds.
 __device__ __forceinline__ int ordered_key(float v) {
     const int bits = __float_as_int(v);
     return bits >= 0 ? bits : bits ^ 0x7fffffff;
@@ -212,7 +213,11 @@ __device__ __forceinline__ RowStats block_stats(RowStats t, float* scratch) {
         }
         __syncthreads();
         const int k = lane % WARPS;
-        t = replicated_stats<WARPS, RMS>({scratch[k], scratch[WARPS + k], RMS ? scratch[2 * WARPS + k] : 0.0f});
+        const RowStats part = {scratch[k], scratch[WARPS + k], RMS ? scratch[2 * WARPS + k] : 0.0f};
+        // Merged rounds cost an exponential each, replicated_stats a redux and one exponential: below 8 warps
+        // (two rounds or fewer) the merged rounds are as fast or faster (measured on the H200).
+        if constexpr (WARPS >= 8) t = replicated_stats<WARPS, RMS>(part);
+        else t = group_stats<WARPS, RMS>(part);
     }
     return t;
 }
