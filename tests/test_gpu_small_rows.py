@@ -1,7 +1,8 @@
 """GPU: the one online reduction per row (row_helpers.cuh: every thread's max, sum of exp(x - its own max) and sum of
 squares, combined once) where it could go wrong: threads whose maxima lie far below the row's (their sums are
-rescaled to nothing), threads of a block that hold no element of the row, rows of equal values, and rows whose
-largest element sits in the last, straddling chunk; in the row kernel's three tiers and every narrow lane count,
+rescaled to nothing), threads of a block that hold no element of the row, rows of equal values, rows whose
+largest element sits in the last, straddling chunk, and rows of negative numbers only (a warp's max is taken on an
+integer key that orders like the float); in the row kernel's three tiers and every narrow lane count,
 both modes, against the float64 oracles."""
 import numpy as np
 import pytest
@@ -19,12 +20,15 @@ _MODULES = {}
 
 def matrix(kind: str, rows: int, cols: int) -> np.ndarray:
     """Rows that stress the combination of per-thread statistics: a steep ramp (each thread's max tens of units
-    below the next one's, largest at the end), equal values, noise with one large spike at a random place."""
+    below the next one's, largest at the end), equal values, noise with one large spike at a random place, negative
+    numbers only (far below zero, spread over tens of units)."""
     rng = np.random.default_rng(FRESH_SEED + rows * 131 + cols)
     if kind == "ramp":
         x = np.tile(np.linspace(-60.0, 60.0, cols), (rows, 1)) + rng.normal(0.0, 0.1, (rows, cols))
     elif kind == "equal":
         x = np.full((rows, cols), 3.25)
+    elif kind == "negative":
+        x = -100.0 - 30.0 * np.abs(rng.normal(0.0, 1.0, (rows, cols)))
     else:
         x = rng.normal(0.0, 1.0, (rows, cols))
         x[np.arange(rows), rng.integers(0, cols, rows)] += 40.0
@@ -61,7 +65,7 @@ def row_plan(block: int, tier: str, rows: int, cols: int) -> dict:
 
 
 @pytest.mark.parametrize("mode", ["plain", "rms"])
-@pytest.mark.parametrize("kind", ["ramp", "equal", "spike"])
+@pytest.mark.parametrize("kind", ["ramp", "equal", "spike", "negative"])
 @pytest.mark.parametrize("block, tier, rows, cols", [
     (32, "registers", 5, 1), (32, "registers", 7, 509), (128, "registers", 3, 5), (128, "registers", 4, 1073),
     (1024, "registers", 2, 3), (256, "shared", 3, 5001), (64, "streamed", 2, 4099), (1024, "streamed", 1, 70001),
@@ -72,7 +76,7 @@ def test_row_kernel_online_reduction(block, tier, rows, cols, kind, mode):
 
 
 @pytest.mark.parametrize("mode", ["plain", "rms"])
-@pytest.mark.parametrize("kind", ["ramp", "equal", "spike"])
+@pytest.mark.parametrize("kind", ["ramp", "equal", "spike", "negative"])
 @pytest.mark.parametrize("lanes", [1, 2, 4, 8, 16, 32])
 def test_narrow_online_reduction(lanes, kind, mode):
     """Rows of 29 floats (every alignment) at every lane count, 8 chunks a lane, the rows one more than a block
@@ -84,7 +88,7 @@ def test_narrow_online_reduction(lanes, kind, mode):
 
 
 @pytest.mark.parametrize("mode", ["plain", "rms"])
-@pytest.mark.parametrize("kind", ["ramp", "spike"])
+@pytest.mark.parametrize("kind", ["ramp", "spike", "negative"])
 @pytest.mark.parametrize("rows, cols", [(11, 375), (3, 259), (3, 750), (1, 1073), (2, 1021)])
 def test_latency_row_builds(rows, cols, kind, mode):
     """The registers tier with 2 chunks a thread and 64-256 threads (plans.latency_row_variants)."""
