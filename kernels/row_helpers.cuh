@@ -241,9 +241,17 @@ __device__ __forceinline__ RowStats own_stats(float4 (&v)[K], float& shift) {
     return t;
 }
 
+// rho / z from a row's sum of exponentials z and sum of squares q, with reciprocals on the special-function unit
+// (MUFU.RCP, relative error about 2^-23) where an IEEE division is a dozen instructions with a slow path, right
+// after the reduction on a latency-bound row's critical path. The square root stays IEEE: sqrt.approx made ptxas
+// spill the row kernel's RMS build of 32 threads and 8 chunks a thread (64 registers at most).
+template <bool RMS>
+__device__ __forceinline__ float row_scale(float z, float q, int cols) {
+    return (RMS ? sqrtf(q * fast_rcp((float)cols)) : 1.0f) * fast_rcp(z);
+}
+
 // What a thread multiplies its exp(x - shift) by: exp(shift - m) rho / z with the row's statistics.
 template <bool RMS>
 __device__ __forceinline__ float row_factor(const RowStats& row, float shift, int cols) {
-    const float rho = RMS ? sqrtf(row.q / (float)cols) : 1.0f;
-    return exp_shifted(shift, row.m) * rho * fast_rcp(row.s);
+    return exp_shifted(shift, row.m) * row_scale<RMS>(row.s, row.q, cols);
 }
