@@ -1,0 +1,32 @@
+// What keeping a read phase apart from a write phase costs by itself, with no reduction and no exchange: the floor
+// of a fused design whose blocks read their part of a row, wait, then write it (tools/dev_phase_floor.py).
+#include <cooperative_groups.h>
+namespace cg = cooperative_groups;
+extern "C" __global__ void read_only(const float4* __restrict__ x, long long n, float* __restrict__ sink) {
+    float acc = 0.f;
+    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x) {
+        float4 v = __ldg(x + i); acc += v.x + v.y + v.z + v.w;
+    }
+    if (acc == 12345.f) sink[0] = acc;
+}
+extern "C" __global__ void write_only(float4* __restrict__ y, long long n) {
+    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x)
+        y[i] = make_float4(1.f, 2.f, 3.f, 4.f);
+}
+// One wave: block b keeps chunks [b*per, (b+1)*per) in shared memory (cp.async), then writes them; SYNC 1 adds a
+// grid-wide barrier between the phases (every block waits for the slowest block's reads).
+template <bool SYNC>
+__device__ void phased(const float4* __restrict__ x, float4* __restrict__ y, long long n, int per) {
+    extern __shared__ float4 buf[];
+    const long long begin = (long long)blockIdx.x * per;
+    for (int c = threadIdx.x; c < per && begin + c < n; c += blockDim.x) {
+        unsigned int a = (unsigned int)__cvta_generic_to_shared(buf + c);
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(a), "l"(x + begin + c) : "memory");
+    }
+    asm volatile("cp.async.commit_group;\ncp.async.wait_group 0;" ::: "memory");
+    __syncthreads();
+    if (SYNC) cg::this_grid().sync();
+    for (int c = threadIdx.x; c < per && begin + c < n; c += blockDim.x) y[begin + c] = buf[c];
+}
+extern "C" __global__ void phased_local(const float4* __restrict__ x, float4* __restrict__ y, long long n, int per) { phased<false>(x, y, n, per); }
+extern "C" __global__ void phased_grid(const float4* __restrict__ x, float4* __restrict__ y, long long n, int per) { phased<true>(x, y, n, per); }
