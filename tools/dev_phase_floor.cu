@@ -30,3 +30,32 @@ __device__ void phased(const float4* __restrict__ x, float4* __restrict__ y, lon
 }
 extern "C" __global__ void phased_local(const float4* __restrict__ x, float4* __restrict__ y, long long n, int per) { phased<false>(x, y, n, per); }
 extern "C" __global__ void phased_grid(const float4* __restrict__ x, float4* __restrict__ y, long long n, int per) { phased<true>(x, y, n, per); }
+// Groups of k consecutive blocks wait for one another between the phases: a counter per group that only grows (the
+// host zeroes it before a run of one k); arrival `old` waits until the counter reaches the end of its round,
+// (old / k + 1) k. k = 1 is phased_local, k = the grid phased_grid without the cooperative launch.
+extern "C" __global__ void phased_group(const float4* __restrict__ x, float4* __restrict__ y, long long n, int per,
+                                        int k, unsigned int* __restrict__ counters) {
+    extern __shared__ float4 staged[];
+    const long long begin = (long long)blockIdx.x * per;
+    for (int c = threadIdx.x; c < per && begin + c < n; c += blockDim.x) {
+        unsigned int a = (unsigned int)__cvta_generic_to_shared(staged + c);
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(a), "l"(x + begin + c) : "memory");
+    }
+    asm volatile("cp.async.commit_group;\ncp.async.wait_group 0;" ::: "memory");
+    __syncthreads();
+    if (threadIdx.x == 0 && k > 1) {
+        unsigned int* c = counters + blockIdx.x / k;
+        const unsigned int old = atomicAdd(c, 1u);
+        const unsigned int target = (old / k + 1) * k;
+        unsigned int seen;
+        unsigned long long start, now;
+        asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
+        do {  // a group whose blocks were not all resident would wait forever: trap after a second instead
+            asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(seen) : "l"(c) : "memory");
+            asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
+            if (now - start > 1000000000ull) __trap();
+        } while ((int)(seen - target) < 0);
+    }
+    __syncthreads();
+    for (int c = threadIdx.x; c < per && begin + c < n; c += blockDim.x) y[begin + c] = staged[c];
+}

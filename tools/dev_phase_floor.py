@@ -34,6 +34,7 @@ ROUNDS = 7
 SHARED_PER_SM = 232448  # the H200's opt-in shared memory per block, which is also what an SM holds for them
 READ_WRITE_GRID = (4, 512)  # blocks an SM and threads a block of read_only and write_only
 PHASED = ((1, 1024), (2, 512))  # blocks an SM and threads a block of the phased kernels
+GROUPS = (1, 2, 8, 24, 66, 264)  # blocks that wait for one another, of a grid of 2 x 132 blocks of 512 threads
 
 
 class Probe:
@@ -109,6 +110,24 @@ def measure(cubin: Path, sizes_mb) -> dict:
                 if not bool((y == x).all()):
                     raise RuntimeError(f"{name} at {mb} MB did not copy x")
                 timed(f"{name}_{per_sm}x{threads}", Probe(launch))
+        grid, threads = 2 * sms, 512
+        per = -(-n // grid)
+        if 16 * per <= SHARED_PER_SM // 2 - 1024:
+            kernel = module.get_function("phased_group")
+            allow_dynamic_shared(kernel, max(16 * per, 48 * 1024))
+            counters = cupy.zeros(grid, dtype=cupy.uint32)
+            for k in GROUPS:
+                if grid % k:
+                    continue
+                counters.fill(0)  # a counter's rounds are k arrivals long: a new k starts from zero
+                launch = launcher(kernel, grid, threads, (x, y, np.int64(n), np.int32(per), np.int32(k), counters),
+                                  16 * per, cooperative=False)
+                y.fill(0)
+                launch()
+                stream.synchronize()
+                if not bool((y == x).all()):
+                    raise RuntimeError(f"groups of {k} at {mb} MB did not copy x")
+                timed(f"group{k}", Probe(launch))
         ceiling = {l2: min(times["memcpy"][l2], times["copy_vec4"][l2]) for l2 in ("warm", "cold")}
         result["sizes"][mb] = {"ceiling_us": ceiling, "us": times,
                                "over_copy": {k: {l2: v[l2] / ceiling[l2] for l2 in v} for k, v in times.items()}}
