@@ -4,7 +4,9 @@ A development probe (tools/dev_phase_floor.py, kernels in tools/dev_phase_floor.
 an H200, one wave of blocks that copy their part of x through shared memory: "phased_local" kernels, where each
 block writes as soon as its own reads have landed, and "phased_grid" kernels, where every block first waits at a
 grid-wide barrier for the slowest block's reads, as the blocks of a row spread over the whole GPU must before they
-know its statistics. Neither reduces or exchanges anything. Its result is committed as
+know its statistics; and "group<k>" kernels, where groups of k blocks wait for one another through a counter in
+global memory ("group2": each block waits for one partner only). None reduces or exchanges anything. Its result is
+committed as
 evidence/development/phase_floor.json; this module reads it: per size, the faster block shape of each kind over
 the copy ceiling, and their ranges over the sizes.
 """
@@ -18,29 +20,31 @@ from launchlab.chapters.fusion.page_format import ratio_number
 from launchlab.store.evidence import REPO_ROOT
 
 PHASE_FLOOR = REPO_ROOT / "evidence" / "development" / "phase_floor.json"
-KINDS = ("phased_local", "phased_grid")
+# kind: the probe's names that measure it (a kind measured with several block shapes takes the fastest)
+KINDS = {"phased_local": ("phased_local_",), "phased_pair": ("group2",), "phased_grid": ("phased_grid_",)}
 
 
 def load(path: Path = PHASE_FLOOR) -> dict:
-    """The probe's result file; a clear error where it is missing or holds no size with both kinds measured."""
+    """The probe's result file; a clear error where it is missing or holds no size with every kind measured."""
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"{path}: the phase-floor probe's result is missing (tools/dev_phase_floor.py makes it)")
     data = json.loads(path.read_text())
     if not floors(data):
-        raise ValueError(f"{path}: no size has both a phased_local and a phased_grid measurement")
+        raise ValueError(f"{path}: no size has a measurement of each of {', '.join(KINDS)}")
     return data
 
 
 def floors(data: dict) -> dict:
     """{size in MB: {kind: {l2: ratio to the copy}}} with, per kind, the faster of its block shapes (the lower of
-    warm and cold each), for the sizes where both kinds were measured."""
+    warm and cold each), for the sizes where every kind was measured."""
     found = {}
     for size, entry in data.get("sizes", {}).items():
         over = entry.get("over_copy", {})
         best = {}
-        for kind in KINDS:
-            shapes = [ratios for name, ratios in over.items() if name.startswith(kind + "_")]
+        for kind, names in KINDS.items():
+            shapes = [ratios for name, ratios in over.items()
+                      if any(name == n or (n.endswith("_") and name.startswith(n)) for n in names)]
             if shapes:
                 best[kind] = {l2: min(ratios[l2] for ratios in shapes) for l2 in L2_STATES}
         if len(best) == len(KINDS):
