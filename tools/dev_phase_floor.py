@@ -34,7 +34,8 @@ ROUNDS = 7
 SHARED_PER_SM = 232448  # the H200's opt-in shared memory per block, which is also what an SM holds for them
 READ_WRITE_GRID = (4, 512)  # blocks an SM and threads a block of read_only and write_only
 PHASED = ((1, 1024), (2, 512))  # blocks an SM and threads a block of the phased kernels
-GROUPS = (1, 2, 8, 24, 66, 264)  # blocks that wait for one another, of a grid of 2 x 132 blocks of 512 threads
+GROUP_GRID = (2, 512)  # blocks an SM and threads a block of phased_group
+GROUPS = (1, 2, 8, 24, 66, 264)  # blocks that wait for one another (those that divide the grid are timed)
 
 
 class Probe:
@@ -50,6 +51,11 @@ class Probe:
 
     def poison(self) -> None:
         pass
+
+
+def fits(per: int, per_sm: int) -> bool:
+    """Whether `per` chunks of 16 bytes fit the shared memory of one of `per_sm` blocks an SM (1 KiB left each)."""
+    return 16 * per <= SHARED_PER_SM // per_sm - 1024
 
 
 def launcher(kernel, grid: int, threads: int, args, shared: int, cooperative: bool):
@@ -93,26 +99,31 @@ def measure(cubin: Path, sizes_mb) -> dict:
         read, write = module.get_function("read_only"), module.get_function("write_only")
         timed("read_only", Probe(lambda: read((per_sm * sms,), (threads,), (x, np.int64(n), sink))))
         timed("write_only", Probe(lambda: write((per_sm * sms,), (threads,), (y, np.int64(n)))))
+
+        def checked(name, kernel, grid, threads, args, shared, cooperative=False):
+            """`name` timed after one launch whose y must equal x (y zeroed first)."""
+            launch = launcher(kernel, grid, threads, args, shared, cooperative)
+            y.fill(0)
+            launch()
+            stream.synchronize()
+            if not bool((y == x).all()):
+                raise RuntimeError(f"{name} at {mb} MB did not copy x")
+            timed(name, Probe(launch))
+
         for per_sm, threads in PHASED:
             grid = per_sm * sms
             per = -(-n // grid)
-            shared = 16 * per
-            if shared > SHARED_PER_SM // per_sm - 1024:
+            if not fits(per, per_sm):
                 continue
             for name in ("phased_local", "phased_grid"):
                 kernel = module.get_function(name)
-                allow_dynamic_shared(kernel, max(shared, 48 * 1024))
-                launch = launcher(kernel, grid, threads, (x, y, np.int64(n), np.int32(per)), shared,
-                                  cooperative=name == "phased_grid")
-                y.fill(0)
-                launch()
-                stream.synchronize()
-                if not bool((y == x).all()):
-                    raise RuntimeError(f"{name} at {mb} MB did not copy x")
-                timed(f"{name}_{per_sm}x{threads}", Probe(launch))
-        grid, threads = 2 * sms, 512
+                allow_dynamic_shared(kernel, max(16 * per, 48 * 1024))
+                checked(f"{name}_{per_sm}x{threads}", kernel, grid, threads, (x, y, np.int64(n), np.int32(per)),
+                        16 * per, cooperative=name == "phased_grid")
+        per_sm, threads = GROUP_GRID
+        grid = per_sm * sms
         per = -(-n // grid)
-        if 16 * per <= SHARED_PER_SM // 2 - 1024:
+        if fits(per, per_sm):
             kernel = module.get_function("phased_group")
             allow_dynamic_shared(kernel, max(16 * per, 48 * 1024))
             counters = cupy.zeros(grid, dtype=cupy.uint32)
@@ -120,14 +131,8 @@ def measure(cubin: Path, sizes_mb) -> dict:
                 if grid % k:
                     continue
                 counters.fill(0)  # a counter's rounds are k arrivals long: a new k starts from zero
-                launch = launcher(kernel, grid, threads, (x, y, np.int64(n), np.int32(per), np.int32(k), counters),
-                                  16 * per, cooperative=False)
-                y.fill(0)
-                launch()
-                stream.synchronize()
-                if not bool((y == x).all()):
-                    raise RuntimeError(f"groups of {k} at {mb} MB did not copy x")
-                timed(f"group{k}", Probe(launch))
+                checked(f"group{k}", kernel, grid, threads,
+                        (x, y, np.int64(n), np.int32(per), np.int32(k), counters), 16 * per)
         ceiling = {l2: min(times["memcpy"][l2], times["copy_vec4"][l2]) for l2 in ("warm", "cold")}
         result["sizes"][mb] = {"ceiling_us": ceiling, "us": times,
                                "over_copy": {k: {l2: v[l2] / ceiling[l2] for l2 in v} for k, v in times.items()}}
