@@ -274,3 +274,26 @@ def test_the_colour_bar_ticks_stay_inside_the_norm(span):
     ticks = ratio_ticks(span)
     assert 1.0 in ticks and all(1 / span <= t <= span for t in ticks)
     assert min(ticks) - 1 / span < 0.01 and span - max(ticks) < 0.01
+
+
+def test_the_replicate_sentence_gives_each_figure_beside_this_runs_and_the_largest_change(monkeypatch):
+    from types import SimpleNamespace
+
+    from launchlab.chapters.fusion import page_plane_text as text
+
+    def headline(scale: float) -> dict:
+        base = {"plane.fused_plain_over_copy.geomean": 1.2, "plane.fused_plain_over_copy.max": 1.5,
+                "plane.fused_plain_minus_copy_us.median": 0.5, "plane.worst_library_ratio.cudnn": 0.96}
+        return {f"{key}.{l2}": value * (scale if l2 == "cold" and "median" in key else 1.0)
+                for key, value in base.items() for l2 in ("warm", "cold")}
+
+    here = SimpleNamespace(run_id="run-a", headline=headline(1.0))
+    other = SimpleNamespace(run_id="run-b", headline=headline(1.1))
+    monkeypatch.setattr(text, "replicates_of", lambda run: [other])
+    sentence = text.replicate_sentence(here)
+    assert sentence.startswith("This run's replicate (run-b,")
+    assert "at 0.50 µs warm and 0.55 µs cold (0.50 µs and 0.50 µs here)" in sentence
+    assert "geometric mean of fused plain ÷ copy at 1.20 warm and 1.20 cold" in sentence
+    assert sentence.endswith("10.0 %, in the latency regime's median time added (cold L2).")
+    monkeypatch.setattr(text, "replicates_of", lambda run: [])
+    assert "was not measured" in text.replicate_sentence(here)

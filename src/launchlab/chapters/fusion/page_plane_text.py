@@ -10,6 +10,7 @@ from launchlab.chapters.fusion.page_format import (design_label, fmt, listing, p
                                                    verdict_text)
 from launchlab.chapters.fusion.page_plane import best_library_ratio, copy_ratio, plane_of
 from launchlab.chapters.fusion.plane import BANDWIDTH_COPY_US, PLANE_SEED
+from launchlab.present.replicas import counted, joined, replicates_of
 
 WORST_SHOWN = 3
 STATISTIC_WORDS = {"geomean": "geometric mean", "p90": "p90", "max": "max", "median": "median", "share": "share",
@@ -117,6 +118,38 @@ def worst_points(plane: dict, l2: str, count: int = WORST_SHOWN) -> str:
     return listing([text for _, text in found[:count]])
 
 
+# The plane's figures a replicate is compared on: headline key (per L2 state), words, unit.
+REPLICATED = (("plane.fused_plain_over_copy.geomean", "the bandwidth regime's geometric mean of fused plain ÷ copy", ""),
+              ("plane.fused_plain_over_copy.max", "the worst bandwidth-regime point outside the floor class", ""),
+              ("plane.fused_plain_minus_copy_us.median", "the latency regime's median time added", " µs"),
+              ("plane.worst_library_ratio.cudnn", "the smallest cuDNN ÷ fused plain ratio", ""))
+
+
+def replicate_sentence(run) -> str:
+    """How the plane's main figures came out in this run's replicates (same chapter, re-executed), warm and cold,
+    and the largest change between runs; a run without replicates says its variation was not measured."""
+    others = replicates_of(run)
+    if not others:
+        return "This run has no replicate, so how much the plane's figures vary between runs was not measured."
+    parts, changes = [], []
+    for key, words, unit in REPLICATED:
+        here = [run.headline.get(f"{key}.{l2}") for l2 in L2_STATES]
+        found = [[r.headline.get(f"{key}.{l2}") for r in others] for l2 in L2_STATES]
+        if any(v is None for v in here) or any(v is None for values in found for v in values):
+            continue
+        shown = [joined([f"{v:.2f}{unit}" for v in values]) for values in found]
+        parts.append(f"{words} at {shown[0]} warm and {shown[1]} cold ({here[0]:.2f}{unit} and {here[1]:.2f}{unit} "
+                     "here)")
+        changes += [(abs(v / h - 1.0), words, l2) for h, values, l2 in zip(here, found, L2_STATES) for v in values if h]
+    if not parts:
+        return "This run's replicates hold none of the plane's figures."
+    who = "This run's replicate" if len(others) == 1 else f"This run's {counted(len(others), 'replicate')}"
+    ids = joined([r.run_id for r in others])
+    largest, words, l2 = max(changes)
+    return (f"{who} ({ids}, a later execution of this chapter) measured {joined(parts)}. The largest "
+            f"change between the runs was {100 * largest:.1f} %, in {words} ({l2} L2).")
+
+
 def plane_values(run) -> dict:
     """Every glued name of the plane's prose; "n/a" where this run has no plane."""
     plane = plane_of(run)
@@ -124,7 +157,8 @@ def plane_values(run) -> dict:
               "plane_seed": str(run.record.parameters.get("plane_seed", PLANE_SEED)),
               "plane_floor_points": str(sum(1 for p in plane["points"] if p["floor"])),
               "plane_bandwidth_us": f"{BANDWIDTH_COPY_US:g}",
-              "plane_designs": listing([f"{design_label(d)} ({n})" for d, n in _design_counts(plane).items()])}
+              "plane_designs": listing([f"{design_label(d)} ({n})" for d, n in _design_counts(plane).items()]),
+              "plane_replicates": replicate_sentence(run)}
     for l2 in L2_STATES:
         values.update(summary_values(plane, l2))
         values[f"plane_targets_{l2}"] = targets_met(plane, l2)
