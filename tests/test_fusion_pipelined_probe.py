@@ -39,7 +39,7 @@ def test_the_glued_values_give_ranges_counts_the_closest_shape_and_the_verdict(t
     assert (values["pipelined_variants"], values["pipelined_valid"]) == ("4", "3")
     assert values["pipelined_over_pick_warm"] == "1.10–1.50"
     assert values["pipelined_over_pick_cold"] == "1.00–1.05"
-    assert values["pipelined_closest_cold"] == "1.00 at 159×39440"
+    assert values["pipelined_closest_cold"] == "159×39440 (1.00)"
     assert values["pipelined_verdict"] == "it was never faster than the pick"
 
 

@@ -66,5 +66,5 @@ def pipelined_values(path: Path = PIPELINED_PROBE) -> dict:
     for l2 in L2_STATES:
         values[f"pipelined_over_pick_{l2}"] = _span([r[l2] for r in ratios.values()])
         closest = min(ratios, key=lambda shape: ratios[shape][l2])
-        values[f"pipelined_closest_{l2}"] = f"{ratio_number(ratios[closest][l2])} at {shape_label(closest)}"
+        values[f"pipelined_closest_{l2}"] = f"{shape_label(closest)} ({ratio_number(ratios[closest][l2])})"
     return values
