@@ -10,12 +10,14 @@ from launchlab.store.evidence import REPO_ROOT
 
 
 def _shape(rows, cols, pick, variants):
+    """variants: (valid, warm, cold) or (valid, warm, cold, depth)."""
     return {"rows": rows, "cols": cols, "pick": {"tag": "t", "warm": pick[0], "cold": pick[1]},
-            "variants": [{"valid": valid, "warm": w, "cold": c} for valid, w, c in variants]}
+            "variants": [{"valid": v[0], "warm": v[1], "cold": v[2], **({"depth": v[3]} if len(v) > 3 else {})}
+                         for v in variants]}
 
 
-def _write(tmp_path, shapes, device="Some GPU"):
-    path = tmp_path / "pcluster_probe.json"
+def _write(tmp_path, shapes, device="Some GPU", name="pcluster_probe.json"):
+    path = tmp_path / name
     path.write_text(json.dumps({"device": device, "shapes": shapes}))
     return path
 
@@ -33,8 +35,9 @@ def test_each_shape_takes_its_fastest_valid_variant_over_the_pick():
 def test_the_glued_values_give_ranges_counts_the_closest_shape_and_the_verdict(tmp_path):
     path = _write(tmp_path, [_shape(47, 126781, (10.0, 20.0), [(True, 11.0, 22.0), (True, 13.0, 21.0)]),
                              _shape(159, 39440, (10.0, 10.0), [(True, 15.0, 10.0), (False, 1.0, 1.0)])])
-    values = pipelined_probe.pipelined_values(path)
+    values = pipelined_probe.pipelined_values(path, tmp_path / "no_depth_run.json")
     assert values["pipelined_device"] == "Some GPU"
+    assert (values["pipelined_deeper"], values["pipelined_deeper_shapes"]) == ("n/a", "0")
     assert (values["pipelined_shapes"], values["pipelined_compared"]) == ("2", "2")
     assert (values["pipelined_variants"], values["pipelined_valid"]) == ("4", "3")
     assert values["pipelined_over_pick_warm"] == "1.10–1.50"
@@ -45,9 +48,26 @@ def test_the_glued_values_give_ranges_counts_the_closest_shape_and_the_verdict(t
 
 def test_a_variant_faster_than_the_pick_is_said(tmp_path):
     path = _write(tmp_path, [_shape(47, 126781, (10.0, 20.0), [(True, 9.0, 22.0)])], device={"name": "Other"})
-    values = pipelined_probe.pipelined_values(path)
+    values = pipelined_probe.pipelined_values(path, tmp_path / "no_depth_run.json")
     assert values["pipelined_device"] == "Other"
-    assert values["pipelined_verdict"] == "it was faster than the pick at 1 of 1 shapes in one L2 state"
+    assert values["pipelined_verdict"] == "it was faster than the pick at 1 of 1 shapes in an L2 state"
+
+
+def test_the_deeper_run_compares_its_fastest_deeper_variant_with_the_fastest_of_two_buffers(tmp_path):
+    path = _write(tmp_path, [_shape(47, 126781, (10.0, 10.0), [(True, 11.0, 12.0)])])
+    depth = _write(tmp_path, [
+        _shape(47, 126781, (10.0, 10.0), [(True, 11.0, 12.0, 2), (True, 13.2, 11.4, 3), (True, 12.1, 30.0, 4),
+                                          (False, 1.0, 1.0, 3)]),
+        _shape(9, 9, (10.0, 10.0), [(True, 11.0, 12.0, 2)])], name="depth.json")  # no deeper variant: left out
+    assert pipelined_probe.deeper_over_two(json.loads(depth.read_text())) == {
+        "47x126781": {"warm": pytest.approx(1.1), "cold": pytest.approx(0.95)}}
+    values = pipelined_probe.pipelined_values(path, depth)
+    assert (values["pipelined_deeper"], values["pipelined_deeper_shapes"]) == ("0.95–1.10", "1")
+    assert values["pipelined_deeper_verdict"] == "no variant of that run beat the pick either"
+    faster = _write(tmp_path, [_shape(9, 9, (10.0, 10.0), [(True, 9.0, 12.0, 2), (True, 11.0, 12.0, 3)])],
+                    name="faster.json")
+    assert pipelined_probe.pipelined_values(path, faster)["pipelined_deeper_verdict"] == (
+        "variants of that run beat the pick at one shape")
 
 
 def test_a_missing_or_empty_result_is_a_clear_error(tmp_path):

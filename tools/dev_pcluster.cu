@@ -1,8 +1,8 @@
 // Persistent pipelined clusters (a development probe, tools/dev_pcluster.py): a grid of as many clusters of
 // CLUSTER blocks as the GPU holds at once walks the rows (cluster g takes rows g, g + clusters, ...). Block k of a
-// cluster keeps chunk slice k of a row in one of two shared-memory buffers. Before it reduces the row it holds, it
-// requests its slice of the cluster's next row into the other buffer (cp.async, its own entries only), so that the
-// loads of row i + clusters are in flight while the cluster exchanges row i's statistics and writes its y: the
+// cluster keeps chunk slice k of a row in one of DEPTH shared-memory buffers. Before it reduces the row it holds, it
+// requests its slice of the cluster's row DEPTH - 1 steps ahead into a free buffer (cp.async, its own entries only),
+// so that later rows' loads are in flight while the cluster exchanges this row's statistics and writes its y: the
 // GPU's reads and writes overlap as a copy's do, instead of every block reading, then waiting, then writing.
 //
 // The exchange per row is the cluster design's (softmax_designs.cu): each block pushes its (m, s, q) into entry k
@@ -13,6 +13,9 @@
 // A thread only ever touches its own buffer entries (t, t + BLOCK, ...), so no block barrier guards them.
 #ifndef DESIGN
 #define DESIGN 9  // softmax_designs.cu's helpers, none of its kernels
+#endif
+#ifndef DEPTH
+#define DEPTH 2   // shared-memory buffers a block cycles through: its loads run DEPTH - 1 rows ahead
 #endif
 #include "../kernels/softmax_designs.cu"
 
@@ -84,7 +87,7 @@ __device__ __forceinline__ void pcluster_rows(const float* __restrict__ x, float
     __shared__ float scratch[96];
     __shared__ float triples[2][CLUSTER][3];
     __shared__ unsigned long long arrivals[2];
-    extern __shared__ float4 buffers[];  // two slices of `stride` chunks
+    extern __shared__ float4 buffers[];  // DEPTH slices of `stride` chunks
     cg::cluster_group cluster = cg::this_cluster();
     const int rank = (int)cluster.block_rank();
     const long long clusters = gridDim.x / CLUSTER;
@@ -98,22 +101,28 @@ __device__ __forceinline__ void pcluster_rows(const float* __restrict__ x, float
     }
     __syncthreads();
     asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory");  // this block's mbarriers are ready
-    if (first < rows) {
-        const Part p = part_of(x, y, first, cols, rank);
-        request_slice(p.r, p.begin, p.end, buffers);
+#pragma unroll
+    for (int k = 0; k < DEPTH - 1; ++k) {  // the first DEPTH - 1 rows' slices, a commit group each (maybe empty)
+        const long long row = first + k * clusters;
+        if (row < rows) {
+            const Part p = part_of(x, y, row, cols, rank);
+            request_slice(p.r, p.begin, p.end, buffers + k * stride);
+        } else {
+            commit_copies();
+        }
     }
     int i = 0;
     for (long long row = first; row < rows; row += clusters, ++i) {
-        float4* slice = buffers + (i & 1) * stride;
+        float4* slice = buffers + (i % DEPTH) * stride;
         const Part p = part_of(x, y, row, cols, rank);
-        const long long next = row + clusters;
-        if (next < rows) {
-            const Part n = part_of(x, y, next, cols, rank);
-            request_slice(n.r, n.begin, n.end, buffers + ((i + 1) & 1) * stride);
+        const long long ahead = row + (DEPTH - 1) * clusters;
+        if (ahead < rows) {
+            const Part n = part_of(x, y, ahead, cols, rank);
+            request_slice(n.r, n.begin, n.end, buffers + ((i + DEPTH - 1) % DEPTH) * stride);
         } else {
-            commit_copies();  // an empty group keeps "all but the newest" meaning this row's
+            commit_copies();  // an empty group keeps "all but the newest DEPTH - 1" meaning this row's
         }
-        wait_copies(1);
+        wait_copies(DEPTH - 1);
         float m = NEG_INF, s = 0.0f, q = 0.0f;
         slice_stats<RMS>(p.end - p.begin, slice, m, s, q);
         block_merge_stats(m, s, q, scratch);

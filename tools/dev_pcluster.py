@@ -10,7 +10,8 @@ is timed, and again after.
 DIR holds pcluster_c<CLUSTER>_b<BLOCK>.cubin (built with --build DIR here: nvcc -arch=sm_90), DIR2 the policy's
 picks (calibrate_fused.py --build-cubins DIR2 --picks-only --shapes ...). The result committed as
 evidence/development/pcluster_probe.json (16 shapes of the fusion chapter's plane, its worst bandwidth points and
-three many-row points) is what chapters/fusion/pipelined_probe.py reads for the fusion page.
+three many-row points, two buffers a block) and evidence/development/pcluster_depth_probe.json (11 of them,
+--depths 2,3,4) are what chapters/fusion/pipelined_probe.py reads for the fusion page.
 """
 from __future__ import annotations
 
@@ -30,40 +31,42 @@ import calibrate_fused as cf  # noqa: E402
 ROUNDS = 7
 WIDTHS = (1, 2, 4, 8, 16)
 BLOCKS = (256, 512, 1024)
+DEPTHS = (2,)  # shared-memory buffers a block cycles through (--depths)
 SHARED_PER_SM = 233472
 SHARED_PER_BLOCK = 232448
 STATIC_SHARED = 1024 + 1024  # the hardware's reservation a block and the kernel's own (under 1 KiB)
 
 
-def build(directory: Path) -> None:
+def build(directory: Path, depths=DEPTHS) -> None:
     directory.mkdir(parents=True, exist_ok=True)
     for width in WIDTHS:
         for block in BLOCKS:
-            out = directory / f"pcluster_c{width}_b{block}.cubin"
-            subprocess.run(["nvcc", "-arch=sm_90", "-std=c++17", "-cubin", f"-DCLUSTER={width}", f"-DBLOCK={block}",
-                            "-o", str(out), str(ROOT / "tools" / "dev_pcluster.cu")], check=True)
-    print(f"{len(WIDTHS) * len(BLOCKS)} cubins in {directory}")
+            for depth in depths:
+                out = directory / f"pcluster_c{width}_b{block}_d{depth}.cubin"
+                subprocess.run(["nvcc", "-arch=sm_90", "-std=c++17", "-cubin", f"-DCLUSTER={width}", f"-DBLOCK={block}",
+                                f"-DDEPTH={depth}", "-o", str(out), str(ROOT / "tools" / "dev_pcluster.cu")], check=True)
+    print(f"{len(WIDTHS) * len(BLOCKS) * len(depths)} cubins in {directory}")
 
 
-def variants(rows: int, cols: int, sms: int):
-    """(width, block, blocks an SM, clusters, stride chunks, shared bytes) of every variant that fits."""
+def variants(rows: int, cols: int, sms: int, depths=DEPTHS):
+    """(width, block, depth, blocks an SM, clusters, stride chunks, shared bytes) of every variant that fits."""
     from launchlab.model.fused_cost import cluster_sms
     from launchlab.model.fused_policy import worst_chunks
 
     found = []
     for width in WIDTHS:
         stride = -(-worst_chunks(rows, cols) // width)
-        shared = 2 * 16 * stride
-        if shared > SHARED_PER_BLOCK:
-            continue
-        for block in BLOCKS:
-            most = min(2048 // block, SHARED_PER_SM // (shared + STATIC_SHARED))
-            for per_sm in sorted({1, most}):
-                if per_sm < 1 or per_sm > most:
-                    continue
-                clusters = max(1, cluster_sms(width, sms) * per_sm // width)
-                clusters = min(clusters, rows)
-                found.append((width, block, per_sm, clusters, stride, shared))
+        for depth in depths:
+            shared = depth * 16 * stride
+            if shared > SHARED_PER_BLOCK:
+                continue
+            for block in BLOCKS:
+                most = min(2048 // block, SHARED_PER_SM // (shared + STATIC_SHARED))
+                for per_sm in sorted({1, most}):
+                    if per_sm < 1 or per_sm > most:
+                        continue
+                    clusters = min(max(1, cluster_sms(width, sms) * per_sm // width), rows)
+                    found.append((width, block, depth, per_sm, clusters, stride, shared))
     return found
 
 
@@ -80,7 +83,7 @@ class Launch:
         self.y.fill(float("nan"))
 
 
-def measure(shapes, cubins: Path, pick_cubins: Path, seed: int) -> dict:
+def measure(shapes, cubins: Path, pick_cubins: Path, seed: int, depths=DEPTHS) -> dict:
     import cupy
     import numpy as np
 
@@ -109,10 +112,10 @@ def measure(shapes, cubins: Path, pick_cubins: Path, seed: int) -> dict:
         sample = cupy.asarray(cf.check_rows(rows, cols))
         reference = oracles.softmax(x[sample], xp=cupy)
         calls = cf.calls_for(rows, cols)
-        for width, block, per_sm, clusters, stride, shared in variants(rows, cols, sms):
-            key = (width, block)
+        for width, block, depth, per_sm, clusters, stride, shared in variants(rows, cols, sms, depths):
+            key = (width, block, depth)
             if key not in kernels:
-                module = cupy.RawModule(path=str(cubins / f"pcluster_c{width}_b{block}.cubin"))
+                module = cupy.RawModule(path=str(cubins / f"pcluster_c{width}_b{block}_d{depth}.cubin"))
                 kernels[key] = module.get_function("pcluster_softmax")
                 if width > 8:
                     attribute = getattr(cupy.cuda.driver, "CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED", 14)
@@ -121,7 +124,8 @@ def measure(shapes, cubins: Path, pick_cubins: Path, seed: int) -> dict:
             allow_dynamic_shared(kernel, max(shared, 48 * 1024))
             args = (x, y, np.int32(rows), np.int32(cols), np.int32(stride))
             target = Launch(kernel, clusters * width, block, args, shared, y)
-            entry = {"cluster": width, "block": block, "per_sm": per_sm, "clusters": clusters, "shared": shared}
+            entry = {"cluster": width, "block": block, "depth": depth, "per_sm": per_sm, "clusters": clusters,
+                     "shared": shared}
             try:
                 checks = []
                 for _ in range(2):
@@ -145,7 +149,7 @@ def measure(shapes, cubins: Path, pick_cubins: Path, seed: int) -> dict:
                 for l2 in ("warm", "cold")}
         text = " | ".join(f"{l2} copy {ceiling[l2]:.2f} pick {line['pick'].get(l2, float('nan')) / ceiling[l2]:.3f} "
                           + (f"pc {best[l2][l2] / ceiling[l2]:.3f} (c{best[l2]['cluster']} b{best[l2]['block']} "
-                             f"x{best[l2]['per_sm']})" if best[l2] else "pc none")
+                             f"x{best[l2]['per_sm']} d{best[l2]['depth']})" if best[l2] else "pc none")
                           for l2 in ("warm", "cold"))
         invalid = sum(1 for v in line["variants"] if not v.get("valid"))
         print(f"{rows}x{cols} {pick['tag']}: {text} invalid {invalid}/{len(line['variants'])}", flush=True)
@@ -162,15 +166,17 @@ def main() -> None:
     parser.add_argument("--pick-cubins", type=Path)
     parser.add_argument("--shapes", default="")
     parser.add_argument("--seed", type=int, default=9)
+    parser.add_argument("--depths", default="2", help="buffers a block cycles through, e.g. 2,3,4")
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
+    depths = tuple(int(d) for d in args.depths.split(","))
     if args.build:
-        build(args.build)
+        build(args.build, depths)
         return
     if args.out.exists():
         raise SystemExit(f"error: {args.out} exists; give another --out")
     shapes = [tuple(int(v) for v in s.split("x")) for s in args.shapes.split(",")]
-    args.out.write_text(json.dumps(measure(shapes, args.cubins, args.pick_cubins, args.seed), indent=1))
+    args.out.write_text(json.dumps(measure(shapes, args.cubins, args.pick_cubins, args.seed, depths), indent=1))
 
 
 if __name__ == "__main__":

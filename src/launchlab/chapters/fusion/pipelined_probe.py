@@ -7,7 +7,8 @@ the cluster's next row into a second shared-memory buffer before it reduces, exc
 beside the launch policy's pick at the same shape and the copy ceiling. Its variants (cluster width, threads a block,
 blocks an SM) were checked against the float64 oracle before and after timing. The result is committed as
 evidence/development/pcluster_probe.json; this module reads it: per shape the fastest valid variant over the pick,
-and the range of that ratio over the shapes.
+and the range of that ratio over the shapes; and from a second run with three and four buffers a block, how the
+fastest deeper variant compared with the fastest of two buffers.
 """
 from __future__ import annotations
 
@@ -16,9 +17,12 @@ from pathlib import Path
 
 from launchlab.chapters.fusion import L2_STATES
 from launchlab.chapters.fusion.page_format import ratio_number, shape_label
+from launchlab.present.replicas import counted
 from launchlab.store.evidence import REPO_ROOT
 
 PIPELINED_PROBE = REPO_ROOT / "evidence" / "development" / "pcluster_probe.json"
+# the same probe with more buffers a block (--depths 2,3,4): loads two or three rows ahead instead of one
+DEPTH_PROBE = REPO_ROOT / "evidence" / "development" / "pcluster_depth_probe.json"
 
 
 def load(path: Path = PIPELINED_PROBE) -> dict:
@@ -43,15 +47,29 @@ def over_pick(data: dict) -> dict:
     return found
 
 
+def deeper_over_two(data: dict) -> dict:
+    """{"<rows>x<cols>": {l2: fastest valid variant of more than two buffers / fastest of two}} where both ran."""
+    found = {}
+    for shape in data.get("shapes", []):
+        valid = [v for v in shape.get("variants", []) if v.get("valid")]
+        two = [v for v in valid if v.get("depth", 2) == 2]
+        deeper = [v for v in valid if v.get("depth", 2) > 2]
+        if two and deeper:
+            found[f"{shape['rows']}x{shape['cols']}"] = {l2: min(v[l2] for v in deeper) / min(v[l2] for v in two)
+                                                         for l2 in L2_STATES}
+    return found
+
+
 def _span(values) -> str:
     low, high = min(values), max(values)
     return ratio_number(low) if ratio_number(low) == ratio_number(high) else f"{ratio_number(low)}–{ratio_number(high)}"
 
 
-def pipelined_values(path: Path = PIPELINED_PROBE) -> dict:
+def pipelined_values(path: Path = PIPELINED_PROBE, depth_path: Path = DEPTH_PROBE) -> dict:
     """Glued strings: the GPU, how many shapes and variants, how many outputs were valid, whether the fastest variant
-    ever beat the pick, and per L2 state the range of its time over the pick's (with the shape where it came
-    closest)."""
+    ever beat the pick, per L2 state the range of its time over the pick's (with the shape where it came closest),
+    and from the run with more buffers the range of its fastest deeper variant over the fastest of two buffers
+    (both L2 states) and whether any of its variants beat the pick ("n/a" where that run's file is absent)."""
     data = load(path)
     ratios = over_pick(data)
     variants = [v for shape in data["shapes"] for v in shape.get("variants", [])]
@@ -62,7 +80,14 @@ def pipelined_values(path: Path = PIPELINED_PROBE) -> dict:
               "pipelined_valid": str(sum(1 for v in variants if v.get("valid")))}
     faster = sum(1 for r in ratios.values() if min(r.values()) < 1.0)
     values["pipelined_verdict"] = ("it was never faster than the pick" if not faster else
-                                   f"it was faster than the pick at {faster} of {len(ratios)} shapes in one L2 state")
+                                   f"it was faster than the pick at {faster} of {len(ratios)} shapes in an L2 state")
+    depth = json.loads(Path(depth_path).read_text()) if Path(depth_path).exists() else {}
+    deeper = deeper_over_two(depth)
+    values["pipelined_deeper_shapes"] = str(len(deeper))
+    values["pipelined_deeper"] = _span([r[l2] for r in deeper.values() for l2 in L2_STATES]) if deeper else "n/a"
+    beaten = sum(1 for r in over_pick(depth).values() if min(r.values()) < 1.0)
+    values["pipelined_deeper_verdict"] = ("no variant of that run beat the pick either" if not beaten else
+                                          f"variants of that run beat the pick at {counted(beaten, 'shape')}")
     for l2 in L2_STATES:
         values[f"pipelined_over_pick_{l2}"] = _span([r[l2] for r in ratios.values()])
         closest = min(ratios, key=lambda shape: ratios[shape][l2])
