@@ -291,7 +291,7 @@ def test_the_replicate_sentence_gives_each_figure_beside_this_runs_and_the_large
     other = SimpleNamespace(run_id="run-b", headline=headline(1.1))
     monkeypatch.setattr(text, "replicates_of", lambda run: [other])
     sentence = text.replicate_sentence(here)
-    assert sentence.startswith("This run's replicate (run-b,")
+    assert sentence.startswith("This run's replicate, run-b, measured")
     assert "at 0.50 µs warm and 0.55 µs cold (0.50 µs and 0.50 µs here)" in sentence
     assert "geometric mean of fused plain ÷ copy at 1.20 warm and 1.20 cold" in sentence
     assert sentence.endswith("10.0 %, in the latency regime's median time added (cold L2).")

@@ -120,7 +120,6 @@ def worst_points(plane: dict, l2: str, count: int = WORST_SHOWN) -> str:
 
 # The plane's figures a replicate is compared on: headline key (per L2 state), words, unit.
 REPLICATED = (("plane.fused_plain_over_copy.geomean", "the bandwidth regime's geometric mean of fused plain ÷ copy", ""),
-              ("plane.fused_plain_over_copy.max", "the worst bandwidth-regime point outside the floor class", ""),
               ("plane.fused_plain_minus_copy_us.median", "the latency regime's median time added", " µs"),
               ("plane.worst_library_ratio.cudnn", "the smallest cuDNN ÷ fused plain ratio", ""))
 
@@ -146,7 +145,7 @@ def replicate_sentence(run) -> str:
     who = "This run's replicate" if len(others) == 1 else f"This run's {counted(len(others), 'replicate')}"
     ids = joined([r.run_id for r in others])
     largest, words, l2 = max(changes)
-    return (f"{who} ({ids}, a later execution of this chapter) measured {joined(parts)}. The largest "
+    return (f"{who}, {ids}, measured {joined(parts)}. The largest "
             f"change between the runs was {100 * largest:.1f} %, in {words} ({l2} L2).")
 
 
