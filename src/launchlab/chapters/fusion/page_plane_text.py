@@ -90,7 +90,8 @@ def _in_percent(target: dict) -> bool:
 
 
 def _number(target: dict, value: float) -> str:
-    return f"{100 * value:.0f} %" if _in_percent(target) else f"{value:.2f}"
+    """A target's figure for the table: a share or an error in percent (a no-break space keeps "%" beside its number), else a ratio."""
+    return f"{100 * value:.0f}\u00a0%" if _in_percent(target) else f"{value:.2f}"
 
 
 def _measured(target: dict) -> str:
