@@ -90,7 +90,8 @@ def _in_percent(target: dict) -> bool:
 
 
 def _number(target: dict, value: float) -> str:
-    """A target's figure for the table: a share or an error in percent (a no-break space keeps "%" beside its number), else a ratio."""
+    """A target's figure for the table: a share or an error in percent (a no-break space keeps "%" beside its
+    number), else a ratio."""
     return f"{100 * value:.0f}\u00a0%" if _in_percent(target) else f"{value:.2f}"
 
 
