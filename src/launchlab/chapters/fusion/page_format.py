@@ -59,6 +59,12 @@ def ratio_number(value: float) -> str:
     return f"{value:.3f}" if f"{value:.2f}" == "1.00" and value != 1.0 else f"{value:.2f}"
 
 
+def ratio_span(values) -> str:
+    """The range of some ratios, "1.05–1.63" (one number where both ends print alike)."""
+    low, high = min(values), max(values)
+    return ratio_number(low) if ratio_number(low) == ratio_number(high) else f"{ratio_number(low)}–{ratio_number(high)}"
+
+
 def interval_text(ratio: dict) -> str:
     """The 95 % interval of a ratio for the prose: its ends, at the decimals that tell them apart (and each other
     from 1), or how narrow it is where even 3 decimals do not."""

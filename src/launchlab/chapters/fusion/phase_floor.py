@@ -16,7 +16,7 @@ import json
 from pathlib import Path
 
 from launchlab.chapters.fusion import L2_STATES
-from launchlab.chapters.fusion.page_format import ratio_number
+from launchlab.chapters.fusion.page_format import ratio_span
 from launchlab.store.evidence import REPO_ROOT
 
 PHASE_FLOOR = REPO_ROOT / "evidence" / "development" / "phase_floor.json"
@@ -52,11 +52,6 @@ def floors(data: dict) -> dict:
     return dict(sorted(found.items()))
 
 
-def _span(values) -> str:
-    low, high = min(values), max(values)
-    return ratio_number(low) if ratio_number(low) == ratio_number(high) else f"{ratio_number(low)}–{ratio_number(high)}"
-
-
 def phase_floor_values(path: Path = PHASE_FLOOR) -> dict:
     """Glued strings: the sizes ("4–28"), the GPU, and per kind and L2 state the range of its ratio to the copy."""
     data = load(path)
@@ -67,5 +62,5 @@ def phase_floor_values(path: Path = PHASE_FLOOR) -> dict:
     for kind in KINDS:
         short = kind.split("_")[1]
         for l2 in L2_STATES:
-            values[f"phase_floor_{short}_{l2}"] = _span([by_size[s][kind][l2] for s in sizes])
+            values[f"phase_floor_{short}_{l2}"] = ratio_span([by_size[s][kind][l2] for s in sizes])
     return values

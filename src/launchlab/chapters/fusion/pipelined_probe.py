@@ -16,7 +16,7 @@ import json
 from pathlib import Path
 
 from launchlab.chapters.fusion import L2_STATES
-from launchlab.chapters.fusion.page_format import ratio_number, shape_label
+from launchlab.chapters.fusion.page_format import ratio_number, ratio_span, shape_label
 from launchlab.present.replicas import counted
 from launchlab.store.evidence import REPO_ROOT
 
@@ -60,11 +60,6 @@ def deeper_over_two(data: dict) -> dict:
     return found
 
 
-def _span(values) -> str:
-    low, high = min(values), max(values)
-    return ratio_number(low) if ratio_number(low) == ratio_number(high) else f"{ratio_number(low)}–{ratio_number(high)}"
-
-
 def pipelined_values(path: Path = PIPELINED_PROBE, depth_path: Path = DEPTH_PROBE) -> dict:
     """Glued strings: the GPU, how many shapes and variants, how many outputs were valid, whether the fastest variant
     ever beat the pick, per L2 state the range of its time over the pick's (with the shape where it came closest),
@@ -84,12 +79,12 @@ def pipelined_values(path: Path = PIPELINED_PROBE, depth_path: Path = DEPTH_PROB
     depth = json.loads(Path(depth_path).read_text()) if Path(depth_path).exists() else {}
     deeper = deeper_over_two(depth)
     values["pipelined_deeper_shapes"] = str(len(deeper))
-    values["pipelined_deeper"] = _span([r[l2] for r in deeper.values() for l2 in L2_STATES]) if deeper else "n/a"
+    values["pipelined_deeper"] = ratio_span([r[l2] for r in deeper.values() for l2 in L2_STATES]) if deeper else "n/a"
     beaten = sum(1 for r in over_pick(depth).values() if min(r.values()) < 1.0)
     values["pipelined_deeper_verdict"] = ("no variant of that run beat the pick either" if not beaten else
                                           f"variants of that run beat the pick at {counted(beaten, 'shape')}")
     for l2 in L2_STATES:
-        values[f"pipelined_over_pick_{l2}"] = _span([r[l2] for r in ratios.values()])
+        values[f"pipelined_over_pick_{l2}"] = ratio_span([r[l2] for r in ratios.values()])
         closest = min(ratios, key=lambda shape: ratios[shape][l2])
         values[f"pipelined_closest_{l2}"] = f"{shape_label(closest)} ({ratio_number(ratios[closest][l2])})"
     return values
