@@ -26,6 +26,11 @@ def counted(n: int, noun: str) -> str:
     return f"{NUMBER_WORDS.get(n, str(n))} {noun}{'' if n == 1 else 's'}"
 
 
+def replicates_subject(n: int) -> str:
+    """A sentence's subject for a run's `n` replicates: "This run's replicate", "This run's two replicates"."""
+    return "This run's replicate" if n == 1 else f"This run's {counted(n, 'replicate')}"
+
+
 def joined(items: list[str]) -> str:
     return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} and {items[-1]}"
 
@@ -42,7 +47,7 @@ def spread_sentence(quantity: str, here: float, others: list[float], fmt: Callab
     shown = joined([f"{fmt(v)}{unit}" for v in others])
     values = [here, *others]
     low, high = min(values), max(values)
-    who = "This run's replicate" if len(others) == 1 else f"This run's {counted(len(others), 'replicate')}"
+    who = replicates_subject(len(others))
     lead = f"{who} measured {quantity} at {shown} ({fmt(here)}{unit} here)"
     if high <= 1.05 * low:
         return f"{lead}: the same within 5 %."

@@ -10,7 +10,7 @@ from launchlab.chapters.fusion.page_format import (design_label, fmt, listing, p
                                                    verdict_text)
 from launchlab.chapters.fusion.page_plane import best_library_ratio, copy_ratio, plane_of
 from launchlab.chapters.fusion.plane import BANDWIDTH_COPY_US, PLANE_SEED
-from launchlab.present.replicas import counted, joined, replicates_of
+from launchlab.present.replicas import joined, replicates_of, replicates_subject
 
 WORST_SHOWN = 3
 STATISTIC_WORDS = {"geomean": "geometric mean", "p90": "p90", "max": "max", "median": "median", "share": "share",
@@ -144,7 +144,7 @@ def replicate_sentence(run) -> str:
         changes += [(abs(v / h - 1.0), words, l2) for h, values, l2 in zip(here, found, L2_STATES) for v in values if h]
     if not parts:
         return "This run's replicates hold none of the plane's figures."
-    who = "This run's replicate" if len(others) == 1 else f"This run's {counted(len(others), 'replicate')}"
+    who = replicates_subject(len(others))
     ids = joined([r.run_id for r in others])
     largest, words, l2 = max(changes)
     return (f"{who}, {ids}, measured {joined(parts)}. The largest "
