@@ -86,7 +86,8 @@ def test_the_committed_result_gives_every_value():
 @pytest.mark.skipif(not shutil.which("nvcc"), reason="nvcc is not on PATH")
 @pytest.mark.parametrize("source, defines", [("dev_pcluster.cu", ("-DCLUSTER=16", "-DBLOCK=256")),
                                              ("dev_pcluster.cu", ("-DCLUSTER=1", "-DBLOCK=1024")),
-                                             ("dev_phase_floor.cu", ())])
+                                             ("dev_phase_floor.cu", ()),
+                                             ("dev_pipeline_floor.cu", ())])
 def test_the_development_probes_kernels_still_compile_for_sm_90(tmp_path, source, defines):
     """The probes include the chapter's kernels' helpers: a change there must not leave them unbuildable."""
     result = subprocess.run(["nvcc", "-arch=sm_90", "-std=c++17", "-cubin", *defines, "-o", str(tmp_path / "probe.cubin"),

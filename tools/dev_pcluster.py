@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import subprocess
 import sys
 from pathlib import Path
@@ -26,9 +25,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(ROOT / "tools"))
 
-import calibrate_fused as cf  # noqa: E402
+from dev_probe import Launch, probe  # noqa: E402
 
-ROUNDS = 7
 WIDTHS = (1, 2, 4, 8, 16)
 BLOCKS = (256, 512, 1024)
 DEPTHS = (2,)  # shared-memory buffers a block cycles through (--depths)
@@ -70,48 +68,16 @@ def variants(rows: int, cols: int, sms: int, depths=DEPTHS):
     return found
 
 
-class Launch:
-    name = "pcluster"
-
-    def __init__(self, kernel, grid, block, args, shared, y):
-        self.kernel, self.grid, self.block, self.args, self.shared, self.y = kernel, grid, block, args, shared, y
-
-    def invoke(self) -> None:
-        self.kernel.kernel((self.grid,), (self.block,), self.args, shared_mem=self.shared)
-
-    def poison(self) -> None:
-        self.y.fill(float("nan"))
-
-
-def measure(shapes, cubins: Path, pick_cubins: Path, seed: int, depths=DEPTHS) -> dict:
+def targets(cubins: Path, depths):
+    """dev_probe.probe's targets_at for the persistent clusters: every variant that fits, its cubin loaded once."""
     import cupy
     import numpy as np
 
-    from launchlab.gpu.backend import CupyBackend
-    from launchlab.gpu.device import identity
-    from launchlab.gpu.instruments import ColdL2
     from launchlab.gpu.targets import allow_dynamic_shared
-    from launchlab.model import oracles
 
-    backend, device = CupyBackend(), identity()
-    stream, sms = backend.stream, device["sm_count"]
-    modules = cf.Modules(pick_cubins)
-    cold = ColdL2(modules.get_module("instruments", "instruments", {}), device["l2_bytes"], sms, cf.COLD_WAIT_NS)
     kernels = {}
-    result = {"device": device["name"], "rounds": ROUNDS, "seed": seed, "shapes": []}
-    for rows, cols in shapes:
-        record = cf.measure_shape(rows, cols, device, modules, stream, cold, ("plain",), ROUNDS, seed, picks_only=True)
-        ceiling = {l2: min(statistics.median(record["copy"][k][l2]) for k in ("memcpy", "vector"))
-                   for l2 in ("warm", "cold")}
-        pick = record["fused"][0]
-        line = {"rows": rows, "cols": cols, "ceiling_us": ceiling, "pick": {
-            "tag": pick["tag"], "valid": pick.get("valid"),
-            **{l2: statistics.median(pick[l2]) for l2 in ("warm", "cold") if l2 in pick}}, "variants": []}
-        x = cupy.random.default_rng(seed).standard_normal((rows, cols), dtype=cupy.float32) * 2.0
-        y = cupy.empty_like(x)
-        sample = cupy.asarray(cf.check_rows(rows, cols))
-        reference = oracles.softmax(x[sample], xp=cupy)
-        calls = cf.calls_for(rows, cols)
+
+    def targets_at(rows, cols, x, y, sms):
         for width, block, depth, per_sm, clusters, stride, shared in variants(rows, cols, sms, depths):
             key = (width, block, depth)
             if key not in kernels:
@@ -123,40 +89,15 @@ def measure(shapes, cubins: Path, pick_cubins: Path, seed: int, depths=DEPTHS) -
             kernel = kernels[key]
             allow_dynamic_shared(kernel, max(shared, 48 * 1024))
             args = (x, y, np.int32(rows), np.int32(cols), np.int32(stride))
-            target = Launch(kernel, clusters * width, block, args, shared, y)
             entry = {"cluster": width, "block": block, "depth": depth, "per_sm": per_sm, "clusters": clusters,
                      "shared": shared}
-            try:
-                checks = []
-                for _ in range(2):
-                    target.poison()
-                    target.invoke()
-                    stream.synchronize()
-                    finite = bool(cupy.isfinite(y).all())
-                    checks.append(finite and oracles.compare(y[sample], reference, oracles.SOFTMAX_TOLERANCE,
-                                                             xp=cupy)["passed"])
-                    if len(checks) == 1 and checks[0]:
-                        entry["warm"] = statistics.median(cf.time_warm(target, stream, calls, ROUNDS))
-                        entry["cold"] = statistics.median(cf.time_cold(target, stream, cold, ROUNDS))
-                    else:
-                        break
-                entry["valid"] = all(checks) and len(checks) == 2
-            except Exception as error:
-                entry["valid"] = False
-                entry["error"] = f"{type(error).__name__}: {str(error)[:200]}"
-            line["variants"].append(entry)
-        best = {l2: min((v for v in line["variants"] if v.get("valid")), key=lambda v: v[l2], default=None)
-                for l2 in ("warm", "cold")}
-        text = " | ".join(f"{l2} copy {ceiling[l2]:.2f} pick {line['pick'].get(l2, float('nan')) / ceiling[l2]:.3f} "
-                          + (f"pc {best[l2][l2] / ceiling[l2]:.3f} (c{best[l2]['cluster']} b{best[l2]['block']} "
-                             f"x{best[l2]['per_sm']} d{best[l2]['depth']})" if best[l2] else "pc none")
-                          for l2 in ("warm", "cold"))
-        invalid = sum(1 for v in line["variants"] if not v.get("valid"))
-        print(f"{rows}x{cols} {pick['tag']}: {text} invalid {invalid}/{len(line['variants'])}", flush=True)
-        result["shapes"].append(line)
-        del x, y
-        cupy.get_default_memory_pool().free_all_blocks()
-    return result
+            yield entry, Launch(kernel, clusters * width, block, args, shared, y)
+
+    return targets_at
+
+
+def label(entry: dict) -> str:
+    return f"c{entry['cluster']} b{entry['block']} x{entry['per_sm']} d{entry['depth']}"
 
 
 def main() -> None:
@@ -176,7 +117,8 @@ def main() -> None:
     if args.out.exists():
         raise SystemExit(f"error: {args.out} exists; give another --out")
     shapes = [tuple(int(v) for v in s.split("x")) for s in args.shapes.split(",")]
-    args.out.write_text(json.dumps(measure(shapes, args.cubins, args.pick_cubins, args.seed, depths), indent=1))
+    result = probe(shapes, args.pick_cubins, args.seed, targets(args.cubins, depths), label)
+    args.out.write_text(json.dumps(result, indent=1))
 
 
 if __name__ == "__main__":

@@ -65,36 +65,63 @@ def launcher(kernel, grid: int, threads: int, args, shared: int, cooperative: bo
     return launch
 
 
+class Bench:
+    """What the floor probes share: the GPU's stream, an L2 flush, and per-call device time warm (the median of
+    ROUNDS replays of a graph of many calls) and cold (the median of ROUNDS calls, each after an L2 flush)."""
+
+    def __init__(self):
+        from launchlab.chapters.fusion import copy_kernel
+        from launchlab.gpu.backend import CupyBackend
+        from launchlab.gpu.device import identity
+        from launchlab.gpu.instruments import ColdL2
+
+        self.device = identity()
+        self.stream, self.sms = CupyBackend().stream, self.device["sm_count"]
+        modules = cf.Modules(None)
+        self.cold = ColdL2(modules.get_module("instruments", "instruments", {}), self.device["l2_bytes"], self.sms,
+                           cf.COLD_WAIT_NS)
+        self.copy_module = modules.get_module(copy_kernel.MODULE, copy_kernel.FAMILY, copy_kernel.DEFINES)
+
+    def time(self, target, calls: int) -> dict:
+        return {"warm": statistics.median(cf.time_warm(target, self.stream, calls, ROUNDS)),
+                "cold": statistics.median(cf.time_cold(target, self.stream, self.cold, ROUNDS))}
+
+    def copies(self, x, calls: int) -> dict:
+        """{"memcpy", "copy_vec4": times} of copying x (cudaMemcpyAsync, the float4 copy kernel)."""
+        from launchlab.chapters.fusion import copy_kernel
+        from launchlab.gpu.targets import DeviceCopy
+
+        flat = x.reshape(1, -1)
+        return {"memcpy": self.time(DeviceCopy(flat), calls),
+                "copy_vec4": self.time(copy_kernel.make(self.copy_module, flat), calls)}
+
+
+def over_copy(times: dict) -> tuple[dict, dict]:
+    """The copy ceiling (the faster copy, warm and cold) and every entry of `times` over it."""
+    ceiling = {l2: min(times["memcpy"][l2], times["copy_vec4"][l2]) for l2 in ("warm", "cold")}
+    return ceiling, {k: {l2: v[l2] / ceiling[l2] for l2 in v} for k, v in times.items()}
+
+
 def measure(cubin: Path, sizes_mb) -> dict:
     import cupy
     import numpy as np
 
-    from launchlab.chapters.fusion import copy_kernel
-    from launchlab.gpu.backend import CupyBackend
-    from launchlab.gpu.device import identity
-    from launchlab.gpu.instruments import ColdL2
-    from launchlab.gpu.targets import DeviceCopy, allow_dynamic_shared
+    from launchlab.gpu.targets import allow_dynamic_shared
 
-    backend, device = CupyBackend(), identity()
-    stream, sms = backend.stream, device["sm_count"]
-    modules = cf.Modules(None)
-    cold = ColdL2(modules.get_module("instruments", "instruments", {}), device["l2_bytes"], sms, cf.COLD_WAIT_NS)
+    bench = Bench()
+    stream, sms = bench.stream, bench.sms
     module = cupy.RawModule(path=str(cubin))
-    copy_module = modules.get_module(copy_kernel.MODULE, copy_kernel.FAMILY, copy_kernel.DEFINES)
-    result = {"device": device, "rounds": ROUNDS, "sizes": {}}
+    result = {"device": bench.device, "rounds": ROUNDS, "sizes": {}}
     for mb in sizes_mb:
         n = mb * (1 << 20) // 16  # float4 chunks
         x = cupy.random.default_rng(mb).standard_normal(n * 4, dtype=cupy.float32)
         y, sink = cupy.empty_like(x), cupy.zeros(1, cupy.float32)
         calls = cf.calls_for(1, n * 4)
-        times = {}
+        times = bench.copies(x, calls)
 
         def timed(name, target):
-            times[name] = {"warm": statistics.median(cf.time_warm(target, stream, calls, ROUNDS)),
-                           "cold": statistics.median(cf.time_cold(target, stream, cold, ROUNDS))}
+            times[name] = bench.time(target, calls)
 
-        timed("memcpy", DeviceCopy(x.reshape(1, -1)))
-        timed("copy_vec4", copy_kernel.make(copy_module, x.reshape(1, -1)))
         per_sm, threads = READ_WRITE_GRID
         read, write = module.get_function("read_only"), module.get_function("write_only")
         timed("read_only", Probe(lambda: read((per_sm * sms,), (threads,), (x, np.int64(n), sink))))
@@ -133,9 +160,8 @@ def measure(cubin: Path, sizes_mb) -> dict:
                 counters.fill(0)  # a counter's rounds are k arrivals long: a new k starts from zero
                 checked(f"group{k}", kernel, grid, threads,
                         (x, y, np.int64(n), np.int32(per), np.int32(k), counters), 16 * per)
-        ceiling = {l2: min(times["memcpy"][l2], times["copy_vec4"][l2]) for l2 in ("warm", "cold")}
-        result["sizes"][mb] = {"ceiling_us": ceiling, "us": times,
-                               "over_copy": {k: {l2: v[l2] / ceiling[l2] for l2 in v} for k, v in times.items()}}
+        ceiling, over = over_copy(times)
+        result["sizes"][mb] = {"ceiling_us": ceiling, "us": times, "over_copy": over}
         print(f"{mb} MB copy {ceiling['warm']:.2f} / {ceiling['cold']:.2f} us | "
               + " | ".join(f"{k} {v['warm']:.3f} / {v['cold']:.3f}" for k, v in result["sizes"][mb]["over_copy"].items()),
               flush=True)

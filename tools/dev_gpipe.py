@@ -1,0 +1,130 @@
+"""Pipelined split rows against the policy's pick (a development probe; kernels in tools/dev_gpipe.cu): at each
+shape, device time per call warm and cold of the copy ceiling, of the fused launch policy's pick and of every
+variant (BLOCK threads, DEPTH buffers, blocks an SM, pieces a row) whose buffers fit the shared memory and whose
+grid the GPU holds at once (the occupancy API). Every output is checked against the float64 oracle before and after
+it is timed (tools/dev_probe.py).
+
+    PYTHONPATH=src python tools/dev_gpipe.py --build DIR
+    PYTHONPATH=src python tools/dev_gpipe.py --cubins DIR --pick-cubins DIR2 [--shapes 47x126781,...] --out f.json
+
+DIR holds gpipe_b<BLOCK>_d<DEPTH>.cubin, DIR2 the policy's picks (calibrate_fused.py --build-cubins DIR2
+--picks-only --shapes ...). Run tools/dev_pipeline_floor.py first: it says how close to the copy this schedule can
+come with nothing reduced.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "src"))
+sys.path.insert(0, str(ROOT / "tools"))
+
+from dev_pipeline_floor import SHAPES  # noqa: E402
+from dev_probe import Launch, probe  # noqa: E402
+
+LAYOUTS = ((512, 1), (512, 2), (1024, 1))  # threads a block, blocks an SM
+DEPTHS = (1, 2, 4)
+ROWS_PER_STEP = (1, 2, 4, 11, 33)  # rows a grid step holds: pieces a row = grid / this
+SHARED_PER_SM = 233472
+SHARED_PER_BLOCK = 232448
+STATIC_SHARED = 1024 + 384  # the hardware's reservation a block and the kernel's own
+
+
+def build(directory: Path) -> None:
+    directory.mkdir(parents=True, exist_ok=True)
+    for block in sorted({block for block, _ in LAYOUTS}):
+        for depth in DEPTHS:
+            subprocess.run(["nvcc", "-arch=sm_90", "-std=c++17", "-cubin", f"-DBLOCK={block}", f"-DDEPTH={depth}",
+                            "-o", str(directory / f"gpipe_b{block}_d{depth}.cubin"), str(ROOT / "tools" / "dev_gpipe.cu")],
+                           check=True)
+    print(f"{len({b for b, _ in LAYOUTS}) * len(DEPTHS)} cubins in {directory}")
+
+
+def variants(rows: int, cols: int, sms: int):
+    """(block, depth, blocks an SM, pieces a row, grid, stride chunks, shared bytes) of every variant whose DEPTH
+    buffers fit `blocks an SM` blocks' shared memory. A grid step holds grid / pieces whole rows; more than one
+    buffer only where a block has a later step to load ahead."""
+    from launchlab.model.fused_policy import worst_chunks
+
+    chunks = worst_chunks(rows, cols)
+    found = []
+    for block, per_sm in LAYOUTS:
+        grid = per_sm * sms
+        for per_step in ROWS_PER_STEP:
+            if grid % per_step or per_step > rows:
+                continue
+            pieces = grid // per_step
+            if pieces > chunks:
+                continue
+            stride = -(-chunks // pieces)
+            for depth in DEPTHS:
+                shared = depth * 16 * stride
+                if depth > 1 and rows <= per_step:
+                    continue
+                if shared > SHARED_PER_BLOCK or per_sm * (shared + STATIC_SHARED) > SHARED_PER_SM:
+                    continue
+                found.append((block, depth, per_sm, pieces, grid, stride, shared))
+    return found
+
+
+def targets(cubins: Path):
+    """dev_probe.probe's targets_at: every variant whose grid is resident, its slots zeroed first."""
+    import cupy
+    import numpy as np
+
+    from launchlab.gpu.targets import allow_dynamic_shared
+
+    kernels = {}
+
+    def targets_at(rows, cols, x, y, sms):
+        for block, depth, per_sm, pieces, grid, stride, shared in variants(rows, cols, sms):
+            key = (block, depth)
+            if key not in kernels:
+                module = cupy.RawModule(path=str(cubins / f"gpipe_b{block}_d{depth}.cubin"))
+                kernels[key] = module.get_function("gpipe_softmax")
+            kernel = kernels[key]
+            allow_dynamic_shared(kernel, max(shared, 48 * 1024))
+            resident = cupy.cuda.driver.occupancyMaxActiveBlocksPerMultiprocessor(kernel.kernel.ptr, block, shared)
+            entry = {"block": block, "depth": depth, "per_sm": per_sm, "pieces": pieces, "grid": grid,
+                     "shared": shared}
+            if resident < per_sm:  # a grid the GPU cannot hold at once would wait for itself forever
+                entry.update(valid=False, error=f"only {resident} blocks an SM are resident")
+                yield entry, None
+                continue
+            slots = cupy.zeros(4 * rows * pieces, dtype=cupy.uint64)  # epoch 0 everywhere (dev_gpipe.cu)
+            args = (x, y, np.int32(rows), np.int32(cols), np.int32(pieces), np.int32(stride), slots)
+            yield entry, Launch(kernel, grid, block, args, shared, y)
+
+    return targets_at
+
+
+def label(entry: dict) -> str:
+    return f"b{entry['block']} x{entry['per_sm']} d{entry['depth']} pieces {entry['pieces']}"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--build", type=Path, help="only build the probe's cubins into this folder")
+    parser.add_argument("--cubins", type=Path)
+    parser.add_argument("--pick-cubins", type=Path)
+    parser.add_argument("--shapes", default=None, help="rows x cols, comma separated (default: the floor probe's)")
+    parser.add_argument("--seed", type=int, default=9)
+    parser.add_argument("--out", type=Path)
+    args = parser.parse_args()
+    if args.build:
+        build(args.build)
+        return
+    if args.out is None or args.cubins is None:
+        raise SystemExit("error: give --cubins and --out (or --build)")
+    if args.out.exists():
+        raise SystemExit(f"error: {args.out} exists; give another --out")
+    shapes = SHAPES if args.shapes is None else [tuple(int(v) for v in s.split("x")) for s in args.shapes.split(",")]
+    args.out.write_text(json.dumps(probe(shapes, args.pick_cubins, args.seed, targets(args.cubins), label), indent=1))
+
+
+if __name__ == "__main__":
+    main()

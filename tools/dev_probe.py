@@ -1,0 +1,105 @@
+"""The measuring loop of the development probes that set a new fused design against the policy's pick
+(tools/dev_pcluster.py, tools/dev_gpipe.py).
+
+At each shape: the copy ceiling and the fused launch policy's pick (calibrate_fused.measure_shape, plain mode), then
+every variant the probe offers there. A variant's output is poisoned, computed and checked against the float64
+oracle on a sample of rows (every element finite) before it is timed, warm (a CUDA graph of many calls) and cold
+(after an L2 flush), and checked again after. A variant that fails either check, or raises, is kept with
+valid: false and is never timed again.
+"""
+from __future__ import annotations
+
+import statistics
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "src"))
+sys.path.insert(0, str(ROOT / "tools"))
+
+import calibrate_fused as cf  # noqa: E402
+
+ROUNDS = 7
+
+
+class Launch:
+    """One launch of a probe kernel as a target for calibrate_fused's timers."""
+
+    name = "probe"
+
+    def __init__(self, kernel, grid, block, args, shared, y):
+        self.kernel, self.grid, self.block, self.args, self.shared, self.y = kernel, grid, block, args, shared, y
+
+    def invoke(self) -> None:
+        self.kernel.kernel((self.grid,), (self.block,), self.args, shared_mem=self.shared)
+
+    def poison(self) -> None:
+        self.y.fill(float("nan"))
+
+
+def probe(shapes, pick_cubins: Path | None, seed: int, targets_at, label) -> dict:
+    """{device, rounds, seed, shapes: [{rows, cols, ceiling_us, pick, variants}]}.
+
+    targets_at(rows, cols, x, y, sms) yields (entry, Launch) for each variant at a shape (entry: the variant's
+    parameters, to which valid, warm, cold or error are added), or (entry, None) for one it could not run, its
+    entry saying why; label(entry) names a variant in the printed summary line."""
+    import cupy
+
+    from launchlab.gpu.backend import CupyBackend
+    from launchlab.gpu.device import identity
+    from launchlab.gpu.instruments import ColdL2
+    from launchlab.model import oracles
+
+    backend, device = CupyBackend(), identity()
+    stream, sms = backend.stream, device["sm_count"]
+    modules = cf.Modules(pick_cubins)
+    cold = ColdL2(modules.get_module("instruments", "instruments", {}), device["l2_bytes"], sms, cf.COLD_WAIT_NS)
+    result = {"device": device["name"], "rounds": ROUNDS, "seed": seed, "shapes": []}
+    for rows, cols in shapes:
+        record = cf.measure_shape(rows, cols, device, modules, stream, cold, ("plain",), ROUNDS, seed, picks_only=True)
+        ceiling = {l2: min(statistics.median(record["copy"][k][l2]) for k in ("memcpy", "vector"))
+                   for l2 in ("warm", "cold")}
+        pick = record["fused"][0]
+        line = {"rows": rows, "cols": cols, "ceiling_us": ceiling, "pick": {
+            "tag": pick["tag"], "valid": pick.get("valid"),
+            **{l2: statistics.median(pick[l2]) for l2 in ("warm", "cold") if l2 in pick}}, "variants": []}
+        x = cupy.random.default_rng(seed).standard_normal((rows, cols), dtype=cupy.float32) * 2.0
+        y = cupy.empty_like(x)
+        sample = cupy.asarray(cf.check_rows(rows, cols))
+        reference = oracles.softmax(x[sample], xp=cupy)
+        calls = cf.calls_for(rows, cols)
+        for entry, target in targets_at(rows, cols, x, y, sms):
+            if target is None:  # not run; the entry says why
+                line["variants"].append(entry)
+                continue
+            try:
+                checks = []
+                for _ in range(2):
+                    target.poison()
+                    target.invoke()
+                    stream.synchronize()
+                    finite = bool(cupy.isfinite(y).all())
+                    checks.append(finite and oracles.compare(y[sample], reference, oracles.SOFTMAX_TOLERANCE,
+                                                             xp=cupy)["passed"])
+                    if len(checks) == 1 and checks[0]:
+                        entry["warm"] = statistics.median(cf.time_warm(target, stream, calls, ROUNDS))
+                        entry["cold"] = statistics.median(cf.time_cold(target, stream, cold, ROUNDS))
+                    else:
+                        break
+                entry["valid"] = all(checks) and len(checks) == 2
+            except Exception as error:
+                entry["valid"] = False
+                entry["error"] = f"{type(error).__name__}: {str(error)[:200]}"
+            line["variants"].append(entry)
+        best = {l2: min((v for v in line["variants"] if v.get("valid")), key=lambda v: v[l2], default=None)
+                for l2 in ("warm", "cold")}
+        text = " | ".join(f"{l2} copy {ceiling[l2]:.2f} pick {line['pick'].get(l2, float('nan')) / ceiling[l2]:.3f} "
+                          + (f"probe {best[l2][l2] / ceiling[l2]:.3f} ({label(best[l2])})" if best[l2]
+                             else "probe none")
+                          for l2 in ("warm", "cold"))
+        invalid = sum(1 for v in line["variants"] if not v.get("valid"))
+        print(f"{rows}x{cols} {pick['tag']}: {text} invalid {invalid}/{len(line['variants'])}", flush=True)
+        result["shapes"].append(line)
+        del x, y
+        cupy.get_default_memory_pool().free_all_blocks()
+    return result
