@@ -21,7 +21,7 @@ H200 = {"sm_count": 132, "compute_capability": "9.0", "shared_bytes_per_block_op
         "shared_bytes_per_sm": 233472, "l2_bytes": 62914560}
 EDGES = [(1, 1), (1, 2), (1, 1 << 21), (65536, 1), (3, 1 << 21), (7, 3), (257, 1025), (33, 99999), (4099, 17),
          (64, 1 << 22)]
-CALIBRATION = ROOT / "evidence/development/fused_calibration.json"
+CALIBRATION = ROOT / "evidence/development/fused_calibration.json.gz"
 COPY = {"design": "copy", "defines": {}}
 CLUSTER16 = {"design": "cluster", "defines": {"BLOCK": 256, "CLUSTER": 16, "SLICE_REGS": 8, "UNROLL": 4}}
 
@@ -148,9 +148,8 @@ def test_the_policy_picks_the_least_prediction_with_every_candidates_prediction(
             assert set(times) == {"warm", "cold"} and all(t > 0 for t in times.values())
 
 
-@pytest.mark.skipif(not CALIBRATION.exists(), reason="no committed calibration yet")
 def test_the_committed_constants_refit_from_the_committed_calibration():
-    calibration = json.loads(CALIBRATION.read_text())
+    calibration = fused_fit.load_calibration(CALIBRATION)
     assert calibration["plane_seed"] == fused_cost.CALIBRATION_SEED
     fitted = fused_fit.fit_file(CALIBRATION)
     for name, value in fitted["constants"].items():

@@ -33,7 +33,7 @@ from launchlab.chapters.fusion import copy_kernel, plans  # noqa: E402
 from launchlab.model import fused_cost  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from fused_fit import fit_file, policy_table, report  # noqa: E402
+from fused_fit import fit_file, load_calibration, policy_table, report  # noqa: E402
 
 CHECK_ROWS = 64
 CHECK_ELEMENTS = 1 << 21
@@ -328,7 +328,7 @@ def main() -> None:
         print(json.dumps(fitted, indent=1))
         if args.fit_out:
             constants = fused_cost.Constants(**fitted["constants"])
-            device = json.loads(args.fit.read_text())["device"]
+            device = load_calibration(args.fit)["device"]
             fitted["policy"] = policy_table(device, constants)
             fitted["calibration_plane"] = report(args.fit, constants)
             args.fit_out.write_text(json.dumps(fitted, indent=1, sort_keys=True) + "\n")

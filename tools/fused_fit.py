@@ -5,6 +5,7 @@ call these; tests/test_fused_cost.py refits the committed calibration with them.
 from __future__ import annotations
 
 import dataclasses
+import gzip
 import json
 import statistics
 import sys
@@ -48,11 +49,22 @@ def observations(calibration: dict, modes=("plain", "rms")) -> list[tuple]:
     return found
 
 
+def calibration_bytes(calibration_path: Path) -> bytes:
+    """A calibration file's JSON text as bytes; a file stored gzipped (name ending .gz) is decompressed, so that its
+    identity does not depend on how it is stored."""
+    data = Path(calibration_path).read_bytes()
+    return gzip.decompress(data) if str(calibration_path).endswith(".gz") else data
+
+
+def load_calibration(calibration_path: Path) -> dict:
+    return json.loads(calibration_bytes(calibration_path))
+
+
 def version_of(calibration_path: Path) -> str:
-    """The calibration file's identity in the model's version: the first 12 hex digits of its SHA-256."""
+    """The calibration's identity in the model's version: the first 12 hex digits of the SHA-256 of its JSON."""
     import hashlib
 
-    return hashlib.sha256(Path(calibration_path).read_bytes()).hexdigest()[:12]
+    return hashlib.sha256(calibration_bytes(calibration_path)).hexdigest()[:12]
 
 
 def fit_file(calibration_path: Path) -> dict:
@@ -61,7 +73,7 @@ def fit_file(calibration_path: Path) -> dict:
 
     from launchlab.model import fused_cost
 
-    calibration = json.loads(calibration_path.read_text())
+    calibration = load_calibration(calibration_path)
     observed = observations(calibration)
     constants, overall = fused_cost.fit(observed, calibration["device"])
     predicted = np.array([fused_cost.predict(p, r, c, calibration["device"], l2, constants) for p, r, c, l2, _ in observed])
@@ -83,7 +95,7 @@ def report(calibration_path: Path, constants=None) -> dict:
 
     from launchlab.model import fused_cost
 
-    calibration = json.loads(calibration_path.read_text())
+    calibration = load_calibration(calibration_path)
     device = calibration["device"]
     constants = constants or fused_cost.FITTED
     figures = {l2: {"pick": [], "best": [], "copy": [], "model_error": []} for l2 in ("warm", "cold")}

@@ -447,9 +447,9 @@ def errors(relative: np.ndarray) -> dict:
 
 # ---------------------------------------------------------------- the fitted constants
 # The model's structure (its terms), numbered anew whenever a term changes: the version of a fit is the structure
-# and the first 12 hex digits of its calibration file's SHA-256.
+# and the first 12 hex digits of the SHA-256 of its calibration's JSON (decompressed where it is stored gzipped).
 MODEL_STRUCTURE = "fused_cost-3"
-# Fitted by tools/calibrate_fused.py --fit on evidence/development/fused_calibration.json (the calibration plane,
+# Fitted by tools/calibrate_fused.py --fit on evidence/development/fused_calibration.json.gz (the calibration plane,
 # seed CALIBRATION_SEED, measured on an H200); tests/test_fused_cost.py refits and compares.
 MODEL_VERSION = f"{MODEL_STRUCTURE} 70313acef0db"
 FITTED = Constants(launch=0.793511, cold_start=2.27581, fixed_row=0.471876, fixed_narrow=0.525551, fixed_scalar=0.281258, fixed_cluster=1.10105, fixed_cluster_shared=2.38312, fixed_split=2.43504, task_row=0.001, task_narrow=0.001, task_scalar=0.090459, task_cluster=0.001, task_cluster_shared=0.16451, task_split=0.001, task_latency=0.0003, latency=0.40821, cold_latency=0.222547, sync=0.000467819, element=0.0428356, cluster_sync=0.0005, grid_sync=1.11106, dram=4.44494e+06, l2=8.00332e+06, per_sm=47717.2, l2_effective=4.21374e+07, l2_sharpness=5.38336, share_row_warm=0.854851, share_row_cold=0.798341, share_narrow_warm=0.525654, share_narrow_cold=0.755691, share_scalar_warm=0.576755, share_scalar_cold=0.815595, share_cluster_warm=0.879856, share_cluster_cold=0.802595, share_cluster_shared_warm=0.795057, share_cluster_shared_cold=0.75709, share_split_warm=0.847686, share_split_cold=0.836601, warm_dram=0.870983, cluster_block=0.00782014, row_block=0.085316)
