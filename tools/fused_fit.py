@@ -196,7 +196,7 @@ def heldout_summary(path: Path) -> dict:
 
     from launchlab.model import fused_cost
 
-    held = json.loads(Path(path).read_text())
+    held = load_calibration(path)
     device = held["device"]
     out = {"points": len(held["shapes"]), "plane_seed": held.get("plane_seed")}
     for l2 in fused_cost.L2_STATES:
