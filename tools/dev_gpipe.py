@@ -14,7 +14,6 @@ come with nothing reduced.
 from __future__ import annotations
 
 import argparse
-import json
 import subprocess
 import sys
 from pathlib import Path
@@ -24,7 +23,7 @@ sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(ROOT / "tools"))
 
 from dev_pipeline_floor import SHAPES  # noqa: E402
-from dev_probe import Launch, probe  # noqa: E402
+from dev_probe import Launch, probe, save_json  # noqa: E402
 
 LAYOUTS = ((512, 1), (512, 2), (1024, 1))  # threads a block, blocks an SM
 DEPTHS = (1, 2, 4)
@@ -123,7 +122,7 @@ def main() -> None:
     if args.out.exists():
         raise SystemExit(f"error: {args.out} exists; give another --out")
     shapes = SHAPES if args.shapes is None else [tuple(int(v) for v in s.split("x")) for s in args.shapes.split(",")]
-    args.out.write_text(json.dumps(probe(shapes, args.pick_cubins, args.seed, targets(args.cubins), label), indent=1))
+    save_json(args.out, probe(shapes, args.pick_cubins, args.seed, targets(args.cubins), label, args.out))
 
 
 if __name__ == "__main__":

@@ -16,7 +16,6 @@ three many-row points, two buffers a block) and evidence/development/pcluster_de
 from __future__ import annotations
 
 import argparse
-import json
 import subprocess
 import sys
 from pathlib import Path
@@ -25,7 +24,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(ROOT / "tools"))
 
-from dev_probe import Launch, probe  # noqa: E402
+from dev_probe import Launch, probe, save_json  # noqa: E402
 
 WIDTHS = (1, 2, 4, 8, 16)
 BLOCKS = (256, 512, 1024)
@@ -117,8 +116,7 @@ def main() -> None:
     if args.out.exists():
         raise SystemExit(f"error: {args.out} exists; give another --out")
     shapes = [tuple(int(v) for v in s.split("x")) for s in args.shapes.split(",")]
-    result = probe(shapes, args.pick_cubins, args.seed, targets(args.cubins, depths), label)
-    args.out.write_text(json.dumps(result, indent=1))
+    save_json(args.out, probe(shapes, args.pick_cubins, args.seed, targets(args.cubins, depths), label, args.out))
 
 
 if __name__ == "__main__":

@@ -15,7 +15,6 @@ timed.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
@@ -25,6 +24,7 @@ sys.path.insert(0, str(ROOT / "tools"))
 
 import calibrate_fused as cf  # noqa: E402
 from dev_phase_floor import ROUNDS, Bench, Probe, fits, over_copy  # noqa: E402
+from dev_probe import save_json  # noqa: E402
 
 # The fusion plane's worst bandwidth-regime shapes (rows, row length in floats; lengths rounded up to whole chunks).
 SHAPES = ((47, 126781), (159, 39440), (12, 1172219), (6, 1546367), (17, 520106), (275, 23913), (30, 136831),
@@ -50,7 +50,8 @@ def variants(units: int, length: int, sms: int):
                     yield f"b{per_sm}_k{k}_d{depth}", per_sm, threads, k, depth, per
 
 
-def measure(cubin: Path, shapes) -> dict:
+def measure(cubin: Path, shapes, out: Path | None = None) -> dict:
+    """{device, rounds, shapes: [{rows, cols, ceiling_us, us, over_copy}]}, saved to `out` after every shape."""
     import cupy
     import numpy as np
 
@@ -87,6 +88,8 @@ def measure(cubin: Path, shapes) -> dict:
         ceiling, over = over_copy(times)
         best = {l2: min((v[l2], k) for k, v in over.items() if k.startswith("b")) for l2 in ("warm", "cold")}
         result["shapes"].append({"rows": rows, "cols": cols, "ceiling_us": ceiling, "us": times, "over_copy": over})
+        if out is not None:
+            save_json(out, result)
         print(f"{rows}x{cols} copy {ceiling['warm']:.2f} / {ceiling['cold']:.2f} us | best warm {best['warm'][1]} "
               f"{best['warm'][0]:.3f} | best cold {best['cold'][1]} {best['cold'][0]:.3f}", flush=True)
         for l2 in ("warm", "cold"):
@@ -106,7 +109,7 @@ def main() -> None:
     if args.out.exists():
         raise SystemExit(f"error: {args.out} exists; give another --out")
     shapes = SHAPES if args.shapes is None else [tuple(int(v) for v in s.split("x")) for s in args.shapes.split(",")]
-    args.out.write_text(json.dumps(measure(args.cubin, shapes), indent=1))
+    save_json(args.out, measure(args.cubin, shapes, args.out))
 
 
 if __name__ == "__main__":

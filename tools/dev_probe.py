@@ -9,6 +9,8 @@ valid: false and is never timed again.
 """
 from __future__ import annotations
 
+import json
+import os
 import statistics
 import sys
 from pathlib import Path
@@ -37,12 +39,20 @@ class Launch:
         self.y.fill(float("nan"))
 
 
-def probe(shapes, pick_cubins: Path | None, seed: int, targets_at, label) -> dict:
+def save_json(path: Path, result: dict) -> None:
+    """Write `result` to `path` whole or not at all (a run cut short by a time limit keeps its last whole shape)."""
+    partial = Path(path).with_name(Path(path).name + ".partial")
+    partial.write_text(json.dumps(result, indent=1))
+    os.replace(partial, path)
+
+
+def probe(shapes, pick_cubins: Path | None, seed: int, targets_at, label, out: Path | None = None) -> dict:
     """{device, rounds, seed, shapes: [{rows, cols, ceiling_us, pick, variants}]}.
 
     targets_at(rows, cols, x, y, sms) yields (entry, Launch) for each variant at a shape (entry: the variant's
     parameters, to which valid, warm, cold or error are added), or (entry, None) for one it could not run, its
-    entry saying why; label(entry) names a variant in the printed summary line."""
+    entry saying why; label(entry) names a variant in the printed summary line. With `out`, the result so far is
+    saved there after every shape."""
     import cupy
 
     from launchlab.gpu.backend import CupyBackend
@@ -100,6 +110,8 @@ def probe(shapes, pick_cubins: Path | None, seed: int, targets_at, label) -> dic
         invalid = sum(1 for v in line["variants"] if not v.get("valid"))
         print(f"{rows}x{cols} {pick['tag']}: {text} invalid {invalid}/{len(line['variants'])}", flush=True)
         result["shapes"].append(line)
+        if out is not None:
+            save_json(out, result)
         del x, y
         cupy.get_default_memory_pool().free_all_blocks()
     return result
