@@ -7,17 +7,17 @@
 #   bash tools/dev_pipelined_probes.sh build CUBIN_DIR        # any machine with nvcc (no GPU needed)
 #   bash tools/dev_pipelined_probes.sh run CUBIN_DIR OUT_DIR   # the GPU host: OUT_DIR/pipeline_floor.json, gpipe_probe.json
 #
-# Build here and carry CUBIN_DIR to the GPU host (a git-ignored folder), so that the call spends no device time
-# compiling. Each probe runs under a time limit of its own, so that the first one's result comes back even if the
+# Build here and carry CUBIN_DIR to the GPU host (.probe-cubins, which git ignores), so that the call spends no device
+# time compiling. Each probe runs under a time limit of its own, so that the first one's result comes back even if the
 # second runs long.
 set -uo pipefail
 python=${PYTHON:-python3}
 cd "$(dirname "$0")/.."
 export PYTHONPATH=$PWD/src:${PYTHONPATH:-}
-shapes=$($python -c "import sys; sys.path.insert(0, 'tools'); import dev_pipeline_floor as f; print(','.join(f'{r}x{c}' for r, c in f.SHAPES))")
 case ${1:-} in
   build)
     dir=${2:?usage: $0 build CUBIN_DIR}
+    shapes=$($python -c "import sys; sys.path.insert(0, 'tools'); import dev_pipeline_floor as f; print(','.join(f'{r}x{c}' for r, c in f.SHAPES))") || exit 1
     mkdir -p "$dir/picks" || exit 1
     nvcc -arch=sm_90 -std=c++17 -cubin -o "$dir/pipeline_floor.cubin" tools/dev_pipeline_floor.cu || exit 1
     $python tools/dev_gpipe.py --build "$dir/gpipe" || exit 1
