@@ -13,7 +13,6 @@ come with nothing reduced.
 """
 from __future__ import annotations
 
-import argparse
 import subprocess
 import sys
 from pathlib import Path
@@ -23,7 +22,7 @@ sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(ROOT / "tools"))
 
 from dev_pipeline_floor import SHAPES  # noqa: E402
-from dev_probe import Launch, probe, save_json  # noqa: E402
+from dev_probe import Launch, command_line  # noqa: E402
 
 LAYOUTS = ((512, 1), (512, 2), (1024, 1))  # threads a block, blocks an SM
 DEPTHS = (1, 2, 4)
@@ -106,23 +105,7 @@ def label(entry: dict) -> str:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--build", type=Path, help="only build the probe's cubins into this folder")
-    parser.add_argument("--cubins", type=Path)
-    parser.add_argument("--pick-cubins", type=Path)
-    parser.add_argument("--shapes", default=None, help="rows x cols, comma separated (default: the floor probe's)")
-    parser.add_argument("--seed", type=int, default=9)
-    parser.add_argument("--out", type=Path)
-    args = parser.parse_args()
-    if args.build:
-        build(args.build)
-        return
-    if args.out is None or args.cubins is None:
-        raise SystemExit("error: give --cubins and --out (or --build)")
-    if args.out.exists():
-        raise SystemExit(f"error: {args.out} exists; give another --out")
-    shapes = SHAPES if args.shapes is None else [tuple(int(v) for v in s.split("x")) for s in args.shapes.split(",")]
-    save_json(args.out, probe(shapes, args.pick_cubins, args.seed, targets(args.cubins), label, args.out))
+    command_line(__doc__, lambda args: build(args.build), lambda args: targets(args.cubins), label, SHAPES)
 
 
 if __name__ == "__main__":

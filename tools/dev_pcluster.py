@@ -15,7 +15,6 @@ three many-row points, two buffers a block) and evidence/development/pcluster_de
 """
 from __future__ import annotations
 
-import argparse
 import subprocess
 import sys
 from pathlib import Path
@@ -24,7 +23,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(ROOT / "tools"))
 
-from dev_probe import Launch, probe, save_json  # noqa: E402
+from dev_probe import Launch, command_line  # noqa: E402
 
 WIDTHS = (1, 2, 4, 8, 16)
 BLOCKS = (256, 512, 1024)
@@ -99,24 +98,15 @@ def label(entry: dict) -> str:
     return f"c{entry['cluster']} b{entry['block']} x{entry['per_sm']} d{entry['depth']}"
 
 
+def depths_of(args) -> tuple:
+    return tuple(int(d) for d in args.depths.split(","))
+
+
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--build", type=Path, help="only build the probe's cubins into this folder")
-    parser.add_argument("--cubins", type=Path)
-    parser.add_argument("--pick-cubins", type=Path)
-    parser.add_argument("--shapes", default="")
-    parser.add_argument("--seed", type=int, default=9)
-    parser.add_argument("--depths", default="2", help="buffers a block cycles through, e.g. 2,3,4")
-    parser.add_argument("--out", type=Path)
-    args = parser.parse_args()
-    depths = tuple(int(d) for d in args.depths.split(","))
-    if args.build:
-        build(args.build, depths)
-        return
-    if args.out.exists():
-        raise SystemExit(f"error: {args.out} exists; give another --out")
-    shapes = [tuple(int(v) for v in s.split("x")) for s in args.shapes.split(",")]
-    save_json(args.out, probe(shapes, args.pick_cubins, args.seed, targets(args.cubins, depths), label, args.out))
+    command_line(__doc__, lambda args: build(args.build, depths_of(args)),
+                 lambda args: targets(args.cubins, depths_of(args)), label,
+                 extra=lambda parser: parser.add_argument("--depths", default="2",
+                                                          help="buffers a block cycles through, e.g. 2,3,4"))
 
 
 if __name__ == "__main__":

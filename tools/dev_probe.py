@@ -9,6 +9,7 @@ valid: false and is never timed again.
 """
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import statistics
@@ -115,3 +116,31 @@ def probe(shapes, pick_cubins: Path | None, seed: int, targets_at, label, out: P
         del x, y
         cupy.get_default_memory_pool().free_all_blocks()
     return result
+
+
+def command_line(doc: str, build, targets, label, default_shapes=None, extra=None) -> None:
+    """The probes' command line: --build DIR only builds their cubins (build(args)); otherwise --cubins,
+    --pick-cubins, --shapes (default_shapes where not given), --seed and --out run `probe` with targets(args) and
+    save the result to --out, which must not exist yet. extra(parser) adds a probe's own options."""
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
+    parser.add_argument("--build", type=Path, help="only build the probe's cubins into this folder")
+    parser.add_argument("--cubins", type=Path)
+    parser.add_argument("--pick-cubins", type=Path)
+    parser.add_argument("--shapes", default=None, help="ROWSxCOLS, comma separated")
+    parser.add_argument("--seed", type=int, default=9)
+    parser.add_argument("--out", type=Path)
+    if extra is not None:
+        extra(parser)
+    args = parser.parse_args()
+    if args.build:
+        build(args)
+        return
+    if args.out is None or args.cubins is None:
+        raise SystemExit("error: give --cubins and --out (or --build DIR)")
+    if args.out.exists():
+        raise SystemExit(f"error: {args.out} exists; give another --out")
+    if args.shapes is None and default_shapes is None:
+        raise SystemExit("error: give --shapes")
+    shapes = default_shapes if args.shapes is None else [tuple(int(v) for v in s.split("x"))
+                                                          for s in args.shapes.split(",")]
+    save_json(args.out, probe(shapes, args.pick_cubins, args.seed, targets(args), label, args.out))
