@@ -46,6 +46,8 @@ def test_every_gpipe_variant_puts_a_rows_pieces_in_one_grid_step_and_fits(sms):
             where = (SEED, rows, cols, block, depth, per_sm, pieces)
             assert grid == per_sm * sms and grid % pieces == 0, where
             assert 1 <= pieces <= chunks and stride * pieces >= chunks, where
+            assert dev_gpipe.PIECE_BYTES[0] <= 16 * chunks / pieces <= dev_gpipe.PIECE_BYTES[1], where
+            assert grid // pieces <= rows, where  # no block of a step is left without a row
             assert shared == depth * 16 * stride <= dev_gpipe.SHARED_PER_BLOCK, where
             assert per_sm * (shared + dev_gpipe.STATIC_SHARED) <= dev_gpipe.SHARED_PER_SM, where
             assert depth == 1 or grid // pieces < rows, where

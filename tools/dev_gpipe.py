@@ -7,6 +7,8 @@ it is timed (tools/dev_probe.py).
     PYTHONPATH=src python tools/dev_gpipe.py --build DIR
     PYTHONPATH=src python tools/dev_gpipe.py --cubins DIR --pick-cubins DIR2 [--shapes 47x126781,...] --out f.json
 
+(default shapes: the floor probe's few long rows and MANY_ROWS)
+
 DIR holds gpipe_b<BLOCK>_d<DEPTH>.cubin, DIR2 the policy's picks (calibrate_fused.py --build-cubins DIR2
 --picks-only --shapes ...). Run tools/dev_pipeline_floor.py first: it says how close to the copy this schedule can
 come with nothing reduced.
@@ -21,12 +23,17 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(ROOT / "tools"))
 
-from dev_pipeline_floor import SHAPES  # noqa: E402
+from dev_pipeline_floor import SHAPES as FEW_ROWS  # noqa: E402
 from dev_probe import Launch, command_line  # noqa: E402
 
 LAYOUTS = ((512, 1), (512, 2), (1024, 1))  # threads a block, blocks an SM
 DEPTHS = (1, 2, 4)
-ROWS_PER_STEP = (1, 2, 4, 11, 33)  # rows a grid step holds: pieces a row = grid / this
+PIECES = (1, 2, 4, 12, 24, 33, 66, 132, 264)  # pieces a row (those that divide the grid): grid / pieces rows a step
+# Beside the floor probe's few long rows, shapes of hundreds to thousands of rows where one block per row (the row
+# kernel) misses the copy by 10-35 % on the fusion plane: pieces of 1-4 blocks a row, walked with loads ahead.
+MANY_ROWS = ((377, 17183), (842, 4722), (2833, 2330))
+SHAPES = FEW_ROWS + MANY_ROWS
+PIECE_BYTES = (4 << 10, 160 << 10)  # a piece smaller keeps too few loads in flight a step, one larger fits no buffers
 SHARED_PER_SM = 233472
 SHARED_PER_BLOCK = 232448
 STATIC_SHARED = 1024 + 384  # the hardware's reservation a block and the kernel's own
@@ -52,12 +59,12 @@ def variants(rows: int, cols: int, sms: int):
     found = []
     for block, per_sm in LAYOUTS:
         grid = per_sm * sms
-        for per_step in ROWS_PER_STEP:
-            if grid % per_step or per_step > rows:
+        for pieces in PIECES:
+            if grid % pieces or not PIECE_BYTES[0] <= 16 * chunks / pieces <= PIECE_BYTES[1]:
                 continue
-            pieces = grid // per_step
-            if pieces > chunks:
-                continue
+            per_step = grid // pieces
+            if per_step > rows:
+                continue  # a step would leave blocks without a row
             stride = -(-chunks // pieces)
             for depth in DEPTHS:
                 shared = depth * 16 * stride

@@ -2,7 +2,8 @@
 # The two pipelined-design probes in one GPU call: first the schedule with nothing reduced
 # (tools/dev_pipeline_floor.py: how close to a copy can blocks that read rows ahead, wait for their group, then
 # write come?), then the softmax built on it (tools/dev_gpipe.py, against the launch policy's pick, every output
-# checked against the float64 oracle). Both at the fusion plane's worst bandwidth-regime shapes.
+# checked against the float64 oracle). Both at the fusion plane's worst bandwidth-regime shapes, the second also at
+# three shapes of hundreds to thousands of rows.
 #
 #   bash tools/dev_pipelined_probes.sh build CUBIN_DIR        # any machine with nvcc (no GPU needed)
 #   bash tools/dev_pipelined_probes.sh run CUBIN_DIR OUT_DIR   # the GPU host: OUT_DIR/pipeline_floor.json, gpipe_probe.json
@@ -17,7 +18,7 @@ export PYTHONPATH=$PWD/src:${PYTHONPATH:-}
 case ${1:-} in
   build)
     dir=${2:?usage: $0 build CUBIN_DIR}
-    shapes=$($python -c "import sys; sys.path.insert(0, 'tools'); import dev_pipeline_floor as f; print(','.join(f'{r}x{c}' for r, c in f.SHAPES))") || exit 1
+    shapes=$($python -c "import sys; sys.path.insert(0, 'tools'); import dev_gpipe as g; print(','.join(f'{r}x{c}' for r, c in g.SHAPES))") || exit 1
     mkdir -p "$dir/picks" || exit 1
     nvcc -arch=sm_90 -std=c++17 -cubin -o "$dir/pipeline_floor.cubin" tools/dev_pipeline_floor.cu || exit 1
     $python tools/dev_gpipe.py --build "$dir/gpipe" || exit 1
