@@ -15,6 +15,7 @@ sys.path.insert(0, str(REPO_ROOT / "tools"))
 import dev_gpipe  # noqa: E402
 import dev_phase_floor  # noqa: E402
 import dev_pipeline_floor  # noqa: E402
+import dev_probe  # noqa: E402
 
 SMS = (132, 114, 78)  # an H200, an H100 PCIe, a smaller part
 SEED = random.SystemRandom().randrange(1 << 30)
@@ -48,8 +49,8 @@ def test_every_gpipe_variant_puts_a_rows_pieces_in_one_grid_step_and_fits(sms):
             assert 1 <= pieces <= chunks and stride * pieces >= chunks, where
             assert dev_gpipe.PIECE_BYTES[0] <= 16 * chunks / pieces <= dev_gpipe.PIECE_BYTES[1], where
             assert grid // pieces <= rows, where  # no block of a step is left without a row
-            assert shared == depth * 16 * stride <= dev_gpipe.SHARED_PER_BLOCK, where
-            assert per_sm * (shared + dev_gpipe.STATIC_SHARED) <= dev_gpipe.SHARED_PER_SM, where
+            assert shared == depth * 16 * stride <= dev_probe.SHARED_PER_BLOCK, where
+            assert per_sm * (shared + dev_gpipe.STATIC_SHARED) <= dev_probe.SHARED_PER_SM, where
             assert depth == 1 or grid // pieces < rows, where
             assert block * per_sm <= 2048, where
 

@@ -24,7 +24,7 @@ sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(ROOT / "tools"))
 
 from dev_pipeline_floor import SHAPES as FEW_ROWS  # noqa: E402
-from dev_probe import Launch, command_line  # noqa: E402
+from dev_probe import SHARED_PER_BLOCK, SHARED_PER_SM, Launch, command_line  # noqa: E402
 
 LAYOUTS = ((512, 1), (512, 2), (1024, 1))  # threads a block, blocks an SM
 DEPTHS = (1, 2, 4)
@@ -34,8 +34,6 @@ PIECES = (1, 2, 4, 12, 24, 33, 66, 132, 264)  # pieces a row (those that divide 
 MANY_ROWS = ((377, 17183), (842, 4722), (2833, 2330))
 SHAPES = FEW_ROWS + MANY_ROWS
 PIECE_BYTES = (4 << 10, 160 << 10)  # a piece smaller keeps too few loads in flight a step, one larger fits no buffers
-SHARED_PER_SM = 233472
-SHARED_PER_BLOCK = 232448
 STATIC_SHARED = 1024 + 384  # the hardware's reservation a block and the kernel's own
 
 

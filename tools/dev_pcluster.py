@@ -23,13 +23,11 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(ROOT / "tools"))
 
-from dev_probe import Launch, command_line  # noqa: E402
+from dev_probe import SHARED_PER_BLOCK, SHARED_PER_SM, Launch, command_line  # noqa: E402
 
 WIDTHS = (1, 2, 4, 8, 16)
 BLOCKS = (256, 512, 1024)
 DEPTHS = (2,)  # shared-memory buffers a block cycles through (--depths)
-SHARED_PER_SM = 233472
-SHARED_PER_BLOCK = 232448
 STATIC_SHARED = 1024 + 1024  # the hardware's reservation a block and the kernel's own (under 1 KiB)
 
 

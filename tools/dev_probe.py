@@ -23,6 +23,8 @@ sys.path.insert(0, str(ROOT / "tools"))
 import calibrate_fused as cf  # noqa: E402
 
 ROUNDS = 7
+SHARED_PER_SM = 233472  # an H200 SM's shared memory
+SHARED_PER_BLOCK = 232448  # the most one block may opt in to
 
 
 class Launch:
