@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import sys
 from pathlib import Path
 
@@ -29,8 +28,8 @@ sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(ROOT / "tools"))
 
 import calibrate_fused as cf  # noqa: E402
+from dev_probe import ROUNDS, Bench  # noqa: E402
 
-ROUNDS = 7
 SHARED_PER_SM = 232448  # the H200's opt-in shared memory per block, which is also what an SM holds for them
 READ_WRITE_GRID = (4, 512)  # blocks an SM and threads a block of read_only and write_only
 PHASED = ((1, 1024), (2, 512))  # blocks an SM and threads a block of the phased kernels
@@ -63,37 +62,6 @@ def launcher(kernel, grid: int, threads: int, args, shared: int, cooperative: bo
     def launch() -> None:
         kernel.kernel((grid,), (threads,), args, shared_mem=shared, enable_cooperative_groups=cooperative)
     return launch
-
-
-class Bench:
-    """What the floor probes share: the GPU's stream, an L2 flush, and per-call device time warm (the median of
-    ROUNDS replays of a graph of many calls) and cold (the median of ROUNDS calls, each after an L2 flush)."""
-
-    def __init__(self):
-        from launchlab.chapters.fusion import copy_kernel
-        from launchlab.gpu.backend import CupyBackend
-        from launchlab.gpu.device import identity
-        from launchlab.gpu.instruments import ColdL2
-
-        self.device = identity()
-        self.stream, self.sms = CupyBackend().stream, self.device["sm_count"]
-        modules = cf.Modules(None)
-        self.cold = ColdL2(modules.get_module("instruments", "instruments", {}), self.device["l2_bytes"], self.sms,
-                           cf.COLD_WAIT_NS)
-        self.copy_module = modules.get_module(copy_kernel.MODULE, copy_kernel.FAMILY, copy_kernel.DEFINES)
-
-    def time(self, target, calls: int) -> dict:
-        return {"warm": statistics.median(cf.time_warm(target, self.stream, calls, ROUNDS)),
-                "cold": statistics.median(cf.time_cold(target, self.stream, self.cold, ROUNDS))}
-
-    def copies(self, x, calls: int) -> dict:
-        """{"memcpy", "copy_vec4": times} of copying x (cudaMemcpyAsync, the float4 copy kernel)."""
-        from launchlab.chapters.fusion import copy_kernel
-        from launchlab.gpu.targets import DeviceCopy
-
-        flat = x.reshape(1, -1)
-        return {"memcpy": self.time(DeviceCopy(flat), calls),
-                "copy_vec4": self.time(copy_kernel.make(self.copy_module, flat), calls)}
 
 
 def over_copy(times: dict) -> tuple[dict, dict]:

@@ -23,8 +23,8 @@ sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(ROOT / "tools"))
 
 import calibrate_fused as cf  # noqa: E402
-from dev_phase_floor import ROUNDS, Bench, Probe, fits, over_copy  # noqa: E402
-from dev_probe import save_json  # noqa: E402
+from dev_phase_floor import Probe, fits, over_copy  # noqa: E402
+from dev_probe import ROUNDS, Bench, save_json  # noqa: E402
 
 # The fusion plane's worst bandwidth-regime shapes (rows, row length in floats; lengths rounded up to whole chunks).
 SHAPES = ((47, 126781), (159, 39440), (12, 1172219), (6, 1546367), (17, 520106), (275, 23913), (30, 136831),

@@ -27,6 +27,38 @@ SHARED_PER_SM = 233472  # an H200 SM's shared memory
 SHARED_PER_BLOCK = 232448  # the most one block may opt in to
 
 
+class Bench:
+    """What the probes share: the GPU's stream, an L2 flush, modules (from prebuilt cubins in `cubins` where given,
+    else NVRTC), and per-call device time warm (the median of ROUNDS replays of a graph of many calls) and cold (the
+    median of ROUNDS calls, each after an L2 flush)."""
+
+    def __init__(self, cubins: Path | None = None):
+        from launchlab.chapters.fusion import copy_kernel
+        from launchlab.gpu.backend import CupyBackend
+        from launchlab.gpu.device import identity
+        from launchlab.gpu.instruments import ColdL2
+
+        self.device = identity()
+        self.stream, self.sms = CupyBackend().stream, self.device["sm_count"]
+        self.modules = modules = cf.Modules(cubins)
+        self.cold = ColdL2(modules.get_module("instruments", "instruments", {}), self.device["l2_bytes"], self.sms,
+                           cf.COLD_WAIT_NS)
+        self.copy_module = modules.get_module(copy_kernel.MODULE, copy_kernel.FAMILY, copy_kernel.DEFINES)
+
+    def time(self, target, calls: int) -> dict:
+        return {"warm": statistics.median(cf.time_warm(target, self.stream, calls, ROUNDS)),
+                "cold": statistics.median(cf.time_cold(target, self.stream, self.cold, ROUNDS))}
+
+    def copies(self, x, calls: int) -> dict:
+        """{"memcpy", "copy_vec4": times} of copying x (cudaMemcpyAsync, the float4 copy kernel)."""
+        from launchlab.chapters.fusion import copy_kernel
+        from launchlab.gpu.targets import DeviceCopy
+
+        flat = x.reshape(1, -1)
+        return {"memcpy": self.time(DeviceCopy(flat), calls),
+                "copy_vec4": self.time(copy_kernel.make(self.copy_module, flat), calls)}
+
+
 class Launch:
     """One launch of a probe kernel as a target for calibrate_fused's timers."""
 
@@ -58,18 +90,13 @@ def probe(shapes, pick_cubins: Path | None, seed: int, targets_at, label, out: P
     saved there after every shape."""
     import cupy
 
-    from launchlab.gpu.backend import CupyBackend
-    from launchlab.gpu.device import identity
-    from launchlab.gpu.instruments import ColdL2
     from launchlab.model import oracles
 
-    backend, device = CupyBackend(), identity()
-    stream, sms = backend.stream, device["sm_count"]
-    modules = cf.Modules(pick_cubins)
-    cold = ColdL2(modules.get_module("instruments", "instruments", {}), device["l2_bytes"], sms, cf.COLD_WAIT_NS)
+    bench = Bench(pick_cubins)
+    device, stream, sms, cold = bench.device, bench.stream, bench.sms, bench.cold
     result = {"device": device["name"], "rounds": ROUNDS, "seed": seed, "shapes": []}
     for rows, cols in shapes:
-        record = cf.measure_shape(rows, cols, device, modules, stream, cold, ("plain",), ROUNDS, seed, picks_only=True)
+        record = cf.measure_shape(rows, cols, device, bench.modules, stream, cold, ("plain",), ROUNDS, seed, picks_only=True)
         ceiling = {l2: min(statistics.median(record["copy"][k][l2]) for k in ("memcpy", "vector"))
                    for l2 in ("warm", "cold")}
         pick = record["fused"][0]
@@ -95,8 +122,7 @@ def probe(shapes, pick_cubins: Path | None, seed: int, targets_at, label, out: P
                     checks.append(finite and oracles.compare(y[sample], reference, oracles.SOFTMAX_TOLERANCE,
                                                              xp=cupy)["passed"])
                     if len(checks) == 1 and checks[0]:
-                        entry["warm"] = statistics.median(cf.time_warm(target, stream, calls, ROUNDS))
-                        entry["cold"] = statistics.median(cf.time_cold(target, stream, cold, ROUNDS))
+                        entry.update(bench.time(target, calls))
                     else:
                         break
                 entry["valid"] = all(checks) and len(checks) == 2
