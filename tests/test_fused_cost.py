@@ -182,3 +182,29 @@ def test_the_policy_needs_no_cupy():
                           env={"PYTHONPATH": str(ROOT / "src")})
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]"
+
+
+def test_the_report_sets_the_pick_and_the_fastest_against_each_library():
+    """tools/fused_fit.library_figures: shares where the pick (or the fastest candidate) took less time than a
+    library, and the smallest library time over theirs."""
+    rng = np.random.default_rng()
+    pick = rng.uniform(1.0, 50.0, 40)
+    best = pick * rng.uniform(0.7, 1.0, 40)
+    library = pick * rng.uniform(0.8, 1.3, 40)
+    figures = fused_fit.library_figures({"triton": list(zip(library, pick, best))})["triton"]
+    assert figures["points"] == 40
+    assert figures["pick_faster"] == pytest.approx(np.mean(pick < library))
+    assert figures["best_faster"] == pytest.approx(np.mean(best < library))
+    assert figures["best_faster"] >= figures["pick_faster"]
+    assert figures["worst_over_pick"] == pytest.approx(np.min(library / pick))
+    assert figures["worst_over_best"] == pytest.approx(np.min(library / best))
+    assert figures["worst_over_best"] >= figures["worst_over_pick"]
+
+
+def test_the_calibration_refuses_an_unknown_library():
+    import calibrate_fused
+
+    assert calibrate_fused.library_names("triton, cudnn") == ("triton", "cudnn")
+    assert calibrate_fused.library_names("") == ()
+    with pytest.raises(SystemExit, match="unknown tensorflow"):
+        calibrate_fused.library_names("torch,tensorflow")

@@ -42,8 +42,12 @@ def every_candidate_build() -> dict:
 
 
 def every_configuration() -> list[tuple[str, dict]]:
-    """(family, defines) of the candidates' builds and of the builds the GPU tests force, each once."""
+    """(family, defines) of the candidates' builds, of the builds only the calibration times, and of the builds the
+    GPU tests force, each once."""
     found = dict(every_candidate_build())
+    for rows, cols in GRID:
+        for plan in plans.candidates(rows, cols, H200, every_build=True):
+            found[plan["module"]] = (plan["family"], plan["defines"])
     for _, defines in forced_configurations(SMS):
         found[designs.module_label("forced", defines)] = (designs.FAMILY, defines)
     found["all"] = (designs.FAMILY, {})  # the default build: all three designs

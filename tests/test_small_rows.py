@@ -1,6 +1,7 @@
 """The latency regime's candidates (chapters/fusion/plans.py): a small matrix's rows of 65-512 chunks also get the
 registers tier with 2 chunks a thread and the fewest threads that hold them; its narrow build of fewest chunks a lane
 also comes in blocks of 128 threads; only 4-chunk narrow builds prefetch. Large matrices keep the old list."""
+import numpy as np
 import pytest
 
 from launchlab.chapters.fusion import plans
@@ -57,3 +58,26 @@ def test_scalar_narrow_builds_are_candidates_for_rows_of_up_to_256_floats_only()
                  for t in scalar}
         assert len(lanes) == len(scalar), (rows, cols, scalar)
     assert not [t for t in tags(3, 257) if t.endswith("-s1")]
+
+
+def test_spread_row_builds_are_timed_by_the_calibration_and_not_yet_offered():
+    """plans.spread_row_variants on seeded random shapes: the registers tier with 1, 2 or 4 chunks a thread and the
+    fewest power-of-two threads (64-1024) that hold the worst-aligned row; the calibration's candidates include
+    them, the policy's are a part of those."""
+    rng = np.random.default_rng(20261204)
+    for _ in range(200):
+        rows = int(np.exp(rng.uniform(0, np.log(65536))))
+        cols = int(np.exp(rng.uniform(0, np.log(1 << 15))))
+        chunks = fused_policy.worst_chunks(rows, cols)
+        spread = plans.spread_row_variants(rows, cols)
+        for plan in spread:
+            d = plan["defines"]
+            assert 64 <= plan["block"] == d["BLOCK"] <= plans.SPREAD_ROW_MAX_BLOCK
+            assert d["REG_CHUNKS"] in plans.SPREAD_ROW_CHUNKS
+            assert d["BLOCK"] // 2 < -(-chunks // d["REG_CHUNKS"]) <= d["BLOCK"]
+            assert plan["tier"] == "registers" and plan["shared_bytes"] == 0
+        expected = {c for c in plans.SPREAD_ROW_CHUNKS if 64 * c // 2 < chunks <= plans.SPREAD_ROW_MAX_BLOCK * c}
+        assert {p["defines"]["REG_CHUNKS"] for p in spread} == expected, (rows, cols)
+        offered = {p["tag"] + p["module"] for p in plans.candidates(rows, cols, H200)}
+        calibrated = {p["tag"] + p["module"] for p in plans.candidates(rows, cols, H200, every_build=True)}
+        assert offered <= calibrated and {p["tag"] + p["module"] for p in spread} <= calibrated

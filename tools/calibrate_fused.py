@@ -13,6 +13,9 @@ element finite, and up to CHECK_ROWS rows (at most CHECK_ELEMENTS elements) agai
   cold: `rounds` times an L2 flush (a read of twice the L2) and a GPU wait, then one call between events; median.
 The copy ceiling at the shape is the same for cudaMemcpyAsync and for the chapter's float4 copy kernel (kernels/copy.cu,
 chapters/fusion/copy_kernel.py; its figures keep the key "vector", which tools/fused_fit.py reads).
+`--libraries` (default cudnn,torch,triton; "" for none) times the chapter's library softmaxes
+(chapters/fusion/baselines.py) the same way, each checked against the oracle first: the calibration plane then
+shows where a library beats the candidates, without looking at the chapter's plane.
 `--cubins DIR` loads prebuilt sm_90 modules (DIR/<module>.cubin, built by --build-cubins here with nvcc) instead of
 compiling each with NVRTC on the GPU machine; a module missing there is compiled with NVRTC.
 """
@@ -29,7 +32,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
-from launchlab.chapters.fusion import copy_kernel, plans  # noqa: E402
+from launchlab.chapters.fusion import LIBRARIES, copy_kernel, plans  # noqa: E402
 from launchlab.model import fused_cost  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -43,6 +46,15 @@ COLD_WAIT_NS = 60_000
 EDGE_SHAPES = ((1, 1), (1, 2), (1, 3), (5, 1), (1, 1 << 21), (65536, 1), (3, 1 << 21), (7, 3), (2, 509), (2, 510),
                (257, 1025), (1000, 4097), (33, 99999), (4099, 17), (1823, 781), (64, 1 << 20), (5, 8001))
 H200 = {"sm_count": 132, "compute_capability": "9.0", "shared_bytes_per_block_optin": 232448}
+
+
+def library_names(text: str) -> tuple[str, ...]:
+    """The --libraries list: names among LIBRARIES, comma-separated (empty: none)."""
+    names = tuple(name.strip() for name in text.split(",") if name.strip())
+    unknown = [name for name in names if name not in LIBRARIES]
+    if unknown:
+        raise SystemExit(f"--libraries: unknown {', '.join(unknown)}; known: {', '.join(LIBRARIES)}")
+    return names
 
 
 def calls_for(rows: int, cols: int) -> int:
@@ -178,7 +190,38 @@ def check_rows(rows: int, cols: int):
     return np.unique(np.linspace(0, rows - 1, count).round().astype(np.int64))
 
 
-def measure_shape(rows, cols, device, modules, stream, cold, modes, rounds, seed, picks_only=False) -> dict:
+def measure_library(name: str, x, stream, cold, calls: int, rounds: int, sample, reference) -> dict:
+    """A library's plain softmax at the shape: why it is unavailable, or its check (output poisoned first) and
+    times, and whether it was still valid after timing."""
+    import cupy
+
+    from launchlab.chapters.fusion.baselines import make_baseline
+    from launchlab.model import oracles
+
+    target, reason = make_baseline(name, x, stream)
+    if target is None:
+        return {"unavailable": reason}
+
+    def check() -> bool:
+        target.y.fill(cupy.nan)
+        target.invoke()
+        stream.synchronize()
+        return bool(cupy.isfinite(target.y).all()) and oracles.compare(
+            target.y[sample], reference, oracles.SOFTMAX_TOLERANCE, xp=cupy)["passed"]
+
+    try:
+        found = {"valid": check()}
+        if found["valid"] and rounds:
+            found["warm"] = time_warm(target, stream, calls, rounds)
+            found["cold"] = time_cold(target, stream, cold, rounds)
+            found["valid_after"] = check()
+        return found
+    except Exception as error:  # a library that fails at this shape is recorded with the error, not timed
+        return {"unavailable": f"{type(error).__name__}: {str(error)[:200]}"}
+
+
+def measure_shape(rows, cols, device, modules, stream, cold, modes, rounds, seed, picks_only=False,
+                  libraries=()) -> dict:
     import cupy
 
     from launchlab.chapters.fusion.targets import make_fused
@@ -237,6 +280,9 @@ def measure_shape(rows, cols, device, modules, stream, cold, modes, rounds, seed
                 entry["valid"] = False
                 entry["error"] = f"{type(error).__name__}: {str(error)[:200]}"
             record["fused"].append(entry)
+    if libraries:
+        record["libraries"] = {name: measure_library(name, x, stream, cold, calls, rounds, sample,
+                                                     references["plain"][0]) for name in libraries}
     del x
     cupy.get_default_memory_pool().free_all_blocks()
     return record
@@ -255,14 +301,20 @@ def summary_line(record: dict) -> str:
                 if l2 not in best or t < best[l2][0]:
                     best[l2] = (t, entry["tag"])
     bad = [e["tag"] + "/" + e["mode"] for e in record["fused"] if not e.get("valid") or e.get("valid_after") is False]
+    bad += [name for name, lib in record.get("libraries", {}).items() if lib.get("valid") is False
+            or lib.get("valid_after") is False]
     text = f"{record['rows']:>6}x{record['cols']:<8} copy {copy['warm']:8.2f} {copy['cold']:8.2f}"
     for l2 in ("warm", "cold"):
         if l2 in best:
             text += f" | {l2} {best[l2][0]:8.2f} ({best[l2][0] / copy[l2]:.2f}) {best[l2][1]}"
+    timed = {name: statistics.median(lib["warm"]) for name, lib in record.get("libraries", {}).items() if lib.get("warm")}
+    if timed:
+        text += " | libraries warm " + " ".join(f"{name} {us:.2f}" for name, us in timed.items())
     return text + (f" | INVALID {bad}" if bad else "")
 
 
-def calibrate(shapes, modes, rounds, cubins, out: Path, budget_s: float, seed: int, plane_seed, picks_only=False) -> None:
+def calibrate(shapes, modes, rounds, cubins, out: Path, budget_s: float, seed: int, plane_seed, picks_only=False,
+              libraries=()) -> None:
     import cupy
 
     from launchlab.gpu.backend import CupyBackend
@@ -279,7 +331,7 @@ def calibrate(shapes, modes, rounds, cubins, out: Path, budget_s: float, seed: i
     result = {"device": device, "protocol": {"rounds": rounds, "bytes_per_replay": BYTES_PER_REPLAY,
               "max_calls": MAX_CALLS, "cold_wait_ns": COLD_WAIT_NS, "check_rows": CHECK_ROWS},
               "modes": list(modes), "shapes": [], "complete": False, "load_s": modules.compile_s,
-              "plane_seed": plane_seed, "picks_only": picks_only}
+              "plane_seed": plane_seed, "picks_only": picks_only, "libraries": list(libraries)}
     for index, (rows, cols) in enumerate(shapes):
         if time.perf_counter() - started > budget_s:
             print(f"budget of {budget_s} s reached after {index} shapes", flush=True)
@@ -287,7 +339,7 @@ def calibrate(shapes, modes, rounds, cubins, out: Path, budget_s: float, seed: i
         shape_start = time.perf_counter()
         try:
             record = measure_shape(rows, cols, device, modules, backend.stream, cold, modes, rounds, seed + index,
-                                   picks_only)
+                                   picks_only, libraries)
         except Exception:
             import traceback
 
@@ -319,6 +371,8 @@ def main() -> None:
     parser.add_argument("--build-cubins", type=Path, help="only build every module as an sm_90 cubin into this folder")
     parser.add_argument("--budget-s", type=float, default=1e9)
     parser.add_argument("--picks-only", action="store_true", help="time only the policy's pick at each shape")
+    parser.add_argument("--libraries", default=",".join(LIBRARIES),
+                        help="library softmaxes to time beside the candidates (\"\" for none)")
     parser.add_argument("--fit", type=Path, help="only fit the model on this calibration file and print the result")
     parser.add_argument("--fit-out", type=Path, help="with --fit: write the fit (constants, errors) here as JSON")
     parser.add_argument("--report", type=Path, help="only report a calibration file against the fitted model")
@@ -347,7 +401,7 @@ def main() -> None:
         build_cubins(shapes, H200, args.build_cubins, picks_only=args.picks_only)
         return
     calibrate(shapes, args.modes.split(","), args.rounds, args.cubins, args.out, args.budget_s, args.seed,
-              None if args.shapes else args.seed, args.picks_only)
+              None if args.shapes else args.seed, args.picks_only, library_names(args.libraries))
 
 
 if __name__ == "__main__":

@@ -90,7 +90,8 @@ def fit_file(calibration_path: Path) -> dict:
 def report(calibration_path: Path, constants=None) -> dict:
     """Per shape of a calibration file: the copy ceiling, the fastest configuration measured and the model's pick
     (plain mode), warm and cold; then the plane's figures for the pick and for the fastest (bandwidth regime:
-    ratio to the copy; latency regime: time over the copy)."""
+    ratio to the copy; latency regime: time over the copy) and, where the calibration timed libraries, how the
+    pick and the fastest stand against each (`library_figures`)."""
     import numpy as np
 
     from launchlab.model import fused_cost
@@ -98,7 +99,7 @@ def report(calibration_path: Path, constants=None) -> dict:
     calibration = load_calibration(calibration_path)
     device = calibration["device"]
     constants = constants or fused_cost.FITTED
-    figures = {l2: {"pick": [], "best": [], "copy": [], "model_error": []} for l2 in ("warm", "cold")}
+    figures = {l2: {"pick": [], "best": [], "copy": [], "model_error": [], "libraries": {}} for l2 in ("warm", "cold")}
     print(f"{'shape':>16} {'l2':>5} {'copy':>9} {'best':>9} {'':>5} {'pick':>9} {'':>5} {'pred':>9}  best / pick")
     for record in calibration["shapes"]:
         rows, cols = record["rows"], record["cols"]
@@ -117,6 +118,9 @@ def report(calibration_path: Path, constants=None) -> dict:
             picked = times.get(pick, float("nan"))
             for key, value in (("pick", picked), ("best", times[best]), ("copy", copy)):
                 figures[l2][key].append(value)
+            for name, library in record.get("libraries", {}).items():
+                if library.get(l2) and library.get("valid_after"):
+                    figures[l2]["libraries"].setdefault(name, []).append((median(library[l2]), picked, times[best]))
             figures[l2]["model_error"] += [fused_cost.predict(p, rows, cols, device, l2, constants) / times[p["tag"]] - 1
                                            for p in plans.candidates(rows, cols, device) if p["tag"] in times]
             print(f"{rows:>7}x{cols:<8} {l2:>5} {copy:9.2f} {times[best]:9.2f} {times[best] / copy:5.2f} {picked:9.2f} "
@@ -136,8 +140,27 @@ def report(calibration_path: Path, constants=None) -> dict:
                                  "latency_over_median_us": float(np.nanmedian(over)) if over.size else None,
                                  "latency_over_p90_us": float(np.nanpercentile(over, 90)) if over.size else None}
         summary[l2]["pick_over_best"] = {"median": float(np.nanmedian(pick / best)), "max": float(np.nanmax(pick / best))}
+        if f["libraries"]:
+            summary[l2]["libraries"] = library_figures(f["libraries"])
     print(json.dumps(summary, indent=1))
     return summary
+
+
+def library_figures(timed: dict) -> dict:
+    """{library: {"points", "pick_faster", "best_faster" (shares of the points where the pick, or the fastest
+    candidate, took less time than the library), "worst_over_pick", "worst_over_best" (the smallest library time
+    over theirs)}} from {library: [(library us, pick us, fastest us)]}. Medians of a few rounds, no intervals: a
+    development figure, not the chapter's."""
+    import numpy as np
+
+    found = {}
+    for name, rows in sorted(timed.items()):
+        library, pick, best = (np.array(column, dtype=float) for column in zip(*rows))
+        found[name] = {"points": int(library.size), "pick_faster": float(np.mean(pick < library)),
+                       "best_faster": float(np.mean(best < library)),
+                       "worst_over_pick": float(np.nanmin(library / pick)),
+                       "worst_over_best": float(np.nanmin(library / best))}
+    return found
 
 
 def policy_table(device: dict, constants=None, points: int = 400, seed: int = 1) -> list[dict]:

@@ -137,6 +137,32 @@ def latency_row_variants(rows: int, cols: int) -> list[dict]:
                   "module": row_kernel_module(defines)})]
 
 
+# Rows of 65 to 4096 chunks spread thin: the registers tier with 1, 2 or 4 chunks a thread and as many threads (up
+# to 1024) as hold the row that way, at any matrix size. A Triton kernel of one program per row with 4-16 warps,
+# each thread holding 4-16 floats, was faster than the policy's pick at a few such shapes of the chapter's plane
+# (rows of 375-5,562 floats). The calibration times these builds (candidates' every_build) so that the policy
+# offers them only once the calibration plane has measured them.
+SPREAD_ROW_CHUNKS = (1, 2, 4)
+SPREAD_ROW_MAX_BLOCK = 1024
+
+
+def spread_row_variants(rows: int, cols: int) -> list[dict]:
+    """The registers tier with each of SPREAD_ROW_CHUNKS chunks a thread and the fewest power-of-two threads (64 to
+    SPREAD_ROW_MAX_BLOCK) that hold the worst-aligned row that way."""
+    chunks = fused_policy.worst_chunks(rows, cols)
+    found = []
+    for per_thread in SPREAD_ROW_CHUNKS:
+        block = fused_policy.next_power_of_two(-(-chunks // per_thread))
+        if not 64 <= block <= SPREAD_ROW_MAX_BLOCK:
+            continue
+        defines = {"BLOCK": block, "REG_CHUNKS": per_thread, "UNROLL": UNROLL["registers"],
+                   "MIN_BLOCKS": min_blocks(block)}
+        assert fused_tier(rows, cols, block, 0, per_thread) == "registers"
+        found.append(_row({"defines": defines, "block": block, "shared_bytes": 0, "tier": "registers",
+                           "module": row_kernel_module(defines)}))
+    return found
+
+
 def design_plan(design: str, defines: dict, options: dict | None = None) -> dict:
     """The plan of one of kernels/softmax_designs.cu's designs built with these defines."""
     options = dict(options or {})
@@ -199,7 +225,8 @@ def candidates(rows: int, cols: int, device: dict, every_build: bool = False) ->
     """Every configuration the policy considers for a shape on a device (its identity: "sm_count",
     "compute_capability", "shared_bytes_per_block_optin"), each once, as plans. `every_build` adds the builds the
     policy leaves out because another design does their work as well (the split build of 256 threads for many rows
-    a block per row holds on chip): the calibration times them, and the model's fit learns from them."""
+    a block per row holds on chip) or because the calibration has yet to measure them (`spread_row_variants`): the
+    calibration times them, and the model's fit learns from them."""
     if rows <= 0 or cols <= 0:
         raise ValueError(f"shape {rows}x{cols} is empty")
     sm_count, optin = int(device["sm_count"]), int(device["shared_bytes_per_block_optin"])
@@ -208,6 +235,8 @@ def candidates(rows: int, cols: int, device: dict, every_build: bool = False) ->
     row = row_plan(rows, cols, optin, sm_count)  # the one-block-per-row kernel's own plan: where a block keeps a row
     found = [row, row_plan(rows, cols, optin, None)]
     found += row_variants(rows, cols, optin) + latency_row_variants(rows, cols)
+    if every_build:
+        found += spread_row_variants(rows, cols)
     by_lanes = fewest_per_lane(rows, cols)
     for per_lane in by_lanes.values():
         for prefetch in (0, 1) if per_lane in CANDIDATE_PREFETCH_ROW_CHUNKS else (0,):
