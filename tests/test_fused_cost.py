@@ -208,3 +208,14 @@ def test_the_calibration_refuses_an_unknown_library():
     assert calibrate_fused.library_names("") == ()
     with pytest.raises(SystemExit, match="unknown tensorflow"):
         calibrate_fused.library_names("torch,tensorflow")
+
+
+def test_the_calibration_never_overwrites_a_file(tmp_path):
+    import subprocess
+
+    out = tmp_path / "calibration.json"
+    out.write_text("{}")
+    done = subprocess.run([sys.executable, str(ROOT / "tools/calibrate_fused.py"), "--shapes", "3x5", "--out", str(out)],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode != 0 and f"{out} exists" in done.stderr
+    assert out.read_text() == "{}"

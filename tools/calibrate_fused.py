@@ -397,11 +397,14 @@ def main() -> None:
     else:
         shapes = fused_cost.draw_plane(args.seed, args.points)
     shapes = (list(EDGE_SHAPES) if args.edges else []) + list(shapes)  # the edges first: a budget cut spares them
+    libraries = library_names(args.libraries)
     if args.build_cubins:
         build_cubins(shapes, H200, args.build_cubins, picks_only=args.picks_only)
         return
+    if args.out.exists():  # a calibration is never overwritten: it may be the one the model was fitted on
+        raise SystemExit(f"error: {args.out} exists; give another --out")
     calibrate(shapes, args.modes.split(","), args.rounds, args.cubins, args.out, args.budget_s, args.seed,
-              None if args.shapes else args.seed, args.picks_only, library_names(args.libraries))
+              None if args.shapes else args.seed, args.picks_only, libraries)
 
 
 if __name__ == "__main__":
