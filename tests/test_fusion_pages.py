@@ -426,3 +426,28 @@ def test_long_rows_sentence_says_so_when_the_run_has_no_long_row_shape(synthetic
     for shape in page.LONG_ROW_SHAPES:
         s["configs"].pop(shape, None)
     assert page.long_rows_sentence(s) == "This run measured neither 4096×16384 nor 128×65536."
+
+
+def test_the_below_copy_sentence_counts_the_cases_whose_interval_lies_below_one():
+    """page.below_copy_value on the accepted run: the number of (contender, shape, L2) ratios over the copy whose
+    whole 95 % interval lies below 1, at the fixed shapes and the sweep's points, and the least of their medians."""
+    from launchlab.chapters.fusion import page
+
+    s = open_run(evidence.accepted_run("fusion")).summaries
+    below = {}
+    for name, shapes in s["ratios"]["graph"].items():
+        if name.endswith("_over_copy"):
+            for shape, by_l2 in shapes.items():
+                for l2, ratio in by_l2.items():
+                    if shape in s["shapes"] and ratio["ci_high"] < 1:
+                        below[(name, shape, l2)] = ratio["median"]
+    for series in ("4096", "128"):
+        for point in s["sweep"].get(series, []):
+            for name, by_l2 in point["ratios"].items():
+                for l2, ratio in by_l2.items():
+                    if name.endswith("_over_copy") and ratio.get("ci_high") is not None and ratio["ci_high"] < 1:
+                        below.setdefault((name, f"{point['rows']}x{point['cols']}", l2), ratio["median"])
+    sentence = page.below_copy_value(s)
+    assert below, "the accepted run has cases below the copy"
+    assert f" in {len(below)} measured cases " in sentence
+    assert f"({min(below.values()):.2f} times the copy" in sentence

@@ -217,16 +217,16 @@ def libraries_sooner_sentence(s: dict) -> str:
             f"combinations, by at most {100 * (1 - worst):.0f} % ({where}).")
 
 
-def _below_copy(ratios) -> list[str]:
-    """"<contender> at <shape> <l2> (<median>, <interval>)" for each (name, shape, l2, ratio) whose whole 95 %
-    interval lies below 1."""
-    return [f"{label(name)} at {shape_label(shape)} {l2} ({ratio_number(r['median'])}, {interval_text(r)})"
-            for name, shape, l2, r in ratios if r is not None and r.get("ci_high") is not None and r["ci_high"] < 1.0]
+def _below_copy(ratios) -> list[tuple]:
+    """The (name, shape, l2, ratio) whose ratio's whole 95 % interval lies below 1."""
+    return [(name, shape, l2, r) for name, shape, l2, r in ratios
+            if r is not None and r.get("ci_high") is not None and r["ci_high"] < 1.0]
 
 
 def below_copy_value(s: dict) -> str:
-    """A sentence: which contenders' device time was below the copy's with the whole 95 % interval below 1, at
-    the fixed shapes and at the sweep's points (which the sweep figures show), or that none was."""
+    """A sentence: how often a contender's device time was below the copy's with the whole 95 % interval below 1,
+    at the fixed shapes and at the sweep's points (which the sweep figures show), which contenders, and the
+    largest margin; or that none was (the data page's tables list every ratio)."""
     fixed = _below_copy((name, shape, l2, graph_ratio(s, f"{name}_over_copy", shape, l2))
                         for name in s["contenders"] for shape in s["shapes"] for l2 in L2_STATES)
     swept = _below_copy((name[:-len("_over_copy")], f"{p['rows']}x{p['cols']}" if "rows" in p else
@@ -234,16 +234,18 @@ def below_copy_value(s: dict) -> str:
                         for series in ("4096", "128") for p in s.get("sweep", {}).get(series, [])
                         for name, by_l2 in p.get("ratios", {}).items() if name.endswith("_over_copy")
                         for l2, ratio in by_l2.items())
-    swept = [text for text in swept if text not in fixed]
-    if not fixed and not swept:
+    found = fixed + [case for case in swept if case[:3] not in {f[:3] for f in fixed}]
+    if not found:
         return "No contender's device time was below the copy's with the whole 95 % interval below 1, at the fixed " \
                "shapes or at any point of the sweep."
-    parts = []
-    parts.append(f"At the fixed shapes it was beaten, with the whole 95 % interval below 1, by {listing(fixed)}"
-                 if fixed else "At the fixed shapes no contender beat it with the whole 95 % interval below 1")
-    if swept:
-        parts.append(f"in the sweep, by {listing(swept)}")
-    return "; ".join(parts) + "."
+    names = listing([label(name) for name in s["contenders"] if any(case[0] == name for case in found)])
+    where = ("at the fixed shapes and in the sweep" if fixed and len(found) > len(fixed)
+             else "at the fixed shapes" if fixed else "in the sweep")
+    name, shape, l2, ratio = min(found, key=lambda case: case[3]["median"])
+    cases = "in one measured case" if len(found) == 1 else f"in {len(found)} measured cases"
+    return (f"The copy is no floor either: {names} took less device time than the copy {cases} {where}, with the "
+            f"whole 95 % interval below 1. The largest margin was {label(name)} at {shape_label(shape)} {l2} "
+            f"({ratio_number(ratio['median'])} times the copy, {interval_text(ratio)}).")
 
 
 def libraries_faster_sentence(s: dict) -> str:
