@@ -81,3 +81,27 @@ def test_spread_row_builds_are_timed_by_the_calibration_and_not_yet_offered():
         offered = {p["tag"] + p["module"] for p in plans.candidates(rows, cols, H200)}
         calibrated = {p["tag"] + p["module"] for p in plans.candidates(rows, cols, H200, every_build=True)}
         assert offered <= calibrated and {p["tag"] + p["module"] for p in spread} <= calibrated
+
+
+def test_thin_cluster_builds_are_timed_by_the_calibration_and_not_yet_offered():
+    """Cluster builds of 1, 2 or 4 chunks a thread (plans.SPREAD_SLICE_REGS): at seeded random shapes, the
+    calibration's candidates add, per cluster width, at most the one of fewest chunks that keeps the slice in
+    registers; the policy's candidates never hold one."""
+    rng = np.random.default_rng(4851)
+    seen = 0
+    for _ in range(300):
+        rows = int(np.exp(rng.uniform(0, np.log(64))))
+        cols = int(np.exp(rng.uniform(np.log(1024), np.log(1 << 17))))
+        chunks = fused_policy.worst_chunks(rows, cols)
+        offered = plans.candidates(rows, cols, H200)
+        assert not [p for p in offered if p["design"] == "cluster"
+                    and p["defines"]["SLICE_REGS"] in plans.SPREAD_SLICE_REGS], (rows, cols)
+        thin = [p for p in plans.candidates(rows, cols, H200, every_build=True) if p["design"] == "cluster"
+                and p["defines"]["SLICE_REGS"] in plans.SPREAD_SLICE_REGS]
+        widths = [p["defines"]["CLUSTER"] for p in thin]
+        assert len(widths) == len(set(widths)), (rows, cols, widths)
+        for plan in thin:
+            regs, slice_chunks = plan["defines"]["SLICE_REGS"], -(-chunks // plan["defines"]["CLUSTER"])
+            assert (regs // 2) * 256 < slice_chunks <= regs * 256, (rows, cols, plan["tag"])
+        seen += len(thin)
+    assert seen  # the draw reaches slices of 1024 chunks and fewer

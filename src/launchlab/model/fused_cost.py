@@ -73,7 +73,7 @@ STATIC_SHARED_BYTES = 512          # a design's reduction scratch (ptxas: 400 by
 NARROW_REGISTERS = {1: 44, 2: 48, 4: 48, 8: 89}
 NARROW_PREFETCH_REGISTERS = {1: 40, 2: 48, 4: 80}
 SCALAR_REGISTERS = {1: 24, 2: 24, 4: 24, 8: 32}
-CLUSTER_REGISTERS = {0: 64, 8: 64, 16: 80}
+CLUSTER_REGISTERS = {0: 64, 1: 58, 2: 58, 4: 58, 8: 64, 16: 80}
 SPLIT_REGISTERS = 61
 # Share of the SMs a grid of thread-block clusters of each width can use: the H200's occupancy API
 # (cuOccupancyMaxActiveClusters) holds 66, 30, 15 and 7 clusters of 2, 4, 8 and 16 blocks at one block an SM, so

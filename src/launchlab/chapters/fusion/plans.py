@@ -199,6 +199,10 @@ NARROW_BLOCK = 256
 # groups of up to a warp per row 0.03-0.1 us faster in blocks of 128 threads than of 256 at every small shape
 LATENCY_NARROW_BLOCK = 128
 CANDIDATE_SLICE_REGS = (8, 16)                    # chunks per thread a cluster build holds in registers
+# Cluster builds of fewer chunks a thread, for slices of up to 1024 chunks: every thread computes over every entry
+# of its register array, used or not, so a short slice in the builds of 8 pays for entries it leaves empty. The
+# calibration times them (candidates' every_build); the policy offers them once it has.
+SPREAD_SLICE_REGS = (1, 2, 4)
 CANDIDATE_MAX_BLOCKS_PER_SM = 64                  # a cluster design whose grid exceeds SMs x this is not considered
 SPLIT_MAX_ROWS_PER_SM = 2                         # the split design is considered for fewer rows than SMs x this
 
@@ -225,7 +229,8 @@ def candidates(rows: int, cols: int, device: dict, every_build: bool = False) ->
     """Every configuration the policy considers for a shape on a device (its identity: "sm_count",
     "compute_capability", "shared_bytes_per_block_optin"), each once, as plans. `every_build` adds the builds the
     policy leaves out because another design does their work as well (the split build of 256 threads for many rows
-    a block per row holds on chip) or because the calibration has yet to measure them (`spread_row_variants`): the
+    a block per row holds on chip) or because the calibration has yet to measure them (`spread_row_variants`,
+    SPREAD_SLICE_REGS): the
     calibration times them, and the model's fit learns from them."""
     if rows <= 0 or cols <= 0:
         raise ValueError(f"shape {rows}x{cols} is empty")
@@ -254,9 +259,9 @@ def candidates(rows: int, cols: int, device: dict, every_build: bool = False) ->
             if rows * width > CANDIDATE_MAX_BLOCKS_PER_SM * sm_count:
                 continue
             slice_chunks = -(-chunks // width)
-            for regs in CANDIDATE_SLICE_REGS:
+            for regs in CANDIDATE_SLICE_REGS + (SPREAD_SLICE_REGS if every_build else ()):
                 if regs != fused_policy.CLUSTER_SLICE_REGS and not (regs // 2) * 256 < slice_chunks <= regs * 256:
-                    continue  # another capacity only where it keeps a slice in registers the default cannot
+                    continue  # another capacity only as the fewest chunks a thread that keep the slice in registers
                 defines = _try(fused_policy.design_defines, "cluster", rows, cols, sm_count, cluster=width,
                                slice_regs=regs)
                 if defines and (slice_chunks <= regs * 256
