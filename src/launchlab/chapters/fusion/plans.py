@@ -199,8 +199,9 @@ NARROW_BLOCK = 256
 # groups of up to a warp per row 0.03-0.1 us faster in blocks of 128 threads than of 256 at every small shape
 LATENCY_NARROW_BLOCK = 128
 CANDIDATE_SLICE_REGS = (8, 16)                    # chunks per thread a cluster build holds in registers
-# Cluster builds of fewer chunks a thread, for slices of up to 1024 chunks: every thread computes over every entry
-# of its register array, used or not, so a short slice in the builds of 8 pays for entries it leaves empty. The
+# Cluster builds of fewer chunks a thread, for slices of up to 1024 chunks: a thread's statistics take an exponential
+# of every entry of its register array, used or not, so a short slice in the builds of 8 pays for entries it leaves
+# empty. The
 # calibration times them (candidates' every_build); the policy offers them once it has.
 SPREAD_SLICE_REGS = (1, 2, 4)
 CANDIDATE_MAX_BLOCKS_PER_SM = 64                  # a cluster design whose grid exceeds SMs x this is not considered
