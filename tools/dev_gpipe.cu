@@ -20,16 +20,6 @@
 
 static_assert(DEPTH >= 1 && DEPTH <= 8, "cp.async.wait_group takes DEPTH - 1 as an immediate of at most 7");
 
-// Piece p's part [begin, end) of its row p / pieces.
-__device__ __forceinline__ Row piece_at(const float* x, float* y, long long p, int cols, int pieces, int& begin,
-                                        int& end) {
-    const Row r = row_at(x, y, p / pieces, cols);
-    const int per = (r.chunks + pieces - 1) / pieces;
-    begin = min((int)(p % pieces) * per, r.chunks);
-    end = min(begin + per, r.chunks);
-    return r;
-}
-
 template <bool RMS>
 __device__ __forceinline__ void gpipe_rows(const float* __restrict__ x, float* __restrict__ y, int rows, int cols,
                                            int pieces, int stride, unsigned long long* __restrict__ slots) {

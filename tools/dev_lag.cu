@@ -15,16 +15,7 @@
 #define DESIGN 9  // softmax_designs.cu's helpers, none of its kernels
 #endif
 #include "../kernels/softmax_designs.cu"
-
-// Piece p's part [begin, end) of its row p / pieces.
-__device__ __forceinline__ Row lag_piece(const float* x, float* y, long long p, int cols, int pieces, int& begin,
-                                         int& end) {
-    const Row r = row_at(x, y, p / pieces, cols);
-    const int per = (r.chunks + pieces - 1) / pieces;
-    begin = min((int)(p % pieces) * per, r.chunks);
-    end = min(begin + per, r.chunks);
-    return r;
-}
+#include "dev_slices.cuh"
 
 template <bool RMS>
 __device__ __forceinline__ void lag_rows(const float* __restrict__ x, float* __restrict__ y, int rows, int cols,
@@ -36,7 +27,7 @@ __device__ __forceinline__ void lag_rows(const float* __restrict__ x, float* __r
     int begin, end;
     for (long long p = blockIdx.x; p < work + behind; p += step) {
         if (p < work) {  // this step's piece: its statistics, published
-            const Row r = lag_piece(x, y, p, cols, pieces, begin, end);
+            const Row r = piece_at(x, y, p, cols, pieces, begin, end);
             float m = NEG_INF, s = 0.0f, q = 0.0f;
             streamed_stats<RMS>(r, begin, end, m, s, q);
             block_merge_stats(m, s, q, scratch);
@@ -44,7 +35,7 @@ __device__ __forceinline__ void lag_rows(const float* __restrict__ x, float* __r
         }
         const long long w = p - behind;
         if (w >= 0) {  // the piece of `lag` steps ago: its row's statistics, then y from x read again
-            const Row r = lag_piece(x, y, w, cols, pieces, begin, end);
+            const Row r = piece_at(x, y, w, cols, pieces, begin, end);
             float m, s, q;
             gather_stats<RMS>(slots + SLOT_WORDS * (w / pieces) * pieces, pieces, epoch, m, s, q);
             block_merge_stats(m, s, q, scratch);  // the row's (m, z, q), in every thread
