@@ -9,7 +9,8 @@ after it is timed (tools/dev_probe.py).
     PYTHONPATH=src python tools/dev_lag.py --build DIR
     PYTHONPATH=src python tools/dev_lag.py --cubins DIR --pick-cubins DIR2 [--shapes 47x126781,...] --out f.json
 
-(default shapes: tools/dev_gpipe.py's, the fusion plane's worst bandwidth points and three of many rows)
+(default shapes: tools/dev_gpipe.py's, the fusion plane's worst bandwidth points and three of many rows, then the
+plane's floor class, whose rows only an exchange between blocks can serve)
 
 DIR holds lag_b<BLOCK>.cubin, DIR2 the policy's picks (calibrate_fused.py --build-cubins DIR2 --picks-only
 --shapes ...).
@@ -25,13 +26,17 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(ROOT / "tools"))
 
-from dev_gpipe import PIECES, SHAPES  # noqa: E402
+from dev_gpipe import PIECES, SHAPES as GPIPE_SHAPES  # noqa: E402
 from dev_probe import Launch, command_line  # noqa: E402
 
 LAYOUTS = ((256, 4), (512, 2), (1024, 1))  # threads a block, blocks an SM: 1024 threads an SM, 64 KiB of loads in flight
 UNROLL = 4
 PIECE_TARGETS = (32 << 10, 128 << 10)  # per layout, the pieces a row whose size comes nearest each of these
 PIECE_BYTES = (4 << 10, 4 << 20)      # and only pieces of these sizes
+# The fusion plane's floor class: one or two rows of 5-7 MiB, and rows fewer than SMs holding more than the
+# registers and shared memory: the L2 is the only on-chip store that holds a lag of them.
+FLOOR_SHAPES = ((1, 1339742), (2, 1726970), (24, 751971), (31, 1169496))
+SHAPES = GPIPE_SHAPES + FLOOR_SHAPES
 L2_BUDGET = 32 << 20                   # lag x grid x piece bytes at most: x read again must still be in the 60 MiB L2
 LAGS = (0, 1, 2)                       # beside a lag of every step, where it fits the budget
 

@@ -11,7 +11,7 @@
 #   bash tools/dev_pipelined_probes.sh build CUBIN_DIR                    # any machine with nvcc (no GPU needed)
 #   bash tools/dev_pipelined_probes.sh run CUBIN_DIR OUT_DIR [PROBE ...]  # the GPU host: OUT_DIR/<probe>.json
 #
-# PROBE is lag, gpipe or floor (all three, in that order, if none is named); their limits are 200, 300 and 240 s, so
+# PROBE is lag, gpipe or floor (all three, in that order, if none is named); their limits are 240, 300 and 240 s, so
 # one call of at most 10 minutes runs two of them. Build here and carry CUBIN_DIR to the GPU host (.probe-cubins,
 # which git ignores), so that the call spends no device time compiling. A probe cut short by its limit keeps the
 # shapes it finished.
@@ -38,7 +38,7 @@ case ${1:-} in
     for probe in "${@:-lag gpipe floor}"; do
       for name in $probe; do
         case $name in
-          lag) timeout 200 $python tools/dev_lag.py --cubins "$dir/lag" --pick-cubins "$dir/picks" --out "$out/lag_probe.json" || status=1 ;;
+          lag) timeout 240 $python tools/dev_lag.py --cubins "$dir/lag" --pick-cubins "$dir/picks" --out "$out/lag_probe.json" || status=1 ;;
           gpipe) timeout 300 $python tools/dev_gpipe.py --cubins "$dir/gpipe" --pick-cubins "$dir/picks" --out "$out/gpipe_probe.json" || status=1 ;;
           floor) timeout 240 $python tools/dev_pipeline_floor.py --cubin "$dir/pipeline_floor.cubin" --out "$out/pipeline_floor.json" || status=1 ;;
           *) echo "unknown probe $name: lag, gpipe or floor" >&2; exit 2 ;;
