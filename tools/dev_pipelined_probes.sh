@@ -22,7 +22,7 @@ export PYTHONPATH=$PWD/src:${PYTHONPATH:-}
 case ${1:-} in
   build)
     dir=${2:?usage: $0 build CUBIN_DIR}
-    shapes=$($python -c "import sys; sys.path.insert(0, 'tools'); import dev_gpipe as g; print(','.join(f'{r}x{c}' for r, c in g.SHAPES))") || exit 1
+    shapes=$($python -c "import sys; sys.path.insert(0, 'tools'); import dev_lag as g; print(','.join(f'{r}x{c}' for r, c in g.SHAPES))") || exit 1  # the gpipe shapes and more
     mkdir -p "$dir/picks" || exit 1
     nvcc -arch=sm_90 -std=c++17 -cubin -o "$dir/pipeline_floor.cubin" tools/dev_pipeline_floor.cu || exit 1
     $python tools/dev_gpipe.py --build "$dir/gpipe" || exit 1
