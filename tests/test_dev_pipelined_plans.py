@@ -66,6 +66,7 @@ def test_every_lag_variant_puts_a_rows_pieces_in_one_grid_step_and_keeps_its_lag
             where = (SEED, rows, cols, block, per_sm, pieces, lag)
             assert (block, per_sm) in dev_lag.LAYOUTS and grid == per_sm * sms and grid % pieces == 0, where
             assert grid // pieces <= rows, where  # no block of a step is left without a row
+            assert pieces <= 2 * block, where  # a thread reads at most two of a row's slots early (dev_lag.cu)
             piece = 16 * -(-chunks // pieces)
             assert dev_lag.PIECE_BYTES[0] <= piece <= dev_lag.PIECE_BYTES[1], where
             steps = -(-rows * pieces // grid)
