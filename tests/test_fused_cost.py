@@ -219,3 +219,34 @@ def test_the_calibration_never_overwrites_a_file(tmp_path):
                           capture_output=True, text=True, timeout=120)
     assert done.returncode != 0 and f"{out} exists" in done.stderr
     assert out.read_text() == "{}"
+
+
+def test_the_report_reads_the_libraries_a_calibration_timed(tmp_path):
+    """fused_fit.report over a small calibration file holding libraries: only those valid after timing count, and
+    the pick's and the fastest candidate's shares follow the times."""
+    rng = np.random.default_rng()
+    shapes = []
+    for (rows, cols), times in zip([(3, 700), (900, 2000), (40, 50000)], [3.0, 0.5, 3.0]):
+        copy = float(rng.uniform(1, 20))
+        fused = []
+        for plan in plans.candidates(rows, cols, H200, every_build=True):
+            us = copy * float(rng.uniform(1.0, 2.0))
+            fused.append({"tag": plan["tag"], "design": plan["design"], "mode": "plain", "module": plan["module"],
+                          "tier": plan.get("tier"), "options": plan["options"], "valid": True,
+                          "warm": [us] * 3, "cold": [us * 1.5] * 3})
+        # every candidate takes 1-2 times the copy: the library is slower than all of them, or faster
+        libraries = {"triton": {"valid": True, "valid_after": True, "warm": [copy * times] * 3,
+                                "cold": [copy * 1.5 * times] * 3},
+                     "torch": {"valid": True, "valid_after": False, "warm": [copy] * 3, "cold": [copy] * 3},
+                     "cudnn": {"unavailable": "not loaded"}}
+        shapes.append({"rows": rows, "cols": cols, "fused": fused, "libraries": libraries,
+                       "copy": {k: {"warm": [copy] * 3, "cold": [copy * 1.5] * 3} for k in ("memcpy", "vector")}})
+    path = tmp_path / "calibration.json"
+    path.write_text(json.dumps({"device": H200, "shapes": shapes}))
+    summary = fused_fit.report(path)
+    for l2 in ("warm", "cold"):
+        assert set(summary[l2]["libraries"]) == {"triton"}  # torch failed its check after timing; cuDNN never ran
+        triton = summary[l2]["libraries"]["triton"]
+        assert triton["points"] == 3
+        assert triton["pick_faster"] == triton["best_faster"] == pytest.approx(2 / 3)
+        assert 0.25 <= triton["worst_over_pick"] <= triton["worst_over_best"] <= 0.5
