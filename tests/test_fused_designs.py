@@ -89,6 +89,10 @@ def test_every_configuration_compiles_without_spills_with_the_models_registers(t
             assert resources["spill_stores"] == resources["spill_loads"] == 0, (defines, kernel, resources)
             assert resources["stack_bytes"] == resources["local_bytes"] == 0, (defines, kernel, resources)
             assert resources["registers"] <= 65536 // defines.get("BLOCK", 256), (defines, kernel, resources)
+        if "REGISTERS_MIN_BLOCKS" in defines:  # the registers-only build: its own bound, the whole SM
+            for kernel in plans.REGISTERS_KERNELS:
+                assert report[kernel]["registers"] * defines["BLOCK"] * defines["REGISTERS_MIN_BLOCKS"] <= 65536, (
+                    defines, kernel, report[kernel])
         registers = max(r["registers"] for r in report.values())
         if defines.get("DESIGN") == 1 and defines.get("SCALAR"):
             assert registers <= fused_cost.SCALAR_REGISTERS[defines["ROW_CHUNKS"]], defines

@@ -103,3 +103,26 @@ def test_latency_narrow_builds(rows, cols, row_chunks, mode):
     defines = fused_policy.design_defines("narrow", rows, cols, 132, row_chunks=row_chunks,
                                           block=plans.LATENCY_NARROW_BLOCK)
     check(plans.design_plan("narrow", defines), rows, cols, mode, "spike")
+
+
+@pytest.mark.parametrize("mode", ["plain", "rms"])
+@pytest.mark.parametrize("kind", ["ramp", "spike", "negative"])
+def test_the_calibrations_thin_row_builds(kind, mode):
+    """The calibration's thinner row builds (plans.spread_row_variants, plans.registers_only_variants: 1, 2 or 4
+    chunks a thread, the registers-only kernel at the SM's full occupancy) on random shapes of a fresh seed, odd
+    lengths and unaligned rows included."""
+    rng = np.random.default_rng(FRESH_SEED)
+    for _ in range(4):
+        rows, cols = int(rng.integers(1, 300)), int(rng.integers(33, 16384))
+        for plan in plans.spread_row_variants(rows, cols) + plans.registers_only_variants(rows, cols):
+            check(plan, rows, cols, mode, kind)
+
+
+def test_the_registers_only_row_refuses_a_row_it_cannot_hold():
+    from launchlab.gpu.targets import RegistersRow
+
+    (plan, *_) = plans.registers_only_variants(4, 1000)
+    built = module(plan["family"], plan["defines"])
+    capacity = plan["defines"]["REG_CHUNKS"] * plan["defines"]["BLOCK"]
+    with pytest.raises(ValueError, match="does not fit"):
+        RegistersRow(built, 4, 4 * capacity + 1)

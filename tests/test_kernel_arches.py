@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from launchlab.chapters import fusion
-from launchlab.chapters.fusion import copy_kernel
+from launchlab.chapters.fusion import copy_kernel, plans
 from launchlab.chapters.megakernels.targets import fused_defines
 from launchlab.chapters.example_a_pointwise import model as pointwise
 from launchlab.gpu import build
@@ -47,6 +47,7 @@ BUILDS = [
     ("tiled_softmax", TRACED, ()),
     ("fused_softmax", fusion.fused_config(4096, 4096, H200["shared_bytes_per_block_optin"], H200["sm_count"])["defines"], ()),
     ("fused_softmax", fused_defines(H200["shared_bytes_per_block_optin"]), ()),
+    ("fused_row_registers", plans.registers_only_variants(2333, 989)[0]["defines"], ()),  # calibration only
     ("softmax_designs", design("narrow", 4096, 512), ()),
     ("softmax_designs", design("cluster", 128, 131072), ()),
     ("softmax_designs", design("split", 16, 1_000_000), ()),

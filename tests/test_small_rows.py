@@ -105,3 +105,29 @@ def test_thin_cluster_builds_are_timed_by_the_calibration_and_not_yet_offered():
             assert (regs // 2) * 256 < slice_chunks <= regs * 256, (rows, cols, plan["tag"])
         seen += len(thin)
     assert seen  # the draw reaches slices of 1024 chunks and fewer
+
+
+def test_registers_only_row_builds_ask_for_the_whole_sm_and_are_not_yet_offered():
+    """plans.registers_only_variants on seeded random shapes: the registers tier alone with 1, 2 or 4 chunks a
+    thread and the fewest power-of-two threads (32-1024) that hold the row, bound to the SM's 2048 threads (at most
+    32 blocks); only the calibration's candidates hold them, and the model counts their blocks an SM by that bound."""
+    from launchlab.model import fused_cost
+
+    rng = np.random.default_rng(2333)
+    for _ in range(200):
+        rows = int(np.exp(rng.uniform(0, np.log(65536))))
+        cols = int(np.exp(rng.uniform(0, np.log(1 << 15))))
+        chunks = fused_policy.worst_chunks(rows, cols)
+        found = plans.registers_only_variants(rows, cols)
+        for plan in found:
+            d = plan["defines"]
+            assert plan["family"] == plans.REGISTERS_FAMILY and plans.plan_kernels(plan) == plans.REGISTERS_KERNELS
+            assert 32 <= d["BLOCK"] <= plans.SPREAD_ROW_MAX_BLOCK and d["REG_CHUNKS"] in plans.SPREAD_ROW_CHUNKS
+            assert d["BLOCK"] == 32 or d["BLOCK"] // 2 < -(-chunks // d["REG_CHUNKS"])
+            assert chunks <= d["REG_CHUNKS"] * d["BLOCK"]
+            assert d["REGISTERS_MIN_BLOCKS"] * d["BLOCK"] == min(2048, 32 * d["BLOCK"])
+            geometry = fused_cost.geometry(plan, rows, cols, H200)
+            assert geometry.slots == H200["sm_count"] * d["REGISTERS_MIN_BLOCKS"], (rows, cols, plan["tag"])
+        tags = {p["tag"] for p in found}
+        assert not tags & {p["tag"] for p in plans.candidates(rows, cols, H200)}
+        assert tags <= {p["tag"] for p in plans.candidates(rows, cols, H200, every_build=True)}

@@ -121,7 +121,8 @@ class Modules(dict):
             if path is not None and path.exists():
                 try:
                     module = cupy.RawModule(path=str(path))
-                    module.get_function(plans.plan_kernels({"design": "row"})[0] if family == "fused_softmax"
+                    module.get_function(plans.plan_kernels({"design": "row", "family": family})[0]
+                                        if family in ("fused_softmax", plans.REGISTERS_FAMILY)
                                         else copy_kernel.KERNELS[0] if family == copy_kernel.FAMILY else "gpu_wait"
                                         if family == "instruments" else "narrow_softmax" if "_narrow_" in label
                                         else "cluster_softmax" if "_cluster_" in label else "split_softmax")

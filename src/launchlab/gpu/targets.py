@@ -227,6 +227,22 @@ class FusedRow(ArrayTarget):
         self.kernel((self.rows,), (self.block,), self.args, shared_mem=self.shared_bytes)
 
 
+class RegistersRow(FusedRow):
+    """The row kernel's registers tier alone (kernels/fused_row_registers.cu): as FusedRow, for rows that the
+    module's REG_CHUNKS chunks a thread hold; a longer row is refused (the kernel would leave it partly unwritten)."""
+
+    KERNELS = {"rms": "registers_rms_softmax", "plain": "registers_softmax"}
+
+    def __init__(self, built: BuiltModule, rows: int, cols: int, mode: str = "rms", shared_bytes: int = 0, x=None):
+        from launchlab.model.fused_policy import worst_chunks
+
+        capacity = module_define(built, "REG_CHUNKS", 4) * module_define(built, "BLOCK", BLOCK)
+        if worst_chunks(rows, cols) > capacity:
+            raise ValueError(f"a row of {cols} floats ({worst_chunks(rows, cols)} chunks) does not fit the "
+                             f"registers-only build's {capacity} chunks")
+        super().__init__(built, rows, cols, mode, shared_bytes, x)
+
+
 class DeviceCopy(ArrayTarget):
     """The ceiling: cudaMemcpyAsync of x into a second buffer, device to device, on the current
     stream — the same bytes a fused kernel must move at least (read X once, write Y once)."""

@@ -126,7 +126,10 @@ def geometry(plan: dict, rows: int, cols: int, device: dict) -> Geometry:
     block_syncs = 0.0 if block == 32 else 1.0
     if design == "row":
         reg_chunks, unroll = int(defines["REG_CHUNKS"]), int(defines["UNROLL"])
-        budget = REGISTERS_PER_SM // (block * max(1, int(defines.get("MIN_BLOCKS", 1))))
+        # the registers a thread may use: what __launch_bounds__ leaves for the blocks an SM it asks for (the
+        # registers-only build's own bound where it has one, kernels/fused_row_registers.cu)
+        bound = int(defines.get("REGISTERS_MIN_BLOCKS", defines.get("MIN_BLOCKS", 1)))
+        budget = REGISTERS_PER_SM // (block * max(1, bound))
         resident = resident_blocks(block, min(255, budget), int(plan.get("shared_bytes") or 0), shared_per_sm)
         tier = plan.get("tier") or ("registers" if chunks <= reg_chunks * block else "streamed")
         in_flight = min(row_bytes, 16.0 * block * (reg_chunks if tier == "registers" else unroll))

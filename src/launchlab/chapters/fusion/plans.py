@@ -11,6 +11,8 @@ from __future__ import annotations
 from launchlab.model import fused_cost, fused_policy
 
 FUSED_KERNELS = ("fused_rms_softmax", "fused_softmax")
+REGISTERS_FAMILY = "fused_row_registers"   # the row kernel's registers tier alone (kernels/fused_row_registers.cu)
+REGISTERS_KERNELS = ("registers_rms_softmax", "registers_softmax")
 
 # ---------------------------------------------------------------- the one-block-per-row kernel's build per shape
 # A row walks in 16-byte chunks; a block holds up to REG_CHUNKS chunks per thread in registers, else the row in
@@ -163,6 +165,28 @@ def spread_row_variants(rows: int, cols: int) -> list[dict]:
     return found
 
 
+def registers_only_variants(rows: int, cols: int) -> list[dict]:
+    """The row kernel's registers tier alone (REGISTERS_FAMILY) with each of SPREAD_ROW_CHUNKS chunks a thread and
+    the fewest power-of-two threads (32 to SPREAD_ROW_MAX_BLOCK) that hold the worst-aligned row that way. Without
+    the other tiers' code it fits 32 registers a thread, so it asks for the SM's whole 2048 threads
+    (REGISTERS_MIN_BLOCKS); MIN_BLOCKS bounds the full kernels its module also holds, unused."""
+    chunks = fused_policy.worst_chunks(rows, cols)
+    found = []
+    for per_thread in SPREAD_ROW_CHUNKS:
+        block = max(32, fused_policy.next_power_of_two(-(-chunks // per_thread)))
+        if block > SPREAD_ROW_MAX_BLOCK:
+            continue
+        full = min(32, 2048 // block)
+        defines = {"BLOCK": block, "REG_CHUNKS": per_thread, "UNROLL": UNROLL["registers"],
+                   "MIN_BLOCKS": min_blocks(block), "REGISTERS_MIN_BLOCKS": full}
+        assert fused_tier(rows, cols, block, 0, per_thread) == "registers"
+        found.append({"design": "row", "family": REGISTERS_FAMILY, "options": {}, "defines": defines, "block": block,
+                      "shared_bytes": 0, "tier": "registers",
+                      "module": f"{REGISTERS_FAMILY}_b{block}_r{per_thread}_m{full}",
+                      "tag": f"row-b{block}-r{per_thread}-m{full}-registers-only"})
+    return found
+
+
 def design_plan(design: str, defines: dict, options: dict | None = None) -> dict:
     """The plan of one of kernels/softmax_designs.cu's designs built with these defines."""
     options = dict(options or {})
@@ -184,7 +208,7 @@ def design_tag(design: str, defines: dict, options: dict) -> str:
 def plan_kernels(plan: dict) -> tuple[str, str]:
     """(RMS kernel, plain kernel) of a plan: the row kernel's, or a design's of kernels/softmax_designs.cu."""
     if plan["design"] == "row":
-        return FUSED_KERNELS
+        return REGISTERS_KERNELS if plan.get("family") == REGISTERS_FAMILY else FUSED_KERNELS
     return tuple(fused_policy.KERNELS[plan["design"]][mode] for mode in fused_policy.MODES)
 
 
@@ -231,7 +255,7 @@ def candidates(rows: int, cols: int, device: dict, every_build: bool = False) ->
     "compute_capability", "shared_bytes_per_block_optin"), each once, as plans. `every_build` adds the builds the
     policy leaves out because another design does their work as well (the split build of 256 threads for many rows
     a block per row holds on chip) or because the calibration has yet to measure them (`spread_row_variants`,
-    SPREAD_SLICE_REGS): the
+    `registers_only_variants`, SPREAD_SLICE_REGS): the
     calibration times them, and the model's fit learns from them."""
     if rows <= 0 or cols <= 0:
         raise ValueError(f"shape {rows}x{cols} is empty")
@@ -242,7 +266,7 @@ def candidates(rows: int, cols: int, device: dict, every_build: bool = False) ->
     found = [row, row_plan(rows, cols, optin, None)]
     found += row_variants(rows, cols, optin) + latency_row_variants(rows, cols)
     if every_build:
-        found += spread_row_variants(rows, cols)
+        found += spread_row_variants(rows, cols) + registers_only_variants(rows, cols)
     by_lanes = fewest_per_lane(rows, cols)
     for per_lane in by_lanes.values():
         for prefetch in (0, 1) if per_lane in CANDIDATE_PREFETCH_ROW_CHUNKS else (0,):
