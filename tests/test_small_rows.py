@@ -10,6 +10,13 @@ from launchlab.model import fused_policy
 H200 = {"sm_count": 132, "compute_capability": "9.0", "shared_bytes_per_block_optin": 232448}
 
 
+def random_shapes(seed: int, count: int = 200) -> list[tuple[int, int]]:
+    """Rows log-uniform in 1-65536, row lengths log-uniform in 1-32768 floats."""
+    rng = np.random.default_rng(seed)
+    return [(int(np.exp(rng.uniform(0, np.log(65536)))), int(np.exp(rng.uniform(0, np.log(1 << 15)))))
+            for _ in range(count)]
+
+
 def tags(rows, cols):
     return [plan["tag"] for plan in plans.candidates(rows, cols, H200)]
 
@@ -64,10 +71,7 @@ def test_spread_row_builds_are_timed_by_the_calibration_and_not_yet_offered():
     """plans.spread_row_variants on seeded random shapes: the registers tier with 1, 2 or 4 chunks a thread and the
     fewest power-of-two threads (64-1024) that hold the worst-aligned row; the calibration's candidates include
     them, the policy's are a part of those."""
-    rng = np.random.default_rng(20261204)
-    for _ in range(200):
-        rows = int(np.exp(rng.uniform(0, np.log(65536))))
-        cols = int(np.exp(rng.uniform(0, np.log(1 << 15))))
+    for rows, cols in random_shapes(20261204):
         chunks = fused_policy.worst_chunks(rows, cols)
         spread = plans.spread_row_variants(rows, cols)
         for plan in spread:
@@ -113,10 +117,7 @@ def test_registers_only_row_builds_ask_for_the_whole_sm_and_are_not_yet_offered(
     32 blocks); only the calibration's candidates hold them, and the model counts their blocks an SM by that bound."""
     from launchlab.model import fused_cost
 
-    rng = np.random.default_rng(2333)
-    for _ in range(200):
-        rows = int(np.exp(rng.uniform(0, np.log(65536))))
-        cols = int(np.exp(rng.uniform(0, np.log(1 << 15))))
+    for rows, cols in random_shapes(2333):
         chunks = fused_policy.worst_chunks(rows, cols)
         found = plans.registers_only_variants(rows, cols)
         for plan in found:
