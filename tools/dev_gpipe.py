@@ -24,7 +24,7 @@ sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(ROOT / "tools"))
 
 from dev_pipeline_floor import SHAPES as FEW_ROWS  # noqa: E402
-from dev_probe import SHARED_PER_BLOCK, SHARED_PER_SM, Launch, command_line  # noqa: E402
+from dev_probe import SHARED_PER_BLOCK, SHARED_PER_SM, command_line, resident_launch  # noqa: E402
 
 LAYOUTS = ((512, 1), (512, 2), (1024, 1))  # threads a block, blocks an SM
 DEPTHS = (1, 2, 4)
@@ -91,16 +91,11 @@ def targets(cubins: Path):
                 kernels[key] = module.get_function("gpipe_softmax")
             kernel = kernels[key]
             allow_dynamic_shared(kernel, max(shared, 48 * 1024))
-            resident = cupy.cuda.driver.occupancyMaxActiveBlocksPerMultiprocessor(kernel.kernel.ptr, block, shared)
             entry = {"block": block, "depth": depth, "per_sm": per_sm, "pieces": pieces, "grid": grid,
                      "shared": shared}
-            if resident < per_sm:  # a grid the GPU cannot hold at once would wait for itself forever
-                entry.update(valid=False, error=f"only {resident} blocks an SM are resident")
-                yield entry, None
-                continue
             slots = cupy.zeros(4 * rows * pieces, dtype=cupy.uint64)  # epoch 0 everywhere (dev_gpipe.cu)
             args = (x, y, np.int32(rows), np.int32(cols), np.int32(pieces), np.int32(stride), slots)
-            yield entry, Launch(kernel, grid, block, args, shared, y)
+            yield resident_launch(entry, kernel, grid, block, per_sm, shared, args, y)
 
     return targets_at
 

@@ -27,7 +27,7 @@ sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(ROOT / "tools"))
 
 from dev_gpipe import PIECES, SHAPES as GPIPE_SHAPES  # noqa: E402
-from dev_probe import Launch, command_line  # noqa: E402
+from dev_probe import command_line, resident_launch  # noqa: E402
 
 LAYOUTS = ((256, 4), (512, 2), (1024, 1))  # threads a block, blocks an SM: 1024 threads an SM, 64 KiB of loads in flight
 UNROLL = 4
@@ -88,16 +88,11 @@ def targets(cubins: Path):
             if block not in kernels:
                 kernels[block] = cupy.RawModule(path=str(cubins / f"lag_b{block}.cubin")).get_function("lag_softmax")
             kernel = kernels[block]
-            resident = cupy.cuda.driver.occupancyMaxActiveBlocksPerMultiprocessor(kernel.kernel.ptr, block, 0)
             entry = {"block": block, "per_sm": per_sm, "pieces": pieces, "grid": grid, "lag": lag,
                      "lagged_bytes": lagged}
-            if resident < per_sm:  # a grid the GPU cannot hold at once could wait for itself forever
-                entry.update(valid=False, error=f"only {resident} blocks an SM are resident")
-                yield entry, None
-                continue
             slots = cupy.zeros(4 * rows * pieces, dtype=cupy.uint64)  # epoch 0 everywhere (dev_lag.cu)
             args = (x, y, np.int32(rows), np.int32(cols), np.int32(pieces), np.int32(lag), slots)
-            yield entry, Launch(kernel, grid, block, args, 0, y)
+            yield resident_launch(entry, kernel, grid, block, per_sm, 0, args, y)
 
     return targets_at
 

@@ -74,6 +74,19 @@ class Launch:
         self.y.fill(float("nan"))
 
 
+def resident_launch(entry: dict, kernel, grid: int, block: int, per_sm: int, shared: int, args, y):
+    """(entry, Launch) where the GPU holds `per_sm` blocks of the kernel an SM at once (the occupancy API), else
+    (entry marked not run, with the reason, None): a grid whose blocks wait for one another and cannot all be
+    resident could wait for itself forever."""
+    import cupy
+
+    resident = cupy.cuda.driver.occupancyMaxActiveBlocksPerMultiprocessor(kernel.kernel.ptr, block, shared)
+    if resident < per_sm:
+        entry.update(valid=False, error=f"only {resident} blocks an SM are resident")
+        return entry, None
+    return entry, Launch(kernel, grid, block, args, shared, y)
+
+
 def save_json(path: Path, result: dict) -> None:
     """Write `result` to `path` whole or not at all (a run cut short by a time limit keeps its last whole shape)."""
     partial = Path(path).with_name(Path(path).name + ".partial")
