@@ -204,7 +204,7 @@ def measure_library(name: str, x, stream, cold, calls: int, rounds: int, sample,
         return {"unavailable": reason}
 
     def check() -> bool:
-        target.y.fill(cupy.nan)
+        target.poison()
         target.invoke()
         stream.synchronize()
         return bool(cupy.isfinite(target.y).all()) and oracles.compare(

@@ -148,13 +148,18 @@ SPREAD_ROW_CHUNKS = (1, 2, 4)
 SPREAD_ROW_MAX_BLOCK = 1024
 
 
+def fewest_threads(rows: int, cols: int) -> list[tuple[int, int]]:
+    """(chunks a thread, the fewest power-of-two threads that hold the worst-aligned row that way) for each of
+    SPREAD_ROW_CHUNKS."""
+    chunks = fused_policy.worst_chunks(rows, cols)
+    return [(per_thread, fused_policy.next_power_of_two(-(-chunks // per_thread))) for per_thread in SPREAD_ROW_CHUNKS]
+
+
 def spread_row_variants(rows: int, cols: int) -> list[dict]:
     """The registers tier with each of SPREAD_ROW_CHUNKS chunks a thread and the fewest power-of-two threads (64 to
     SPREAD_ROW_MAX_BLOCK) that hold the worst-aligned row that way."""
-    chunks = fused_policy.worst_chunks(rows, cols)
     found = []
-    for per_thread in SPREAD_ROW_CHUNKS:
-        block = fused_policy.next_power_of_two(-(-chunks // per_thread))
+    for per_thread, block in fewest_threads(rows, cols):
         if not 64 <= block <= SPREAD_ROW_MAX_BLOCK:
             continue
         defines = {"BLOCK": block, "REG_CHUNKS": per_thread, "UNROLL": UNROLL["registers"],
@@ -170,10 +175,9 @@ def registers_only_variants(rows: int, cols: int) -> list[dict]:
     the fewest power-of-two threads (32 to SPREAD_ROW_MAX_BLOCK) that hold the worst-aligned row that way. Without
     the other tiers' code it fits 32 registers a thread, so it asks for the SM's whole 2048 threads
     (REGISTERS_MIN_BLOCKS); MIN_BLOCKS bounds the full kernels its module also holds, unused."""
-    chunks = fused_policy.worst_chunks(rows, cols)
     found = []
-    for per_thread in SPREAD_ROW_CHUNKS:
-        block = max(32, fused_policy.next_power_of_two(-(-chunks // per_thread)))
+    for per_thread, fewest in fewest_threads(rows, cols):
+        block = max(32, fewest)
         if block > SPREAD_ROW_MAX_BLOCK:
             continue
         full = min(32, 2048 // block)
@@ -225,8 +229,7 @@ LATENCY_NARROW_BLOCK = 128
 CANDIDATE_SLICE_REGS = (8, 16)                    # chunks per thread a cluster build holds in registers
 # Cluster builds of fewer chunks a thread, for slices of up to 1024 chunks: a thread's statistics take an exponential
 # of every entry of its register array, used or not, so a short slice in the builds of 8 pays for entries it leaves
-# empty. The
-# calibration times them (candidates' every_build); the policy offers them once it has.
+# empty. The calibration times them (candidates' every_build); the policy offers them once it has.
 SPREAD_SLICE_REGS = (1, 2, 4)
 CANDIDATE_MAX_BLOCKS_PER_SM = 64                  # a cluster design whose grid exceeds SMs x this is not considered
 SPLIT_MAX_ROWS_PER_SM = 2                         # the split design is considered for fewer rows than SMs x this
@@ -255,8 +258,8 @@ def candidates(rows: int, cols: int, device: dict, every_build: bool = False) ->
     "compute_capability", "shared_bytes_per_block_optin"), each once, as plans. `every_build` adds the builds the
     policy leaves out because another design does their work as well (the split build of 256 threads for many rows
     a block per row holds on chip) or because the calibration has yet to measure them (`spread_row_variants`,
-    `registers_only_variants`, SPREAD_SLICE_REGS): the
-    calibration times them, and the model's fit learns from them."""
+    `registers_only_variants`, SPREAD_SLICE_REGS): the calibration times them, and the model's fit learns from
+    them."""
     if rows <= 0 or cols <= 0:
         raise ValueError(f"shape {rows}x{cols} is empty")
     sm_count, optin = int(device["sm_count"]), int(device["shared_bytes_per_block_optin"])

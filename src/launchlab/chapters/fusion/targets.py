@@ -36,17 +36,12 @@ class Context:
 def make_fused(modules: dict, plan: dict, rows: int, cols: int, mode: str, x):
     """The fused kernel the plan names, in `mode` (rms or plain), reading x, with the plan's launch-time options."""
     from launchlab.chapters.fusion.plans import REGISTERS_FAMILY
-    from launchlab.gpu import fused_designs
+    from launchlab.gpu import fused_designs, targets
 
     module = modules[plan["module"]]
-    if plan["design"] == "row" and plan.get("family") == REGISTERS_FAMILY:  # the calibration's registers-only build
-        from launchlab.gpu.targets import RegistersRow
-
-        return RegistersRow(module, rows, cols, mode, plan["shared_bytes"], x=x)
-    if plan["design"] == "row":
-        from launchlab.gpu.targets import FusedRow
-
-        return FusedRow(module, rows, cols, mode, plan["shared_bytes"], x=x)
+    if plan["design"] == "row":  # the full row kernel, or the calibration's registers-only build
+        kind = targets.RegistersRow if plan.get("family") == REGISTERS_FAMILY else targets.FusedRow
+        return kind(module, rows, cols, mode, plan["shared_bytes"], x=x)
     return fused_designs.make_target(plan["design"], module, rows, cols, mode, x, **plan.get("options", {}))
 
 
