@@ -250,3 +250,8 @@ def test_the_report_reads_the_libraries_a_calibration_timed(tmp_path):
         assert triton["points"] == 3
         assert triton["pick_faster"] == triton["best_faster"] == pytest.approx(2 / 3)
         assert 0.25 <= triton["worst_over_pick"] <= triton["worst_over_best"] <= 0.5
+        # at every shape the fastest build timed is at least as fast as the fastest the policy offers, and that one as
+        # the pick: so are their figures over the shapes, in whichever regime has points
+        for figure in ("geomean", "max", "latency_over_median_us"):
+            found = [summary[l2][name][figure] for name in ("best", "offered", "pick")]
+            assert None in found or found == sorted(found), (figure, found)

@@ -33,7 +33,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 from launchlab.chapters.fusion import LIBRARIES, copy_kernel, plans  # noqa: E402
-from launchlab.model import fused_cost  # noqa: E402
+from launchlab.model import fused_cost, fused_policy  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from fused_fit import fit_file, load_calibration, policy_table, report  # noqa: E402
@@ -101,6 +101,20 @@ def build_cubins(shapes, device, directory: Path, jobs: int = 16, picks_only: bo
 
 
 # ---------------------------------------------------------------- GPU
+def one_kernel(label: str, family: str) -> str:
+    """A kernel a module of this label and family holds (a loaded cubin is checked by looking it up)."""
+    if family in ("fused_softmax", plans.REGISTERS_FAMILY):
+        return plans.plan_kernels({"design": "row", "family": family})[0]
+    if family == copy_kernel.FAMILY:
+        return copy_kernel.KERNELS[0]
+    if family == "instruments":
+        return "gpu_wait"
+    if family == fused_policy.LAG_FAMILY:
+        return fused_policy.KERNELS["lag"]["plain"]
+    design = next(d for d in ("narrow", "cluster", "split") if f"_{d}_" in label)
+    return fused_policy.KERNELS[design]["plain"]
+
+
 class Modules(dict):
     """{module label: BuiltModule}, loaded from a prebuilt cubin where there is one, else compiled with NVRTC."""
 
@@ -121,11 +135,7 @@ class Modules(dict):
             if path is not None and path.exists():
                 try:
                     module = cupy.RawModule(path=str(path))
-                    module.get_function(plans.plan_kernels({"design": "row", "family": family})[0]
-                                        if family in ("fused_softmax", plans.REGISTERS_FAMILY)
-                                        else copy_kernel.KERNELS[0] if family == copy_kernel.FAMILY else "gpu_wait"
-                                        if family == "instruments" else "narrow_softmax" if "_narrow_" in label
-                                        else "cluster_softmax" if "_cluster_" in label else "split_softmax")
+                    module.get_function(one_kernel(label, family))
                     loaded = build.BuiltModule(family, build.compile_options(defines, arch="sm_90"), "", module)
                 except Exception as error:  # a cubin this driver refuses: compiled with NVRTC instead
                     print(f"cubin {label} refused ({error}); NVRTC instead", flush=True)

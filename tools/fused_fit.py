@@ -89,9 +89,11 @@ def fit_file(calibration_path: Path) -> dict:
 
 def report(calibration_path: Path, constants=None) -> dict:
     """Per shape of a calibration file: the copy ceiling, the fastest configuration measured and the model's pick
-    (plain mode), warm and cold; then the plane's figures for the pick and for the fastest (bandwidth regime:
-    ratio to the copy; latency regime: time over the copy) and, where the calibration timed libraries, how the
-    pick and the fastest stand against each (`library_figures`)."""
+    (plain mode), warm and cold; then the plane's figures for the pick, for the fastest candidate the policy offers
+    ("offered") and for the fastest of every build timed ("best": with the builds only the calibration times, what
+    offering them could gain), in the bandwidth regime as ratios to the copy and in the latency regime as time over
+    the copy; and, where the calibration timed libraries, how the pick and the fastest stand against each
+    (`library_figures`)."""
     import numpy as np
 
     from launchlab.model import fused_cost
@@ -99,7 +101,8 @@ def report(calibration_path: Path, constants=None) -> dict:
     calibration = load_calibration(calibration_path)
     device = calibration["device"]
     constants = constants or fused_cost.FITTED
-    figures = {l2: {"pick": [], "best": [], "copy": [], "model_error": [], "libraries": {}} for l2 in ("warm", "cold")}
+    figures = {l2: {"pick": [], "offered": [], "best": [], "copy": [], "model_error": [], "libraries": {}}
+               for l2 in ("warm", "cold")}
     print(f"{'shape':>16} {'l2':>5} {'copy':>9} {'best':>9} {'':>5} {'pick':>9} {'':>5} {'pred':>9}  best / pick")
     for record in calibration["shapes"]:
         rows, cols = record["rows"], record["cols"]
@@ -111,12 +114,14 @@ def report(calibration_path: Path, constants=None) -> dict:
             predicted = {l2: fused_cost.predict(plan, rows, cols, device, l2, constants) for l2 in ("warm", "cold")}
             scored.append((plans.score(predicted), plan["tag"], predicted))
         pick_score, pick, predicted = min(scored, key=lambda item: item[0])
+        offered = {tag for _, tag, _ in scored}
         for l2 in ("warm", "cold"):
             copy = min(median(record["copy"][k][l2]) for k in record["copy"])
             times = {tag: median(e[l2]) for tag, e in measured.items()}
             best = min(times, key=times.get)
             picked = times.get(pick, float("nan"))
-            for key, value in (("pick", picked), ("best", times[best]), ("copy", copy)):
+            fastest_offered = min((us for tag, us in times.items() if tag in offered), default=float("nan"))
+            for key, value in (("pick", picked), ("offered", fastest_offered), ("best", times[best]), ("copy", copy)):
                 figures[l2][key].append(value)
             for name, library in record.get("libraries", {}).items():
                 if library.get(l2) and library.get("valid_after"):
@@ -127,11 +132,11 @@ def report(calibration_path: Path, constants=None) -> dict:
                   f"{picked / copy:5.2f} {predicted[l2]:9.2f}  {best} / {pick}")
     summary = {}
     for l2, f in figures.items():
-        pick, best, copy = (np.array(f[k]) for k in ("pick", "best", "copy"))
+        pick, offered, best, copy = (np.array(f[k]) for k in ("pick", "offered", "best", "copy"))
         bandwidth, latency = copy >= 10.0, copy < 10.0
         summary[l2] = {"points": int(copy.size), "bandwidth_points": int(bandwidth.sum()),
                        "model_error": fused_cost.errors(np.array(f["model_error"]))}
-        for name, times in (("pick", pick), ("best", best)):
+        for name, times in (("pick", pick), ("offered", offered), ("best", best)):
             ratio = times[bandwidth] / copy[bandwidth]
             over = times[latency] - copy[latency]
             summary[l2][name] = {"geomean": float(np.exp(np.nanmean(np.log(ratio)))) if ratio.size else None,
