@@ -118,6 +118,20 @@ def test_the_calibrations_thin_row_builds(kind, mode):
             check(plan, rows, cols, mode, kind)
 
 
+@pytest.mark.parametrize("mode", ["plain", "rms"])
+@pytest.mark.parametrize("kind", ["ramp", "spike", "negative"])
+def test_the_calibrations_full_occupancy_narrow_builds(kind, mode):
+    """kernels/narrow_full.cu (plans.narrow_full_twin: the narrow builds of 1 or 2 chunks a lane at 2048 threads an
+    SM) on random shapes of a fresh seed, every lane count, odd lengths and unaligned rows included."""
+    rng = np.random.default_rng(FRESH_SEED + 1)
+    for _ in range(6):
+        rows, cols = int(rng.integers(1, 40000)), int(rng.integers(1, 254))
+        twins = [plans.narrow_full_twin(p) for p in plans.candidates(rows, cols, {"sm_count": 132,
+                 "compute_capability": "9.0", "shared_bytes_per_block_optin": OPTIN})]
+        for plan in filter(None, twins):
+            check(plan, rows, cols, mode, kind)
+
+
 def test_the_registers_only_row_refuses_a_row_it_cannot_hold():
     from launchlab.gpu.targets import RegistersRow
 

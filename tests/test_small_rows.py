@@ -132,3 +132,28 @@ def test_registers_only_row_builds_ask_for_the_whole_sm_and_are_not_yet_offered(
         tags = {p["tag"] for p in found}
         assert not tags & {p["tag"] for p in plans.candidates(rows, cols, H200)}
         assert tags <= {p["tag"] for p in plans.candidates(rows, cols, H200, every_build=True)}
+
+
+def test_full_occupancy_narrow_twins_are_timed_by_the_calibration_and_not_yet_offered():
+    """plans.narrow_full_twin on random shapes: every offered narrow build of 1 or 2 chunks a lane (not scalar, no
+    prefetch) has one twin among the calibration's candidates, the same block and chunks bound to the SM's 2048
+    threads in kernels/narrow_full.cu (built without DESIGN); the model counts 2048 threads an SM for it; the policy's
+    candidates never hold one."""
+    from launchlab.model import fused_cost
+
+    seen = 0
+    for rows, cols in random_shapes(int(np.random.SeedSequence().entropy % 2**31)):
+        offered = plans.candidates(rows, cols, H200)
+        everything = plans.candidates(rows, cols, H200, every_build=True)
+        twins = [p for p in everything if p["family"] == plans.NARROW_FULL_FAMILY]
+        assert not [p for p in offered if p["family"] == plans.NARROW_FULL_FAMILY], (rows, cols)
+        expected = [plans.narrow_full_twin(p) for p in offered if plans.narrow_full_twin(p)]
+        assert [p["tag"] for p in twins] == [p["tag"] for p in expected], (rows, cols)
+        for twin in twins:
+            d = twin["defines"]
+            assert "DESIGN" not in d and d["ROW_CHUNKS"] in plans.NARROW_FULL_ROW_CHUNKS
+            assert d["NARROW_MIN_BLOCKS"] * d["BLOCK"] == 2048 and twin["tag"].endswith(f"-m{d['NARROW_MIN_BLOCKS']}")
+            blocks_of_warps = fused_cost.geometry(twin, rows, cols, H200).slots / H200["sm_count"]
+            assert blocks_of_warps == 2048 // 32, (rows, cols, twin["tag"])  # warps an SM, each a group of rows
+        seen += len(twins)
+    assert seen

@@ -111,6 +111,8 @@ def one_kernel(label: str, family: str) -> str:
         return "gpu_wait"
     if family == fused_policy.LAG_FAMILY:
         return fused_policy.KERNELS["lag"]["plain"]
+    if family == plans.NARROW_FULL_FAMILY:
+        return fused_policy.KERNELS["narrow"]["plain"]
     design = next(d for d in ("narrow", "cluster", "split") if f"_{d}_" in label)
     return fused_policy.KERNELS[design]["plain"]
 

@@ -144,7 +144,10 @@ def geometry(plan: dict, rows: int, cols: int, device: dict) -> Geometry:
         rows_per_warp = 32 // lanes
         prefetch = int(defines.get("PREFETCH", 0))
         table = SCALAR_REGISTERS if scalar else NARROW_PREFETCH_REGISTERS if prefetch else NARROW_REGISTERS
-        resident = resident_blocks(block, table.get(row_chunks, 120), 0, shared_per_sm)
+        # a full-occupancy build (kernels/narrow_full.cu) has the registers its __launch_bounds__ leaves
+        bound = int(defines.get("NARROW_MIN_BLOCKS", 1))
+        registers = min(table.get(row_chunks, 120), REGISTERS_PER_SM // (block * bound))
+        resident = resident_blocks(block, registers, 0, shared_per_sm)
         groups = -(-rows // rows_per_warp)
         # a row's reduction: log2(lanes) rounds of shuffles, counted as a share of a block-wide reduction's ten; the
         # scalar build's grid: a block for every block // 32 groups, started one after another like the row kernel's

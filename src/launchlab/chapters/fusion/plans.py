@@ -212,7 +212,28 @@ def design_plan(design: str, defines: dict, options: dict | None = None) -> dict
 
 
 TAG_LETTERS = {"CLUSTER": "c", "BLOCK": "b", "ROW_CHUNKS": "r", "PREFETCH": "p", "SCALAR": "s", "SLICE_REGS": "g",
-               "UNROLL": "u"}
+               "UNROLL": "u", "NARROW_MIN_BLOCKS": "m"}
+
+
+# The narrow design's builds of 1 or 2 chunks a lane, also at full occupancy (kernels/narrow_full.cu): they fit 32
+# registers a thread there and hold 2048 threads an SM, where softmax_designs.cu's need 44-48 and hold 1280. The
+# calibration times them (candidates' every_build); the policy offers them once it has.
+NARROW_FULL_FAMILY = "narrow_full"
+NARROW_FULL_ROW_CHUNKS = (1, 2)
+
+
+def narrow_full_twin(plan: dict) -> dict | None:
+    """The full-occupancy twin of a narrow plan of NARROW_FULL_ROW_CHUNKS chunks a lane (not scalar, no prefetch);
+    None for any other plan."""
+    defines = plan["defines"]
+    if (plan["design"] != "narrow" or defines.get("SCALAR") or defines.get("PREFETCH")
+            or defines["ROW_CHUNKS"] not in NARROW_FULL_ROW_CHUNKS):
+        return None
+    full = {"BLOCK": defines["BLOCK"], "ROW_CHUNKS": defines["ROW_CHUNKS"],
+            "NARROW_MIN_BLOCKS": 2048 // defines["BLOCK"]}  # without DESIGN: the file emits only its own kernels
+    return {**plan, "family": NARROW_FULL_FAMILY, "defines": full,
+            "module": f"{NARROW_FULL_FAMILY}_b{full['BLOCK']}_r{full['ROW_CHUNKS']}_m{full['NARROW_MIN_BLOCKS']}",
+            "tag": design_tag("narrow", full, plan["options"])}
 
 
 def design_tag(design: str, defines: dict, options: dict) -> str:
@@ -270,8 +291,8 @@ def candidates(rows: int, cols: int, device: dict, every_build: bool = False) ->
     "compute_capability", "shared_bytes_per_block_optin"), each once, as plans. `every_build` adds the builds the
     policy leaves out because another design does their work as well (the split build of 256 threads for many rows
     a block per row holds on chip) or because the calibration has yet to measure them (`spread_row_variants`,
-    `registers_only_variants`, SPREAD_SLICE_REGS, `lag_variants`): the calibration times them, and the model's fit
-    learns from them."""
+    `registers_only_variants`, `narrow_full_twin`, SPREAD_SLICE_REGS, `lag_variants`): the calibration times them,
+    and the model's fit learns from them."""
     if rows <= 0 or cols <= 0:
         raise ValueError(f"shape {rows}x{cols} is empty")
     sm_count, optin = int(device["sm_count"]), int(device["shared_bytes_per_block_optin"])
@@ -291,6 +312,8 @@ def candidates(rows: int, cols: int, device: dict, every_build: bool = False) ->
     if by_lanes and 4 * rows * cols <= LATENCY_MAX_BYTES:
         found.append(design_plan("narrow", fused_policy.design_defines(
             "narrow", rows, cols, sm_count, row_chunks=min(by_lanes.values()), block=LATENCY_NARROW_BLOCK)))
+    if every_build:
+        found += [twin for twin in map(narrow_full_twin, found) if twin]
     for per_lane in fewest_per_lane(rows, cols, scalar=True).values():
         found.append(design_plan("narrow", fused_policy.design_defines(
             "narrow", rows, cols, sm_count, row_chunks=per_lane, scalar=1)))
