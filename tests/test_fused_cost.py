@@ -210,6 +210,35 @@ def test_the_calibration_refuses_an_unknown_library():
         calibrate_fused.library_names("torch,tensorflow")
 
 
+def test_offering_a_calibration_only_group_adds_exactly_its_builds(monkeypatch):
+    """plans.CALIBRATION_ONLY: taking a group out of it (calibrate_fused --offer) puts that group's builds, and only
+    them, among the policy's candidates; every group together gives every build but the split build the policy
+    leaves out on purpose."""
+    import calibrate_fused
+
+    with pytest.raises(SystemExit, match="unknown bogus"):
+        calibrate_fused.offer_groups("lag,bogus")
+    assert calibrate_fused.offer_groups(" lag, narrow_full ") == {"lag", "narrow_full"}
+    groups = sorted(plans.CALIBRATION_ONLY)
+    rng = np.random.default_rng()
+    shapes = [(int(np.exp(rng.uniform(0, np.log(65536)))), int(np.exp(rng.uniform(0, np.log(1 << 21)))))
+              for _ in range(60)]
+    shapes = [(rows, cols) for rows, cols in shapes if 4 * rows * cols <= fused_cost.MAX_BYTES]
+    base = {shape: {p["tag"] for p in plans.candidates(*shape, H200)} for shape in shapes}
+    added = {}
+    for group in groups:
+        monkeypatch.setattr(plans, "CALIBRATION_ONLY", frozenset(groups) - {group})
+        added[group] = {shape: {p["tag"] for p in plans.candidates(*shape, H200)} - base[shape] for shape in shapes}
+        assert all(base[shape] <= {p["tag"] for p in plans.candidates(*shape, H200)} for shape in shapes)
+    monkeypatch.setattr(plans, "CALIBRATION_ONLY", frozenset())
+    for rows, cols in shapes:
+        everything = {p["tag"] for p in plans.candidates(rows, cols, H200, every_build=True)}
+        offered = {p["tag"] for p in plans.candidates(rows, cols, H200)}
+        assert offered == base[rows, cols].union(*(added[g][rows, cols] for g in groups)), (rows, cols)
+        assert everything - offered <= {"split-b256-u4", "split-b256-u6"}, (rows, cols)
+    assert all(any(added[g].values()) for g in groups)  # every group adds builds somewhere on the draw
+
+
 def test_the_calibration_never_overwrites_a_file(tmp_path):
     import subprocess
 

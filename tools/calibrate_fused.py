@@ -57,6 +57,16 @@ def library_names(text: str) -> tuple[str, ...]:
     return names
 
 
+def offer_groups(text: str) -> frozenset:
+    """The --offer list: names among plans.CALIBRATION_ONLY, comma-separated (empty: none)."""
+    names = frozenset(name.strip() for name in text.split(",") if name.strip())
+    unknown = sorted(names - plans.CALIBRATION_ONLY)
+    if unknown:
+        raise SystemExit(f"--offer: unknown {', '.join(unknown)}; calibration-only groups: "
+                         f"{', '.join(sorted(plans.CALIBRATION_ONLY))}")
+    return names
+
+
 def calls_for(rows: int, cols: int) -> int:
     calls = max(1, BYTES_PER_REPLAY // (8 * rows * cols))
     return min(MAX_CALLS, 1 << (calls.bit_length() - 1))
@@ -389,7 +399,11 @@ def main() -> None:
     parser.add_argument("--fit", type=Path, help="only fit the model on this calibration file and print the result")
     parser.add_argument("--fit-out", type=Path, help="with --fit: write the fit (constants, errors) here as JSON")
     parser.add_argument("--report", type=Path, help="only report a calibration file against the fitted model")
+    parser.add_argument("--offer", default="", help="with --fit or --report: calibration-only groups of builds "
+                        f"({', '.join(sorted(plans.CALIBRATION_ONLY))}) the policy offers in this run, comma-separated "
+                        "(with --fit, the plane is also reported under the new fit)")
     args = parser.parse_args()
+    plans.CALIBRATION_ONLY = plans.CALIBRATION_ONLY - offer_groups(args.offer)
     if args.fit:
         fitted = fit_file(args.fit)
         print(json.dumps(fitted, indent=1))
@@ -399,6 +413,8 @@ def main() -> None:
             fitted["policy"] = policy_table(device, constants)
             fitted["calibration_plane"] = report(args.fit, constants)
             args.fit_out.write_text(json.dumps(fitted, indent=1, sort_keys=True) + "\n")
+        elif args.offer:
+            report(args.fit, fused_cost.Constants(**fitted["constants"]))
         constants = ", ".join(f"{k}={v:.6g}" for k, v in fitted["constants"].items())
         print(f'MODEL_VERSION = f"{{MODEL_STRUCTURE}} {fitted["calibration_sha256_12"]}"\nFITTED = Constants({constants})')
         return

@@ -286,13 +286,29 @@ def fewest_per_lane(rows: int, cols: int, scalar: bool = False) -> dict:
     return found
 
 
+# Builds the calibration times and the policy does not offer yet, by group: the groups `candidates` leaves out
+# unless asked for every build. Offering a group is taking it out of this set (tools/calibrate_fused.py --offer
+# shows what that would do on a calibration plane first).
+CALIBRATION_ONLY = frozenset({
+    "spread_rows",     # spread_row_variants
+    "registers_only",  # registers_only_variants
+    "narrow_full",     # narrow_full_twin
+    "thin_slices",     # cluster builds of SPREAD_SLICE_REGS
+    "lag",             # lag_variants
+})
+
+
+def offered(group: str, every_build: bool) -> bool:
+    """Whether `candidates` holds a group of builds (one of those CALIBRATION_ONLY ever named)."""
+    return every_build or group not in CALIBRATION_ONLY
+
+
 def candidates(rows: int, cols: int, device: dict, every_build: bool = False) -> list[dict]:
     """Every configuration the policy considers for a shape on a device (its identity: "sm_count",
     "compute_capability", "shared_bytes_per_block_optin"), each once, as plans. `every_build` adds the builds the
     policy leaves out because another design does their work as well (the split build of 256 threads for many rows
-    a block per row holds on chip) or because the calibration has yet to measure them (`spread_row_variants`,
-    `registers_only_variants`, `narrow_full_twin`, SPREAD_SLICE_REGS, `lag_variants`): the calibration times them,
-    and the model's fit learns from them."""
+    a block per row holds on chip) or because the calibration has yet to measure them (CALIBRATION_ONLY): the
+    calibration times them, and the model's fit learns from them."""
     if rows <= 0 or cols <= 0:
         raise ValueError(f"shape {rows}x{cols} is empty")
     sm_count, optin = int(device["sm_count"]), int(device["shared_bytes_per_block_optin"])
@@ -301,8 +317,10 @@ def candidates(rows: int, cols: int, device: dict, every_build: bool = False) ->
     row = row_plan(rows, cols, optin, sm_count)  # the one-block-per-row kernel's own plan: where a block keeps a row
     found = [row, row_plan(rows, cols, optin, None)]
     found += row_variants(rows, cols, optin) + latency_row_variants(rows, cols)
-    if every_build:
-        found += spread_row_variants(rows, cols) + registers_only_variants(rows, cols)
+    if offered("spread_rows", every_build):
+        found += spread_row_variants(rows, cols)
+    if offered("registers_only", every_build):
+        found += registers_only_variants(rows, cols)
     by_lanes = fewest_per_lane(rows, cols)
     for per_lane in by_lanes.values():
         for prefetch in (0, 1) if per_lane in CANDIDATE_PREFETCH_ROW_CHUNKS else (0,):
@@ -312,7 +330,7 @@ def candidates(rows: int, cols: int, device: dict, every_build: bool = False) ->
     if by_lanes and 4 * rows * cols <= LATENCY_MAX_BYTES:
         found.append(design_plan("narrow", fused_policy.design_defines(
             "narrow", rows, cols, sm_count, row_chunks=min(by_lanes.values()), block=LATENCY_NARROW_BLOCK)))
-    if every_build:
+    if offered("narrow_full", every_build):
         found += [twin for twin in map(narrow_full_twin, found) if twin]
     for per_lane in fewest_per_lane(rows, cols, scalar=True).values():
         found.append(design_plan("narrow", fused_policy.design_defines(
@@ -322,7 +340,7 @@ def candidates(rows: int, cols: int, device: dict, every_build: bool = False) ->
             if rows * width > CANDIDATE_MAX_BLOCKS_PER_SM * sm_count:
                 continue
             slice_chunks = -(-chunks // width)
-            for regs in CANDIDATE_SLICE_REGS + (SPREAD_SLICE_REGS if every_build else ()):
+            for regs in CANDIDATE_SLICE_REGS + (SPREAD_SLICE_REGS if offered("thin_slices", every_build) else ()):
                 if regs != fused_policy.CLUSTER_SLICE_REGS and not (regs // 2) * 256 < slice_chunks <= regs * 256:
                     continue  # another capacity only as the fewest chunks a thread that keep the slice in registers
                 defines = _try(fused_policy.design_defines, "cluster", rows, cols, sm_count, cluster=width,
@@ -341,7 +359,7 @@ def candidates(rows: int, cols: int, device: dict, every_build: bool = False) ->
             found.append(design_plan("split", fused_policy.design_defines("split", rows, cols, sm_count)))
         if few or row["tier"] == "streamed" or every_build:
             found.append(design_plan("split", fused_policy.design_defines("split", rows, cols, sm_count, block=256)))
-    if every_build:
+    if offered("lag", every_build):
         found += lag_variants(rows, cols, sm_count)
     unique = {}
     for plan in found:
