@@ -66,7 +66,7 @@ def test_every_lag_variant_puts_a_rows_pieces_in_one_grid_step_and_keeps_its_lag
             where = (SEED, rows, cols, block, per_sm, pieces, lag)
             assert (block, per_sm) in dev_lag.LAYOUTS and grid == per_sm * sms and grid % pieces == 0, where
             assert grid // pieces <= rows, where  # no block of a step is left without a row
-            assert pieces <= 2 * block, where  # a thread reads at most two of a row's slots early (kernels/lagged_split.cu)
+            assert pieces <= 2 * block, where  # a thread reads at most two of a row's slots early (dev_lag.cu)
             piece = 16 * -(-chunks // pieces)
             assert dev_lag.PIECE_BYTES[0] <= piece <= dev_lag.PIECE_BYTES[1], where
             steps = -(-rows * pieces // grid)
@@ -90,7 +90,7 @@ def test_the_depth_a_row_of_two_million_floats_allows_is_two():
 def test_the_lag_kernels_compile_without_spilling(tmp_path, block):
     result = subprocess.run(["nvcc", "-arch=sm_90", "-std=c++17", "-cubin", f"-DBLOCK={block}",
                              f"-DUNROLL={dev_lag.UNROLL}", "-Xptxas", "-v", "-o", str(tmp_path / "lag.cubin"),
-                             str(REPO_ROOT / "kernels" / "lagged_split.cu")], capture_output=True, text=True)
+                             str(REPO_ROOT / "tools" / "dev_lag.cu")], capture_output=True, text=True)
     assert result.returncode == 0, result.stderr[-2000:]
     assert "lag_softmax" in result.stderr
     assert " 0 bytes spill stores" in result.stderr and "bytes spill stores" not in result.stderr.replace(

@@ -217,8 +217,8 @@ def test_offering_a_calibration_only_group_adds_exactly_its_builds(monkeypatch):
     import calibrate_fused
 
     with pytest.raises(SystemExit, match="unknown bogus"):
-        calibrate_fused.offer_groups("lag,bogus")
-    assert calibrate_fused.offer_groups(" lag, narrow_full ") == {"lag", "narrow_full"}
+        calibrate_fused.offer_groups("narrow_full,bogus")
+    assert calibrate_fused.offer_groups(" thin_slices, narrow_full ") == {"thin_slices", "narrow_full"}
     groups = sorted(plans.CALIBRATION_ONLY)
     rng = np.random.default_rng()
     shapes = [(int(np.exp(rng.uniform(0, np.log(65536)))), int(np.exp(rng.uniform(0, np.log(1 << 21)))))

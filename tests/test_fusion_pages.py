@@ -397,12 +397,6 @@ def test_every_glued_name_is_a_page_value_in_a_sparse_run(tmp_path, parameters, 
     ({"design": "cluster", "place": "registers, 16 blocks"}, "a cluster of 16 blocks holds each row in registers"),
     ({"design": "narrow", "place": "registers (single floats), 16 lanes"},
      "16 lanes of a warp hold each row in registers as single floats"),
-    ({"design": "lag", "place": plans.place(plans.lag_variants(47, 126781, 132)[1], 47, 126781, 132)},
-     "each row is split into 12 pieces over resident blocks, each written 3 grid steps after it is read, x read "
-     "again from the L2"),
-    ({"design": "lag", "place": "streamed, x read again from the L2, 132 pieces, lag 1"},
-     "each row is split into 132 pieces over resident blocks, each written 1 grid step after it is read, x read "
-     "again from the L2"),
 ])
 def test_holding_phrase_says_where_each_design_keeps_a_row(config, phrase):
     from launchlab.chapters.fusion import page

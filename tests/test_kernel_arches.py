@@ -48,7 +48,6 @@ BUILDS = [
     ("fused_softmax", fusion.fused_config(4096, 4096, H200["shared_bytes_per_block_optin"], H200["sm_count"])["defines"], ()),
     ("fused_softmax", fused_defines(H200["shared_bytes_per_block_optin"]), ()),
     ("fused_row_registers", plans.registers_only_variants(2333, 989)[0]["defines"], ()),  # calibration only
-    ("lagged_split", plans.lag_variants(47, 126781, H200["sm_count"])[0]["defines"], ()),  # calibration only
     ("narrow_full", plans.narrow_full_twin(plans.design_plan("narrow", design("narrow", 4096, 31)))["defines"], ()),
     ("softmax_designs", design("narrow", 4096, 512), ()),
     ("softmax_designs", design("cluster", 128, 131072), ()),

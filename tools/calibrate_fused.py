@@ -119,8 +119,6 @@ def one_kernel(label: str, family: str) -> str:
         return copy_kernel.KERNELS[0]
     if family == "instruments":
         return "gpu_wait"
-    if family == fused_policy.LAG_FAMILY:
-        return fused_policy.KERNELS["lag"]["plain"]
     if family == plans.NARROW_FULL_FAMILY:
         return fused_policy.KERNELS["narrow"]["plain"]
     design = next(d for d in ("narrow", "cluster", "split") if f"_{d}_" in label)

@@ -1,4 +1,4 @@
-"""Lagged split rows against the policy's pick (a development probe of kernels/lagged_split.cu): at each shape,
+"""Lagged split rows against the policy's pick (a development probe; kernels in tools/dev_lag.cu): at each shape,
 device time per call warm and cold of the copy ceiling, of the fused launch policy's pick and of every variant
 (BLOCK threads and the blocks an SM they allow, pieces a row, lag) whose grid the GPU holds at once (the occupancy
 API) and whose lagged pieces fit the L2 budget. A block reads a piece for its statistics at one grid step and writes
@@ -45,7 +45,7 @@ def build(directory: Path) -> None:
     directory.mkdir(parents=True, exist_ok=True)
     for block, _ in LAYOUTS:
         subprocess.run(["nvcc", "-arch=sm_90", "-std=c++17", "-cubin", f"-DBLOCK={block}", f"-DUNROLL={UNROLL}",
-                        "-o", str(directory / f"lag_b{block}.cubin"), str(ROOT / "kernels" / "lagged_split.cu")], check=True)
+                        "-o", str(directory / f"lag_b{block}.cubin"), str(ROOT / "tools" / "dev_lag.cu")], check=True)
     print(f"{len(LAYOUTS)} cubins in {directory}")
 
 
@@ -90,7 +90,7 @@ def targets(cubins: Path):
             kernel = kernels[block]
             entry = {"block": block, "per_sm": per_sm, "pieces": pieces, "grid": grid, "lag": lag,
                      "lagged_bytes": lagged}
-            slots = cupy.zeros(4 * rows * pieces, dtype=cupy.uint64)  # epoch 0 everywhere (kernels/lagged_split.cu)
+            slots = cupy.zeros(4 * rows * pieces, dtype=cupy.uint64)  # epoch 0 everywhere (dev_lag.cu)
             args = (x, y, np.int32(rows), np.int32(cols), np.int32(pieces), np.int32(lag), slots)
             yield resident_launch(entry, kernel, grid, block, per_sm, 0, args, y)
 

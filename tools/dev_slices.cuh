@@ -1,9 +1,18 @@
-// Slices of rows for the development probes (tools/dev_pcluster.cu, tools/dev_gpipe.cu): a block's slice in shared
-// memory, requested by cp.async, then reduced to (m, s, q) as it is read back; and a piece of a row cut over the grid
-// (kernels/pieces.cuh).
+// Pieces and slices of rows for the development probes (tools/dev_pcluster.cu, tools/dev_gpipe.cu, tools/dev_lag.cu):
+// a piece of a row cut over the grid, and a block's slice in shared memory, requested by cp.async, then reduced to
+// (m, s, q) as it is read back.
 // Include after kernels/softmax_designs.cu (its helpers and BLOCK, UNROLL).
 #pragma once
-#include "../kernels/pieces.cuh"  // piece_at
+
+// Piece p's part [begin, end) of its row p / pieces.
+__device__ __forceinline__ Row piece_at(const float* x, float* y, long long p, int cols, int pieces, int& begin,
+                                        int& end) {
+    const Row r = row_at(x, y, p / pieces, cols);
+    const int per = (r.chunks + pieces - 1) / pieces;
+    begin = min((int)(p % pieces) * per, r.chunks);
+    end = min(begin + per, r.chunks);
+    return r;
+}
 
 // This block's part [begin, end) of row `row`: whole chunks by cp.async into slice[c - begin], the straddling ones
 // lane by lane; one commit group (possibly empty).

@@ -1,15 +1,13 @@
 """Fused softmax designs by row length (kernels/softmax_designs.cu): targets and the launch policy.
 
 Three designs, each one launch that reads x once and writes y once (the split design's streamed
-case reads x twice), and a fourth that reads x twice on purpose:
+case reads x twice):
   * `NarrowRows`: part of a warp per row (lanes per row chosen at launch), several rows per block,
     the row in registers, the grid sized to the GPU;
   * `ClusterRow`: a thread-block cluster per row, each block's slice in registers or shared memory,
     the partial statistics combined through distributed shared memory;
   * `SplitRow`: a row split over many resident blocks, each block's piece on chip where it fits, the
-    partial statistics exchanged as epoch-stamped words in global memory (one round trip);
-  * `LagRow` (kernels/lagged_split.cu, timed by the calibration only): the split design's pieces, each written a
-    grid step or more after it was read for its statistics, its x read again from the L2.
+    partial statistics exchanged as epoch-stamped words in global memory (one round trip).
 
 Every target takes `(built, rows, cols, mode="rms"|"plain", x=None)`; `x` may be another
 variant's input buffer. The module's compile-time defines (`design_defines`) fix the block size,
@@ -25,13 +23,13 @@ import numpy as np
 from launchlab.gpu import device
 from launchlab.gpu.build import BuiltModule
 from launchlab.gpu.targets import ArrayTarget, allow_dynamic_shared, module_define, resident_blocks_per_sm
-from launchlab.model.fused_policy import (KERNELS, LAG_THREADS_PER_SM, MODES, PORTABLE_CLUSTER, SLOT_WORDS,
-                                          SPLIT_COOPERATIVE, SPLIT_REGS, lag_grid, lag_pieces, narrow_lanes,
-                                          split_blocks_per_sm, split_pieces, split_slice_bytes, worst_chunks)
+from launchlab.model.fused_policy import (KERNELS, MODES, PORTABLE_CLUSTER, SLOT_WORDS, SPLIT_COOPERATIVE, SPLIT_REGS,
+                                          narrow_lanes, split_blocks_per_sm, split_pieces, split_slice_bytes,
+                                          worst_chunks)
 
 # ---------------------------------------------------------------- targets (GPU)
 class _DesignTarget(ArrayTarget):
-    """What the designs share: the mode, the x and y buffers, the kernel of the mode."""
+    """What the three designs share: the mode, the x and y buffers, the kernel of the mode."""
 
     design = ""
 
@@ -175,40 +173,7 @@ class SplitRow(_DesignTarget):
                                      "cooperative": self.cooperative, "kept_on_chip": self.kept_on_chip}
 
 
-class LagRow(_DesignTarget):
-    """lag_* (kernels/lagged_split.cu): the split design's pieces over a grid of LAG_THREADS_PER_SM threads' worth of
-    blocks on every SM (`lag_grid`, every block resident: the occupancy API must hold that many), `pieces` a row (a
-    divisor of the grid; by default fused_policy.lag_pieces). A block reads a piece for its statistics at one grid
-    step and writes its y `lag` steps later, reading x again (0: at the same step, both reads streamed).
-    `slots` as SplitRow's: zeroed here, consistent after every invocation."""
-
-    design = "lag"
-
-    def __init__(self, built: BuiltModule, rows: int, cols: int, mode: str = "rms", x=None, pieces: int | None = None,
-                 lag: int = 1):
-        super().__init__(built, rows, cols, mode, x)
-        per_sm = max(1, LAG_THREADS_PER_SM // self.block)
-        self.resident_per_sm = resident_blocks_per_sm(self.kernel, self.block, 0)
-        if self.resident_per_sm < per_sm:
-            raise ValueError(f"only {self.resident_per_sm} blocks of {self.block} threads are resident an SM; the "
-                             f"lagged grid needs {per_sm}")
-        grid = lag_grid(self.block, device.sm_count())
-        self.pieces = int(pieces) if pieces else lag_pieces(rows, cols, grid, self.block)
-        if not self.pieces or grid % self.pieces or grid // self.pieces > rows or self.pieces > 2 * self.block:
-            raise ValueError(f"{self.pieces} pieces a row must divide the grid of {grid} blocks into steps of at most "
-                             f"{rows} rows, and be at most {2 * self.block}")
-        self.lag = int(lag)
-        if self.lag < 0:
-            raise ValueError(f"a lag of {self.lag} grid steps: it must be 0 or more")
-        self.slots = cupy.zeros(SLOT_WORDS * rows * self.pieces, dtype=cupy.uint64)
-        args = (self.x, self.y, np.int32(rows), np.int32(cols), np.int32(self.pieces), np.int32(self.lag), self.slots)
-        self.launches = ((self.kernel, (grid,), (self.block,), args),)
-
-    def describe(self) -> dict:
-        return super().describe() | {"pieces": self.pieces, "lag": self.lag, "resident_per_sm": self.resident_per_sm}
-
-
-DESIGNS = {"narrow": NarrowRows, "cluster": ClusterRow, "split": SplitRow, "lag": LagRow}
+DESIGNS = {"narrow": NarrowRows, "cluster": ClusterRow, "split": SplitRow}
 
 
 def make_target(design: str, built: BuiltModule, rows: int, cols: int, mode: str = "rms", x=None, **options) -> ArrayTarget:

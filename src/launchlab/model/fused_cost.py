@@ -33,8 +33,8 @@ import math
 
 import numpy as np
 
-from launchlab.model.fused_policy import (SPLIT_REGS, lag_grid, lag_pieces, next_power_of_two, split_blocks_per_sm,
-                                          split_on_chip_chunks, split_pieces, split_slice_bytes, worst_chunks)
+from launchlab.model.fused_policy import (SPLIT_REGS, next_power_of_two, split_blocks_per_sm, split_on_chip_chunks,
+                                          split_pieces, split_slice_bytes, worst_chunks)
 
 # The plane's distribution (the fusion chapter's): rows log-uniform in 1..65536, row length log-uniform in
 # 1..2^21 floats, a draw whose matrix falls outside 4 KiB..256 MiB redrawn.
@@ -46,9 +46,8 @@ CALIBRATION_SEED = 4851   # the calibration plane's: never the chapter's
 CALIBRATION_POINTS = 128
 L2_STATES = ("warm", "cold")
 # the model's: "scalar" is the narrow design's scalar build, "cluster_shared" a cluster build whose slices are in
-# shared memory (read through a loop of UNROLL chunks a thread rather than all at once into registers), "lag" the
-# lagged split design (kernels/lagged_split.cu), which only the calibration times so far
-DESIGNS = ("row", "narrow", "scalar", "cluster", "cluster_shared", "split", "lag")
+# shared memory (read through a loop of UNROLL chunks a thread rather than all at once into registers)
+DESIGNS = ("row", "narrow", "scalar", "cluster", "cluster_shared", "split")
 
 
 def draw_plane(seed: int, points: int) -> list[tuple[int, int]]:
@@ -182,18 +181,6 @@ def geometry(plan: dict, rows: int, cols: int, device: dict) -> Geometry:
         serial = 4.0 * (SPLIT_REGS + -(-max(0, per_piece - SPLIT_REGS * block) // block))
         return Geometry(rows * pieces, pieces * min(rows, capacity // pieces), 8.0 * cols / pieces, in_flight,
                         2.0 if pieces > 1 else 1.0, 0.0, 1.0 if pieces > 1 else 0.0, reread, "split", serial)
-    if design == "lag":
-        grid = lag_grid(block, sms)
-        options = plan.get("options") or {}
-        pieces = int(options.get("pieces") or lag_pieces(rows, cols, grid, block) or 1)
-        per_piece = -(-chunks // pieces)
-        in_flight = min(16.0 * per_piece, 16.0 * block * int(defines.get("UNROLL", 4)))
-        # x read twice (the second time from the L2), each piece's merged reduction and its row's; a lag of 0 waits
-        # for the row's statistics in the step that read them (one round trip), a longer one finds them published
-        serial = 4.0 * 2 * -(-per_piece // block)
-        waits = 1.0 if int(options.get("lag", 1)) == 0 and pieces > 1 else 0.0
-        return Geometry(rows * pieces, min(grid, rows * pieces), 8.0 * cols / pieces, in_flight, 2.0, 0.0, waits, 1.0,
-                        "lag", serial)
     if design == "copy":
         return Geometry(1, 1, 8.0 * rows * cols, float("inf"), 0.0, 0.0, 0.0, 0.0)
     raise ValueError(f"unknown design {design!r}")
@@ -211,14 +198,12 @@ class Constants:
     fixed_cluster: float = 1.0    # a grid of thread-block clusters
     fixed_cluster_shared: float = 1.0
     fixed_split: float = 3.0      # resident blocks exchanging stamped words
-    fixed_lag: float = 3.0
     task_row: float = 1.0         # each design's fixed time per task: its dependent steps (load, reduce, store)
     task_narrow: float = 1.0      # beyond its loads, and for a block per task, the block's start and end
     task_scalar: float = 1.0
     task_cluster: float = 1.0
     task_cluster_shared: float = 1.0
     task_split: float = 1.0
-    task_lag: float = 1.0
     task_latency: float = 0.8     # a round trip of a task's loads while the GPU is loaded with other tasks
     latency: float = 0.6          # a memory round trip under load, served by the L2
     cold_latency: float = 0.4     # added to a round trip served by DRAM
@@ -244,8 +229,6 @@ class Constants:
     share_cluster_shared_cold: float = 0.9
     share_split_warm: float = 0.8
     share_split_cold: float = 0.9
-    share_lag_warm: float = 0.8
-    share_lag_cold: float = 0.9
     warm_dram: float = 0.95       # DRAM's rate when warm calls also write back the last call's y
     cluster_block: float = 0.008  # clusters start one after another: this long per block of a cluster grid
     row_block: float = 0.08       # an SM starts the row kernel's blocks one after another: this long per block

@@ -4,11 +4,9 @@ plans (chapters/fusion/plans.py, whose policy is the cost model's least predicti
 (launchlab.gpu.fused_designs) and the CPU tests."""
 from __future__ import annotations
 
-import math
-
 FAMILY = "softmax_designs"
 KERNELS = {design: {"rms": f"{design}_rms_softmax", "plain": f"{design}_softmax"}
-           for design in ("narrow", "cluster", "split", "lag")}  # "lag": kernels/lagged_split.cu (LAG_FAMILY)
+           for design in ("narrow", "cluster", "split")}
 DESIGN_DEFINE = {"narrow": 1, "cluster": 2, "split": 3}  # -DDESIGN=n: a module holds that design's two kernels
 MODES = ("rms", "plain")
 
@@ -196,51 +194,3 @@ def split_slice_bytes(block: int) -> int:
 def split_on_chip_chunks(block: int = SPLIT_BLOCK, slice_bytes: int | None = None) -> int:
     """Chunks a split block keeps on chip: SPLIT_REGS a thread in registers, then its shared memory."""
     return SPLIT_REGS * block + (split_slice_bytes(block) if slice_bytes is None else slice_bytes) // 16
-
-
-# ---------------------------------------------------------------- lagged split rows (kernels/lagged_split.cu)
-# The split design's pieces, but a block writes a piece `lag` grid steps after it read it for its statistics,
-# reading its x again (from the L2), so that no step waits for a row's statistics to travel. Only the calibration
-# times it so far (plans.candidates' every_build): the policy offers it once the calibration has measured it.
-LAG_FAMILY = "lagged_split"
-LAG_BLOCK = 512
-LAG_UNROLL = 4
-LAG_THREADS_PER_SM = 1024       # the kernel's __launch_bounds__ (64 registers a thread): 1024 threads an SM
-LAG_MIN_COLS = 4096             # rows shorter than this: a block per row holds them on chip and reads x once
-LAG_PIECE_BYTES = 32 << 10      # pieces a row: the count (a divisor of the grid) whose piece comes nearest this size
-LAG_MIN_PIECE_BYTES = 4 << 10   # and no smaller: a piece is all a block does in a grid step
-LAG_L2_BUDGET = 32 << 20        # lag x grid x piece bytes at most: x read again must still be in the L2 (60 MiB)
-
-
-def lag_grid(block: int, sm_count: int) -> int:
-    """The lagged design's grid: LAG_THREADS_PER_SM threads' worth of blocks on every SM, all resident at once."""
-    return max(1, LAG_THREADS_PER_SM // int(block)) * int(sm_count)
-
-
-def lag_pieces(rows: int, cols: int, grid: int, block: int = LAG_BLOCK) -> int | None:
-    """Pieces a row over a grid of `grid` blocks: a divisor of the grid (a row's pieces in one grid step) that gives
-    every block of a step a piece (grid / pieces rows at most `rows`), at most 2 x block (a thread reads two of a
-    row's slots early), whose piece of at least LAG_MIN_PIECE_BYTES comes nearest LAG_PIECE_BYTES; None where
-    there is none."""
-    chunks = worst_chunks(rows, cols)
-    sizes = {p: 16 * -(-chunks // p) for p in range(1, int(grid) + 1)
-             if grid % p == 0 and grid // p <= rows and p <= 2 * block}
-    sizes = {p: size for p, size in sizes.items() if size >= LAG_MIN_PIECE_BYTES}
-    if not sizes:
-        return None
-    return min(sizes, key=lambda p: (abs(math.log(sizes[p] / LAG_PIECE_BYTES)), p))
-
-
-def lag_choices(rows: int, cols: int, sm_count: int, block: int = LAG_BLOCK) -> list[dict]:
-    """The launch options {"pieces", "lag"} the calibration times for a shape: lag_pieces, and lags of one step and of
-    every step (a two-pass softmax in one launch), each where lag x grid x piece bytes fits LAG_L2_BUDGET."""
-    if cols < LAG_MIN_COLS:
-        return []
-    grid = lag_grid(block, sm_count)
-    pieces = lag_pieces(rows, cols, grid, block)
-    if pieces is None:
-        return []
-    steps = -(-rows * pieces // grid)
-    piece_bytes = 16 * -(-worst_chunks(rows, cols) // pieces)
-    return [{"pieces": pieces, "lag": lag} for lag in sorted({1, steps})
-            if lag * grid * piece_bytes <= LAG_L2_BUDGET]

@@ -308,11 +308,6 @@ def holding_phrase(config: dict) -> str:
     if design == "cluster":
         where, blocks = place.split(", ", 1)
         return f"a cluster of {blocks} holds each row in {where}"
-    if design == "lag":
-        _, pieces, lag = place.rsplit(", ", 2)  # "streamed, x read again from the L2", "12 pieces", "lag 1"
-        steps = int(lag.split()[-1])
-        return (f"each row is split into {pieces} over resident blocks, each written {steps} grid "
-                f"step{'' if steps == 1 else 's'} after it is read, x read again from the L2")
     where, lanes = place.rsplit(", ", 1)  # "registers (single floats), 16 lanes"
     scalar = " as single floats" if "single floats" in where else ""
     return f"{lanes} of a warp hold each row in registers{scalar}"

@@ -79,8 +79,7 @@ def interval_text(ratio: dict) -> str:
 
 # ---------------------------------------------------------------- build configurations and resources
 DESIGN_LABELS = {"narrow": "narrow rows (part of a warp per row)", "row": "one block per row",
-                 "cluster": "a cluster of blocks per row", "split": "split rows over resident blocks",
-                 "lag": "lagged split rows (x read again from the L2)"}
+                 "cluster": "a cluster of blocks per row", "split": "split rows over resident blocks"}
 
 
 def design_label(design: str) -> str:

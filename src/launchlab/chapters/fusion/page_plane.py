@@ -10,8 +10,8 @@ from launchlab.chapters.fusion.page_format import design_label, summaries_of
 from launchlab.chapters.fusion.plane import BANDWIDTH_COPY_US
 
 CMAP = "PuOr_r"                 # ColorBrewer's purple-orange: diverging and readable with every common colour blindness
-DESIGN_MARKERS = {"row": "o", "narrow": "s", "cluster": "^", "split": "D", "lag": "v"}
-OTHER_MARKERS = ("P", "X", "h", "*")
+DESIGN_MARKERS = {"row": "o", "narrow": "s", "cluster": "^", "split": "D"}
+OTHER_MARKERS = ("v", "P", "X", "h")
 RATIO_SPAN = (1.25, 4.0)        # the colour scale reaches at least 1.25x either side of 1, at most 4x
 
 

@@ -1,11 +1,11 @@
 """The fused kernel of each shape: the configurations the launch policy considers (`candidates`), the model's
 prediction for each (model/fused_cost.py) and the pick (`fused_plan`), with the build each one needs.
 
-A plan is a dict: "design" (row, narrow, cluster, split; lag, which only the calibration times), "family" (the
-kernel file), "defines" (compile-time), "module" (the build's label: plans with equal defines share one),
-"shared_bytes" (the row kernel's dynamic shared memory; None for the designs, whose targets derive it), "options"
-(launch-time choices of the target), "tag" (the configuration's name), and from `fused_plan` "predicted_us"
-({tag: {"warm", "cold"}} for every candidate considered) and "model" (the version of the fitted constants)."""
+A plan is a dict: "design" (row, narrow, cluster, split), "family" (the kernel file), "defines" (compile-time),
+"module" (the build's label: plans with equal defines share one), "shared_bytes" (the row kernel's dynamic shared
+memory; None for the designs, whose targets derive it), "options" (launch-time choices of the target), "tag" (the
+configuration's name), and from `fused_plan` "predicted_us" ({tag: {"warm", "cold"}} for every candidate
+considered) and "model" (the version of the fitted constants)."""
 from __future__ import annotations
 
 from launchlab.model import fused_cost, fused_policy
@@ -191,18 +191,6 @@ def registers_only_variants(rows: int, cols: int) -> list[dict]:
     return found
 
 
-def lag_variants(rows: int, cols: int, sm_count: int) -> list[dict]:
-    """The lagged split design (kernels/lagged_split.cu) with each of fused_policy.lag_choices: a block writes a piece
-    a grid step or more after it read it for its statistics, reading its x again from the L2, so that no step waits
-    for a row's statistics to travel (the wait that keeps the split and cluster designs above the copy). Only the
-    calibration times it (candidates' every_build)."""
-    defines = {"BLOCK": fused_policy.LAG_BLOCK, "UNROLL": fused_policy.LAG_UNROLL}
-    module = f"{fused_policy.LAG_FAMILY}_b{defines['BLOCK']}_u{defines['UNROLL']}"
-    return [{"design": "lag", "family": fused_policy.LAG_FAMILY, "defines": defines, "shared_bytes": None,
-             "module": module, "options": options, "tag": design_tag("lag", defines, options)}
-            for options in fused_policy.lag_choices(rows, cols, sm_count, defines["BLOCK"])]
-
-
 def design_plan(design: str, defines: dict, options: dict | None = None) -> dict:
     """The plan of one of kernels/softmax_designs.cu's designs built with these defines."""
     options = dict(options or {})
@@ -294,7 +282,6 @@ CALIBRATION_ONLY = frozenset({
     "registers_only",  # registers_only_variants
     "narrow_full",     # narrow_full_twin
     "thin_slices",     # cluster builds of SPREAD_SLICE_REGS
-    "lag",             # lag_variants
 })
 
 
@@ -359,8 +346,6 @@ def candidates(rows: int, cols: int, device: dict, every_build: bool = False) ->
             found.append(design_plan("split", fused_policy.design_defines("split", rows, cols, sm_count)))
         if few or row["tier"] == "streamed" or every_build:
             found.append(design_plan("split", fused_policy.design_defines("split", rows, cols, sm_count, block=256)))
-    if offered("lag", every_build):
-        found += lag_variants(rows, cols, sm_count)
     unique = {}
     for plan in found:
         unique.setdefault(plan["tag"] + "|" + plan["module"], plan | {"place": place(plan, rows, cols, sm_count)})
@@ -380,8 +365,6 @@ def place(plan: dict, rows: int, cols: int, sm_count: int) -> str:
         slice_chunks = -(-chunks // defines["CLUSTER"])
         where = "registers" if slice_chunks <= defines["SLICE_REGS"] * defines["BLOCK"] else "shared memory"
         return f"{where}, {defines['CLUSTER']} blocks"
-    if plan["design"] == "lag":
-        return f"streamed, x read again from the L2, {plan['options']['pieces']} pieces, lag {plan['options']['lag']}"
     block = defines["BLOCK"]
     on_chip = fused_policy.split_on_chip_chunks(block)
     pieces = plan["options"].get("pieces") or fused_policy.split_pieces(

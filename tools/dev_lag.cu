@@ -1,26 +1,21 @@
-// Lagged split rows: the split design's pieces (softmax_designs.cu: a row cut into `pieces` parts over a resident
-// grid, statistics exchanged through epoch-stamped words in L2, grid_flags.cuh), but a block never waits for a row it
-// has just read. At grid step i it streams piece p_i once for its statistics and publishes them, then writes y for
-// the piece it read `lag` steps earlier, p_(i - lag): it gathers that row's statistics, published at least a step
-// ago, and reads the piece's x again, from L2 where the steps between kept it there. x then crosses the DRAM bus
-// once and y once, as in a copy, and no step holds its blocks while a row's statistics travel; the price is a
-// second read of x, from L2. A lag of 0 is the split design with both reads streamed; a lag of every step reads all
-// of a block's pieces before it writes any (a two-pass softmax in one launch). The host keeps lag x grid x piece
-// bytes well inside the L2 (fused_policy.lag_choices).
+// Lagged split rows (a development probe, tools/dev_lag.py): the split design's pieces (kernels/softmax_designs.cu:
+// a row cut into `pieces` parts over a resident grid, statistics exchanged through epoch-stamped words in L2), but
+// a block never waits for a row it has just read. At grid step i it streams piece p_i once for its statistics and
+// publishes them, then writes y for the piece it read `lag` steps earlier, p_(i - lag): it gathers that row's
+// statistics, published long since, and reads the piece's x again, from L2 if the lag steps between kept it there.
+// x then crosses the DRAM bus once and y once, as in a copy, and no step holds its blocks while a row's statistics
+// travel; the price is a second read of x from L2. The host keeps lag x grid x piece bytes well inside the L2.
 //
 // The grid is a multiple of `pieces` and at most what the GPU holds at once (the host checks with the occupancy
 // API): a row's pieces fall in one grid step, and a block waiting for a row's statistics waits only for blocks that
-// are running and published them at an earlier step (or, at a lag of 0, at this one). Every invocation stamps every
-// slot of [0, rows x pieces) once, so all of them carry the same epoch: a block reads it from its first slot (only
-// it writes there), once. The host zeroes the slots whenever rows x pieces changes.
+// are running and published them at an earlier step. Every invocation stamps every slot of [0, rows x pieces)
+// once, so all of them carry the same epoch: a block reads it from its first slot, once. The host zeroes the
+// slots whenever rows x pieces changes.
 #ifndef DESIGN
 #define DESIGN 9  // softmax_designs.cu's helpers, none of its kernels
 #endif
-#ifndef LAG_MIN_BLOCKS
-#define LAG_MIN_BLOCKS (BLOCK < 1024 ? 1024 / BLOCK : 1)  // blocks an SM __launch_bounds__ must allow: 1024 threads
-#endif
-#include "softmax_designs.cu"
-#include "pieces.cuh"
+#include "../kernels/softmax_designs.cu"
+#include "dev_slices.cuh"
 
 // The slots of the row a block writes this step are read before it streams this step's piece, so that their round
 // trip through L2 is off the block's path: thread t reads slots t and t + BLOCK (the host keeps pieces <= 2 BLOCK),
@@ -96,14 +91,14 @@ __device__ __forceinline__ void lag_rows(const float* __restrict__ x, float* __r
     }
 }
 
-extern "C" __global__ void __launch_bounds__(BLOCK, LAG_MIN_BLOCKS)
-lag_rms_softmax(const float* __restrict__ x, float* __restrict__ y, int rows, int cols, int pieces, int lag,
-                unsigned long long* __restrict__ slots) {
-    lag_rows<true>(x, y, rows, cols, pieces, lag, slots);
-}
-
-extern "C" __global__ void __launch_bounds__(BLOCK, LAG_MIN_BLOCKS)
+extern "C" __global__ void __launch_bounds__(BLOCK)
 lag_softmax(const float* __restrict__ x, float* __restrict__ y, int rows, int cols, int pieces, int lag,
             unsigned long long* __restrict__ slots) {
     lag_rows<false>(x, y, rows, cols, pieces, lag, slots);
+}
+
+extern "C" __global__ void __launch_bounds__(BLOCK)
+lag_rms_softmax(const float* __restrict__ x, float* __restrict__ y, int rows, int cols, int pieces, int lag,
+                unsigned long long* __restrict__ slots) {
+    lag_rows<true>(x, y, rows, cols, pieces, lag, slots);
 }
