@@ -39,7 +39,7 @@ def make_fused(modules: dict, plan: dict, rows: int, cols: int, mode: str, x):
     from launchlab.gpu import fused_designs, targets
 
     module = modules[plan["module"]]
-    if plan["design"] == "row":  # the full row kernel, or the calibration's registers-only build
+    if plan["design"] == "row":  # the full row kernel, or its registers tier alone
         kind = targets.RegistersRow if plan.get("family") == REGISTERS_FAMILY else targets.FusedRow
         return kind(module, rows, cols, mode, plan["shared_bytes"], x=x)
     return fused_designs.make_target(plan["design"], module, rows, cols, mode, x, **plan.get("options", {}))
