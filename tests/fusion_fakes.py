@@ -303,6 +303,7 @@ def fake_gpu_modules(monkeypatch, broken_library="triton") -> dict:
     targets.RowPath = lambda built, rows, cols, x: FakeTarget(x, as_float32(oracles.rms_softmax), 24, "row4")
     targets.FusedRow = lambda built, rows, cols, mode, shared, x: FakeTarget(
         x, as_float32(oracles.rms_softmax if mode == "rms" else oracles.softmax), 8, f"fused_{mode}")
+    targets.RegistersRow = targets.FusedRow  # the row kernel's registers tier alone: the same target, another build
     targets.DeviceCopy = lambda x: FakeTarget(x, lambda v: v.copy(), 8, "copy")
     fused_designs = types.ModuleType("launchlab.gpu.fused_designs")
 
