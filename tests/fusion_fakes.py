@@ -39,7 +39,8 @@ def assert_policy_pick(plan: dict, rows: int, cols: int, device: dict) -> None:
     assert plan["predicted_us"] == {candidate["tag"]: times for candidate, times in predicted}
     assert plan["model"] == fused_cost.MODEL_VERSION
     assert plans.score(plan["predicted_us"][plan["tag"]]) == min(scores)
-    assert plan["family"] in (("fused_softmax", plans.REGISTERS_FAMILY) if plan["design"] == "row" else (fused_policy.FAMILY,))
+    row_builds = ("fused_softmax", plans.REGISTERS_FAMILY)  # the full row kernel, or its registers tier alone
+    assert plan["family"] in (row_builds if plan["design"] == "row" else (fused_policy.FAMILY,))
     assert len(plans.plan_kernels(plan)) == 2
 
 
