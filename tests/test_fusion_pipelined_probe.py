@@ -78,8 +78,37 @@ def test_a_missing_or_empty_result_is_a_clear_error(tmp_path):
 
 
 def test_the_committed_result_gives_every_value():
-    values = pipelined_probe.pipelined_values()
+    values = pipelined_probe.pipelined_values() | pipelined_probe.later_probe_values()
     assert all(value and value != "n/a" for value in values.values())
+
+
+def _floor_shape(rows, cols, ratios):
+    """ratios: {variant: (warm, cold)} over the copy ceiling, beside the ceiling's own entries."""
+    return {"rows": rows, "cols": cols, "over_copy": {"memcpy": {"warm": 1.6, "cold": 1.0},
+                                                      "copy_vec4": {"warm": 1.0, "cold": 1.1},
+                                                      **{k: {"warm": w, "cold": c} for k, (w, c) in ratios.items()}}}
+
+
+def test_the_later_probes_give_their_ranges_over_the_pick_and_the_schedules_floor_over_the_copy(tmp_path):
+    lag = _write(tmp_path, [_shape(47, 126781, (10.0, 20.0), [(True, 12.0, 22.0), (True, 11.0, 30.0)]),
+                            _shape(6, 1546367, (10.0, 10.0), [(True, 20.0, 9.0)])], name="lag.json")
+    gpipe = _write(tmp_path, [_shape(47, 126781, (10.0, 10.0), [(True, 15.0, 15.0), (False, 1.0, 1.0)])],
+                   name="gpipe.json")
+    floor = tmp_path / "floor.json"
+    floor.write_text(json.dumps({"shapes": [_floor_shape(47, 126781, {"b1_k8_d1": (1.4, 1.3), "b2_k8_d2": (1.3, 1.5)}),
+                                            _floor_shape(3, 5, {})]}))  # no variant ran: left out
+    values = pipelined_probe.later_probe_values(lag, gpipe, floor)
+    assert values["lagged_over_pick_warm"] == "1.10–2.00" and values["lagged_over_pick_cold"] == "0.90–1.10"
+    assert values["lagged_verdict"] == "faster than the pick at one shape in an L2 state"
+    assert (values["gpipe_compared"], values["gpipe_valid"], values["gpipe_verdict"]) == (
+        "1", "1 of 2", "never faster than the pick")
+    assert values["schedule_floor_shapes"] == "1"
+    assert (values["schedule_floor_warm"], values["schedule_floor_cold"]) == ("1.30", "1.30")  # never the ceilings'
+    assert values["schedule_floor_closest_warm"] == "47×126781 (1.30)"
+    with pytest.raises(FileNotFoundError, match="tools/dev_pipeline_floor.py"):
+        pipelined_probe.later_probe_values(lag, gpipe, tmp_path / "absent.json")
+    with pytest.raises(FileNotFoundError, match="tools/dev_lag.py"):
+        pipelined_probe.later_probe_values(tmp_path / "absent.json", gpipe, floor)
 
 
 @pytest.mark.slow
@@ -87,7 +116,9 @@ def test_the_committed_result_gives_every_value():
 @pytest.mark.parametrize("source, defines", [("dev_pcluster.cu", ("-DCLUSTER=16", "-DBLOCK=256")),
                                              ("dev_pcluster.cu", ("-DCLUSTER=1", "-DBLOCK=1024")),
                                              ("dev_phase_floor.cu", ()),
-                                             ("dev_pipeline_floor.cu", ())])
+                                             ("dev_pipeline_floor.cu", ()),
+                                             ("dev_gpipe.cu", ()),
+                                             ("dev_lag.cu", ())])
 def test_the_development_probes_kernels_still_compile_for_sm_90(tmp_path, source, defines):
     """The probes include the chapter's kernels' helpers: a change there must not leave them unbuildable."""
     result = subprocess.run(["nvcc", "-arch=sm_90", "-std=c++17", "-cubin", *defines, "-o", str(tmp_path / "probe.cubin"),

@@ -396,6 +396,8 @@ def main() -> None:
                         help="library softmaxes to time beside the candidates (\"\" for none)")
     parser.add_argument("--fit", type=Path, help="only fit the model on this calibration file and print the result")
     parser.add_argument("--fit-out", type=Path, help="with --fit: write the fit (constants, errors) here as JSON")
+    parser.add_argument("--plane", type=Path, help="with --fit-out: the calibration file whose plane the fit's figures "
+                        "are reported on (default: the fitted one; a later calibration times builds it lacks)")
     parser.add_argument("--report", type=Path, help="only report a calibration file against the fitted model")
     parser.add_argument("--offer", default="", help="with --fit or --report: calibration-only groups of builds "
                         f"({', '.join(sorted(plans.CALIBRATION_ONLY))}) the policy offers in this run, comma-separated "
@@ -409,7 +411,9 @@ def main() -> None:
             constants = fused_cost.Constants(**fitted["constants"])
             device = load_calibration(args.fit)["device"]
             fitted["policy"] = policy_table(device, constants)
-            fitted["calibration_plane"] = report(args.fit, constants)
+            plane = args.plane or args.fit
+            fitted["calibration_plane_file"] = plane.name
+            fitted["calibration_plane"] = report(plane, constants)
             args.fit_out.write_text(json.dumps(fitted, indent=1, sort_keys=True) + "\n")
         elif args.offer:
             report(args.fit, fused_cost.Constants(**fitted["constants"]))

@@ -23,7 +23,7 @@ from launchlab.chapters.fusion.page_tables import (baseline_table, config_table,
                                                    pacing_table, policy_table, resource_table, submission_table,
                                                    targets_table)
 from launchlab.chapters.fusion.phase_floor import phase_floor_values
-from launchlab.chapters.fusion.pipelined_probe import pipelined_values
+from launchlab.chapters.fusion.pipelined_probe import later_probe_values, pipelined_values
 from launchlab.chapters.fusion.summary import variant
 from launchlab.measure.variant import VariantId
 from launchlab.model import workloads
@@ -31,7 +31,7 @@ from launchlab.model import workloads
 # ---------------------------------------------------------------- glued values
 def page_values(run) -> dict:
     """Formatted numbers for the chapter's prose, all from the run's summaries and record (and the committed
-    phase-floor and pipelined-cluster probes, phase_floor.py and pipelined_probe.py); every name the prose may use
+    phase-floor and pipelined probes, phase_floor.py and pipelined_probe.py); every name the prose may use
     exists ("n/a" where this run did not measure it)."""
     s, record = summaries_of(run), run.record
     protocol, device = record.protocol, record.device
@@ -55,6 +55,7 @@ def page_values(run) -> dict:
     values.update(plane_values(run))
     values.update(phase_floor_values())
     values.update(pipelined_values())
+    values.update(later_probe_values())
     return _with_defaults(values, s)
 
 

@@ -9,6 +9,11 @@ blocks an SM) were checked against the float64 oracle before and after timing. T
 evidence/development/pcluster_probe.json; this module reads it: per shape the fastest valid variant over the pick,
 and the range of that ratio over the shapes; and from a second run with three and four buffers a block, how the
 fastest deeper variant compared with the fastest of two buffers.
+
+Three later probes of the same kind (`later_probe_values`): lagged split rows (tools/dev_lag.py, lag_probe.json: a
+block writes a piece of a row one or more grid steps after it read it, reading its x again from the L2), the split
+design's exchange on a pipelined grid schedule (tools/dev_gpipe.py, gpipe_probe.json), and that schedule with nothing
+reduced (tools/dev_pipeline_floor.py, pipeline_floor.json: each variant's time over the copy ceiling).
 """
 from __future__ import annotations
 
@@ -25,11 +30,17 @@ PIPELINED_PROBE = REPO_ROOT / "evidence" / "development" / "pcluster_probe.json"
 DEPTH_PROBE = REPO_ROOT / "evidence" / "development" / "pcluster_depth_probe.json"
 
 
-def load(path: Path = PIPELINED_PROBE) -> dict:
-    """The probe's result file; a clear error where it is missing or no shape has a valid variant and a timed pick."""
+LAG_PROBE = REPO_ROOT / "evidence" / "development" / "lag_probe.json"
+GPIPE_PROBE = REPO_ROOT / "evidence" / "development" / "gpipe_probe.json"
+SCHEDULE_FLOOR = REPO_ROOT / "evidence" / "development" / "pipeline_floor.json"
+CEILINGS = ("memcpy", "copy_vec4")  # the copy ceiling's own entries in a floor probe's ratios, not variants
+
+
+def load(path: Path = PIPELINED_PROBE, maker: str = "tools/dev_pcluster.py") -> dict:
+    """A probe's result file; a clear error where it is missing or no shape has a valid variant and a timed pick."""
     path = Path(path)
     if not path.exists():
-        raise FileNotFoundError(f"{path}: the pipelined-cluster probe's result is missing (tools/dev_pcluster.py makes it)")
+        raise FileNotFoundError(f"{path}: the probe's result is missing ({maker} makes it)")
     data = json.loads(path.read_text())
     if not over_pick(data):
         raise ValueError(f"{path}: no shape has both a timed pick and a valid variant")
@@ -87,4 +98,45 @@ def pipelined_values(path: Path = PIPELINED_PROBE, depth_path: Path = DEPTH_PROB
         values[f"pipelined_over_pick_{l2}"] = ratio_span([r[l2] for r in ratios.values()])
         closest = min(ratios, key=lambda shape: ratios[shape][l2])
         values[f"pipelined_closest_{l2}"] = f"{shape_label(closest)} ({ratio_number(ratios[closest][l2])})"
+    return values
+
+
+def schedule_floor(data: dict) -> dict:
+    """{"<rows>x<cols>": {l2: the fastest variant's time over the copy ceiling}} of a pipeline-floor result."""
+    found = {}
+    for shape in data.get("shapes", []):
+        variants = {name: ratios for name, ratios in shape.get("over_copy", {}).items() if name not in CEILINGS}
+        if variants:
+            found[f"{shape['rows']}x{shape['cols']}"] = {l2: min(r[l2] for r in variants.values()) for l2 in L2_STATES}
+    return found
+
+
+def later_probe_values(lag_path: Path = LAG_PROBE, gpipe_path: Path = GPIPE_PROBE,
+                       floor_path: Path = SCHEDULE_FLOOR) -> dict:
+    """Glued strings of the later probes: for the lagged rows ("lagged_*") and the pipelined split exchange
+    ("gpipe_*"), how many shapes and valid variants, whether the fastest ever beat the pick, and per L2 state the
+    range of its time over the pick's; for the schedule with nothing reduced ("schedule_floor_*"), how many shapes
+    and per L2 state the range of its fastest variant's time over the copy, with the shape where it came closest."""
+    values = {}
+    for name, path, maker in (("lagged", lag_path, "tools/dev_lag.py"), ("gpipe", gpipe_path, "tools/dev_gpipe.py")):
+        data = load(path, maker)
+        ratios = over_pick(data)
+        variants = [v for shape in data["shapes"] for v in shape.get("variants", [])]
+        values[f"{name}_compared"] = str(len(ratios))
+        values[f"{name}_valid"] = f"{sum(1 for v in variants if v.get('valid'))} of {len(variants)}"
+        faster = sum(1 for r in ratios.values() if min(r.values()) < 1.0)
+        values[f"{name}_verdict"] = ("never faster than the pick" if not faster else
+                                     f"faster than the pick at {counted(faster, 'shape')} in an L2 state")
+        for l2 in L2_STATES:
+            values[f"{name}_over_pick_{l2}"] = ratio_span([r[l2] for r in ratios.values()])
+    if not Path(floor_path).exists():
+        raise FileNotFoundError(f"{floor_path}: the probe's result is missing (tools/dev_pipeline_floor.py makes it)")
+    floor = schedule_floor(json.loads(Path(floor_path).read_text()))
+    if not floor:
+        raise ValueError(f"{floor_path}: no shape has a variant")
+    values["schedule_floor_shapes"] = str(len(floor))
+    for l2 in L2_STATES:
+        values[f"schedule_floor_{l2}"] = ratio_span([r[l2] for r in floor.values()])
+        closest = min(floor, key=lambda shape: floor[shape][l2])
+        values[f"schedule_floor_closest_{l2}"] = f"{shape_label(closest)} ({ratio_number(floor[closest][l2])})"
     return values
