@@ -407,8 +407,10 @@ def main() -> None:
     if args.fit:
         fitted = fit_file(args.fit)
         print(json.dumps(fitted, indent=1))
+        # the constants as FITTED holds them (6 significant digits): near ties between candidates follow the digits
+        printed = fused_cost.Constants(**{k: float(f"{v:.6g}") for k, v in fitted["constants"].items()})
         if args.fit_out:
-            constants = fused_cost.Constants(**fitted["constants"])
+            constants = printed
             device = load_calibration(args.fit)["device"]
             fitted["policy"] = policy_table(device, constants)
             plane = args.plane or args.fit
@@ -416,7 +418,7 @@ def main() -> None:
             fitted["calibration_plane"] = report(plane, constants)
             args.fit_out.write_text(json.dumps(fitted, indent=1, sort_keys=True) + "\n")
         elif args.offer:
-            report(args.fit, fused_cost.Constants(**fitted["constants"]))
+            report(args.fit, printed)
         constants = ", ".join(f"{k}={v:.6g}" for k, v in fitted["constants"].items())
         print(f'MODEL_VERSION = f"{{MODEL_STRUCTURE}} {fitted["calibration_sha256_12"]}"\nFITTED = Constants({constants})')
         return
