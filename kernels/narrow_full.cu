@@ -5,6 +5,9 @@
 // Same kernel names and arguments as softmax_designs.cu's: the narrow target (gpu/fused_designs.NarrowRows) launches
 // either module, and sizes its grid by the occupancy API. Not the scalar build. Build without -DDESIGN.
 #define DESIGN 9  // softmax_designs.cu's helpers, none of its kernels
+#ifndef ROW_CHUNKS
+#define ROW_CHUNKS 2   // 1 or 2: at 4 chunks a lane the kernels spill under this bound
+#endif
 #include "softmax_designs.cu"
 
 #ifndef NARROW_MIN_BLOCKS
