@@ -126,8 +126,7 @@ def report(calibration_path: Path, constants=None) -> dict:
             for name, library in record.get("libraries", {}).items():
                 if library.get(l2) and library.get("valid_after"):
                     figures[l2]["libraries"].setdefault(name, []).append((median(library[l2]), picked, times[best]))
-            figures[l2]["model_error"] += [fused_cost.predict(p, rows, cols, device, l2, constants) / times[p["tag"]] - 1
-                                           for p in plans.candidates(rows, cols, device) if p["tag"] in times]
+            figures[l2]["model_error"] += [each[l2] / times[tag] - 1 for _, tag, each in scored if tag in times]
             print(f"{rows:>7}x{cols:<8} {l2:>5} {copy:9.2f} {times[best]:9.2f} {times[best] / copy:5.2f} {picked:9.2f} "
                   f"{picked / copy:5.2f} {predicted[l2]:9.2f}  {best} / {pick}")
     summary = {}

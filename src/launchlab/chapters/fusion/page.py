@@ -235,7 +235,8 @@ def below_copy_value(s: dict) -> str:
                         for series in ("4096", "128") for p in s.get("sweep", {}).get(series, [])
                         for name, by_l2 in p.get("ratios", {}).items() if name.endswith("_over_copy")
                         for l2, ratio in by_l2.items())
-    found = fixed + [case for case in swept if case[:3] not in {f[:3] for f in fixed}]
+    at_fixed = {case[:3] for case in fixed}
+    found = fixed + [case for case in swept if case[:3] not in at_fixed]
     if not found:
         return "No contender's device time was below the copy's with the whole 95 % interval below 1, at the fixed " \
                "shapes or at any point of the sweep."
