@@ -73,7 +73,7 @@ def test_the_candidates_cover_every_design_and_their_builds_are_few():
     assert {d["CLUSTER"] for d in by_design[2]} == set(plans.CANDIDATE_CLUSTERS)
     assert {d["SLICE_REGS"] for d in by_design[2]} == set(plans.CANDIDATE_SLICE_REGS)
     assert {d["BLOCK"] for d in by_design[3]} == {designs.SPLIT_BLOCK, 256}
-    assert len(builds) <= 40  # a handful per design: the chapter builds only the picked ones
+    assert len(builds) <= 60  # a handful per design and row build: the chapter builds only the picked ones
 
 
 @pytest.mark.slow
