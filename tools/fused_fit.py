@@ -109,11 +109,9 @@ def report(calibration_path: Path, constants=None) -> dict:
         measured = {e["tag"]: e for e in record["fused"] if e["mode"] == "plain" and e.get("valid")}
         if not measured:
             continue
-        scored = []
-        for plan in plans.candidates(rows, cols, device):
-            predicted = {l2: fused_cost.predict(plan, rows, cols, device, l2, constants) for l2 in ("warm", "cold")}
-            scored.append((plans.score(predicted), plan["tag"], predicted))
-        pick_score, pick, predicted = min(scored, key=lambda item: item[0])
+        candidates = plans.predictions(rows, cols, device, constants)
+        scored = [(plans.score(predicted), plan["tag"], predicted) for plan, predicted in candidates]
+        _, pick, predicted = scored[plans.pick(rows, cols, device, candidates, constants)]
         offered = {tag for _, tag, _ in scored}
         for l2 in ("warm", "cold"):
             copy = min(median(record["copy"][k][l2]) for k in record["copy"])
@@ -183,8 +181,10 @@ def policy_table(device: dict, constants=None, points: int = 400, seed: int = 1)
             per_state = {l2: fused_cost.predict_terms(plan, rows, cols, device, l2, constants)
                          for l2 in fused_cost.L2_STATES}
             scored.append((plans.score({l2: t["total"] for l2, t in per_state.items()}), plan, per_state))
+        chosen = plans.pick(rows, cols, device, [(plan, {l2: t["total"] for l2, t in per_state.items()})
+                                                 for _, plan, per_state in scored], constants)
+        pick = scored[chosen]
         scored.sort(key=lambda item: item[0])
-        pick = scored[0]
         other = next((item for item in scored if item[1]["design"] != pick[1]["design"]), None)
         entry = served.setdefault(pick[1]["design"], {"rows": [], "cols": [], "reasons": collections.Counter(),
                                                       "tags": collections.Counter()})

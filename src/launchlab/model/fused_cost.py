@@ -293,7 +293,9 @@ def terms(cases: Cases, constants: Constants) -> dict:
     """The model's time of every case (microseconds, "total") and what it is made of: "fixed" (the launch and
     the design's own fixed cost), and over the waves the time set by a task's "latency", by the GPU's
     "bandwidth" or by one SM's bandwidth ("per_sm"), or by blocks starting one after another ("starts"; the
-    smooth max of waves and starts is shared out in proportion)."""
+    smooth max of waves and starts is shared out in proportion). Beside them, not part of the total:
+    "latency_bound", the waves' time had a task's latency set the pace of every wave, which tells apart
+    configurations whose waves the bandwidth paces alike (`plans.pick` breaks ties with it)."""
     k = constants
     # share of the moved bytes the L2 serves: warm, as far as it holds the footprint of x and y; cold, none (x
     # comes from DRAM, y's lines are allocated there); the streamed tiers' second read of x from the L2 (a row's
@@ -319,6 +321,7 @@ def terms(cases: Cases, constants: Constants) -> dict:
     full = np.floor(cases.tasks / slots)
     rest = cases.tasks - full * slots
     parts = {name: np.zeros_like(task) for name in ("latency", "bandwidth", "per_sm")}
+    latency_bound = (full + (rest > 0)) * task
     clustered = cases.designs["cluster"] | cases.designs["cluster_shared"]
     for count, active in ((full, slots), (rest > 0, rest)):
         # blocks an SM serves: a cluster grid's come in whole blocks (one cluster past what its SMs hold at one block
@@ -344,6 +347,7 @@ def terms(cases: Cases, constants: Constants) -> dict:
         found[name] = np.where(cases.copy, copied.get(name, 0.0), parts[name] * scale)
     found["starts"] = np.where(cases.copy, 0.0, starts * scale)
     found["total"] = sum(found[name] for name in TERMS)
+    found["latency_bound"] = np.where(cases.copy, 0.0, latency_bound)
     return found
 
 

@@ -385,12 +385,35 @@ def score(predicted: dict) -> float:
     return (predicted["warm"] * predicted["cold"]) ** 0.5
 
 
+# Scores within this relative distance of the least are the same prediction (they differ in rounding only).
+TIE = 1e-9
+
+
+def pick(rows: int, cols: int, device: dict, predicted: list[tuple], constants: fused_cost.Constants | None = None
+         ) -> int:
+    """The index in `predicted` (as `predictions` gives it) of the policy's candidate: the least score. Where
+    several tie, the model predicts them alike because the GPU's bandwidth paces every wave of each; of those, the
+    one whose tasks' latency leaves most room under that pace (the least fused_cost "latency_bound", scored as the
+    predictions are), then the first."""
+    scores = [score(times) for _, times in predicted]
+    tied = [k for k, each in enumerate(scores) if each <= min(scores) * (1.0 + TIE)]
+    if len(tied) == 1:
+        return tied[0]
+    constants = constants or fused_cost.FITTED
+
+    def latency_bound(k: int) -> float:
+        return score({l2: fused_cost.predict_terms(predicted[k][0], rows, cols, device, l2, constants)["latency_bound"]
+                      for l2 in fused_cost.L2_STATES})
+
+    return min(tied, key=lambda k: (latency_bound(k), k))
+
+
 def fused_plan(rows: int, cols: int, device: dict) -> dict:
     """The fused kernel for a shape on a device (its identity: SM count, compute capability, opt-in shared memory):
-    the candidate of least predicted time (model/fused_cost.py with its fitted constants; the first candidate on
-    a tie), with every candidate's prediction ("predicted_us", by tag) and the model's version ("model")."""
+    the candidate of least predicted time (model/fused_cost.py with its fitted constants; `pick` says how ties
+    fall), with every candidate's prediction ("predicted_us", by tag) and the model's version ("model")."""
     predicted = predictions(rows, cols, device)
-    best = min(range(len(predicted)), key=lambda k: (score(predicted[k][1]), k))
+    best = pick(rows, cols, device, predicted)
     plan = dict(predicted[best][0])
     plan["predicted_us"] = {candidate["tag"]: times for candidate, times in predicted}
     plan["model"] = fused_cost.MODEL_VERSION
