@@ -13,6 +13,8 @@ from launchlab.chapters.fusion.targets import Context
 from launchlab.measure.variant import VariantId
 from launchlab.model import oracles, workloads
 
+from fusion_fakes import assert_policy_pick
+
 REPO_ROOT = Path(__file__).resolve().parents[1]
 H200 = {"sm_count": 132, "compute_capability": "9.0", "shared_bytes_per_block_optin": 232448}
 MIB = 2**20
@@ -102,10 +104,10 @@ def test_fused_plans_cover_all_shapes_in_order_by_the_declared_policy():
     for shape, plan in plans.items():
         rows, cols = workloads.parse_shapes(shape)[0]
         assert plan == fusion.fused_plan(rows, cols, H200)
-        # the launch policy: the candidate of least score among every candidate's predictions
+        # the launch policy: the candidate of least score among every candidate's predictions, ties broken as
+        # plans.pick says
         assert list(plan["predicted_us"]) == [c["tag"] for c in fusion_plans.candidates(rows, cols, H200)], shape
-        scores = {tag: fusion_plans.score(times) for tag, times in plan["predicted_us"].items()}
-        assert scores[plan["tag"]] == min(scores.values()), shape
+        assert_policy_pick(plan, rows, cols, H200)
 
 
 # ---------------------------------------------------------------- sweep.py on fakes
