@@ -2,6 +2,7 @@
 every declared variant) and the sweep's summary on hand-set timings; every glued name of the page has a value."""
 import json
 
+import numpy as np
 import pytest
 
 from launchlab.analysis import analyze, open_run, recompute
@@ -451,3 +452,24 @@ def test_the_below_copy_sentence_counts_the_cases_whose_interval_lies_below_one(
     assert below, "the accepted run has cases below the copy"
     assert f" in {len(below)} measured cases " in sentence
     assert f"({min(below.values()):.2f} times the copy" in sentence
+
+
+def test_row_build_values_count_the_registers_only_builds_and_range_their_registers():
+    """page.row_build_values: the row shapes, those served by the registers tier alone, and each build's registers
+    (from the run's resources) as a range; "none" where a run has no such build."""
+    from launchlab.chapters.fusion import page, plans
+
+    rng = np.random.default_rng()
+    alone_registers = sorted(int(r) for r in rng.choice(np.arange(16, 40), 3, replace=False))
+    configs = {f"{k}x100": {"design": "row", "family": plans.REGISTERS_FAMILY, "module": f"alone{k}"} for k in range(3)}
+    configs |= {"5x100": {"design": "row", "family": "fused_softmax", "module": "full"},
+                "6x100": {"design": "narrow", "family": "softmax_designs", "module": "narrow"}}
+    resources = {f"alone{k}": {kernel: {"registers": alone_registers[k]} for kernel in plans.REGISTERS_KERNELS}
+                 for k in range(3)}
+    resources["full"] = {"fused_softmax": {"registers": 56}, "fused_rms_softmax": {"registers": 64}}
+    values = page.row_build_values({"configs": configs, "resources": resources})
+    assert values == {"row_shapes": "4", "registers_only_shapes": "3",
+                      "registers_only_registers": f"{alone_registers[0]} to {alone_registers[-1]}",
+                      "full_row_registers": "56 to 64"}
+    without = page.row_build_values({"configs": {"5x100": configs["5x100"]}, "resources": resources})
+    assert without["registers_only_shapes"] == "0" and without["registers_only_registers"] == "none"

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from launchlab.chapters.fusion import (CALLS_PER_GRAPH, COPY_RATIO_TARGET, CUDNN_SPEEDUP_TARGET, L2_STATES, LIBRARIES,
                                        ROWS)
+from launchlab.chapters.fusion import plans
 from launchlab.chapters.fusion.page_figures import bandwidth_figure, bytes_figure, ratio_figure  # noqa: F401
 from launchlab.chapters.fusion.page_format import (columns_of, design_label, fmt, graph_ratio, interval_text, label,
                                                    listing, plan_place, ratio_number, shape_label, summaries_of,
@@ -97,8 +98,25 @@ def _config_values(s: dict) -> dict:
         values[f"block_{shape}"] = str(config.get("block") or config["defines"]["BLOCK"])
         values[f"module_{shape}"] = config["module"]
     values["fused_builds"] = str(len({c["module"] for c in s["configs"].values()}))
+    values.update(row_build_values(s))
     values.update(byte_values(s))
     return values
+
+
+def row_build_values(s: dict) -> dict:
+    """How the run's one-block-per-row shapes split between the full row kernel and its registers tier alone
+    (plans.REGISTERS_FAMILY), and the registers a thread of each needs (from the loaded binaries), as a range."""
+    rows = [c for c in s["configs"].values() if c["design"] == "row"]
+    alone = [c for c in rows if c["family"] == plans.REGISTERS_FAMILY]
+
+    def registers(configs, kernels) -> str:
+        found = sorted({s["resources"].get(c["module"], {}).get(k, {}).get("registers") for c in configs for k in kernels}
+                       - {None})
+        return "none" if not found else f"{found[0]}" if found[0] == found[-1] else f"{found[0]} to {found[-1]}"
+
+    return {"row_shapes": str(len(rows)), "registers_only_shapes": str(len(alone)),
+            "registers_only_registers": registers(alone, plans.REGISTERS_KERNELS),
+            "full_row_registers": registers([c for c in rows if c not in alone], plans.FUSED_KERNELS)}
 
 
 def byte_values(s: dict) -> dict:
