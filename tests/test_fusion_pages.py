@@ -473,3 +473,22 @@ def test_row_build_values_count_the_registers_only_builds_and_range_their_regist
                       "full_row_registers": "56 to 64"}
     without = page.row_build_values({"configs": {"5x100": configs["5x100"]}, "resources": resources})
     assert without["registers_only_shapes"] == "0" and without["registers_only_registers"] == "none"
+
+
+def test_row_fit_sentences_follow_the_plans_tier():
+    """page.row_fit_sentence: the row's bytes and where it lives, from the plan, for each tier and for a design."""
+    from launchlab.chapters.fusion import page
+
+    rng = np.random.default_rng()
+    cols = int(rng.integers(1000, 100000))
+    block, chunks = int(rng.choice([64, 128, 256, 1024])), int(rng.choice([1, 2, 4, 8]))
+    row = {"design": "row", "block": block, "defines": {"REG_CHUNKS": chunks}, "shared_bytes": 4 * cols}
+    shape = f"4096x{cols}"
+    held = f"{block:,} threads of {chunks} chunks each hold {16 * chunks * block:,} bytes in registers"
+    text = page.row_fit_sentence(shape, row | {"tier": "registers"})
+    assert text.startswith(f"At 4096×{cols} a row is {4 * cols:,} bytes") and held in text and text.endswith("there.")
+    text = page.row_fit_sentence(shape, row | {"tier": "shared"})
+    assert f"launched with {4 * cols:,} bytes of dynamic shared memory" in text
+    assert "streams it, reading x twice" in page.row_fit_sentence(shape, row | {"tier": "streamed"})
+    cluster = {"design": "cluster", "place": "registers, 4 blocks"}
+    assert page.row_fit_sentence(shape, cluster).endswith("there a cluster of 4 blocks holds each row in registers.")

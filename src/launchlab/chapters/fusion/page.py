@@ -134,7 +134,27 @@ def byte_values(s: dict) -> dict:
         values[f"thread_reg_bytes_{shape}"] = str(16 * chunks)
         values[f"block_reg_bytes_{shape}"] = f"{16 * chunks * block:,}"
         values[f"shared_bytes_{shape}"] = f"{config['shared_bytes']:,}"
+    for shape, config in s["configs"].items():
+        values[f"row_fit_{shape}"] = row_fit_sentence(shape, config)
     return values
+
+
+def row_fit_sentence(shape: str, config: dict) -> str:
+    """Where a row of this shape lives under the run's plan, with the bytes that decide it, as a sentence."""
+    row = columns_of(shape) * 4
+    opening = f"At {shape_label(shape)} a row is {row:,} bytes"
+    if config["design"] != "row":
+        return f"{opening}; there {holding_phrase(config)}."
+    block, chunks = config["block"], config.get("defines", {}).get("REG_CHUNKS", 0)
+    held = f"{block:,} threads of {chunks} chunks each hold {16 * chunks * block:,} bytes in registers"
+    place = plan_place(config)
+    if place == "registers":
+        return f"{opening}, and {held}, so the row lives there."
+    if place == "shared":
+        return (f"{opening}, more than the {16 * chunks * block:,} bytes that {block:,} threads of {chunks} chunks hold "
+                f"in registers; the block is launched with {config['shared_bytes']:,} bytes of dynamic shared memory "
+                f"and keeps the row there.")
+    return f"{opening}, more than {held} or shared memory holds, so the block streams it, reading x twice."
 
 
 def _target_sentences(s: dict) -> dict:
@@ -333,7 +353,7 @@ def holding_phrase(config: dict) -> str:
     return f"{lanes} of a warp hold each row in registers{scalar}"
 
 
-LONG_ROW_SHAPES = ("4096x16384", "128x65536")  # the fixed shapes whose rows do not fit one block's registers
+LONG_ROW_SHAPES = ("4096x16384", "128x65536")  # the fixed shapes of the longest rows
 
 
 def long_rows_sentence(s: dict) -> str:
@@ -343,7 +363,7 @@ def long_rows_sentence(s: dict) -> str:
     if not parts:
         return f"This run measured neither {' nor '.join(shape_label(shape) for shape in LONG_ROW_SHAPES)}."
     text = "; ".join(parts)
-    return f"Longer rows are held otherwise: {text}."
+    return f"{text[0].upper()}{text[1:]}."
 
 
 def widest_fixed_miss_sentence(s: dict) -> str:
@@ -389,7 +409,7 @@ def _with_defaults(values: dict, s: dict) -> dict:
     ratio_names += [f"{lib}_over_fused_plain" for lib in LIBRARIES]
     for shape in shapes:
         for key in ("tier", "holding", "design", "block", "module", "row_bytes", "reg_chunks", "thread_reg_bytes",
-                    "block_reg_bytes", "shared_bytes", "logical_mib"):
+                    "block_reg_bytes", "shared_bytes", "logical_mib", "row_fit"):
             values.setdefault(f"{key}_{shape}", "n/a")
         for name in names:
             for l2 in L2_STATES:
