@@ -37,6 +37,7 @@ class Shapes:
     """The offered candidates measured in plain mode at each of a calibration's shapes, as one batch of cases."""
 
     def __init__(self, records, device):
+        self.device = device
         items, self.groups = [], []
         for record in records:
             rows, cols = record["rows"], record["cols"]
@@ -49,7 +50,8 @@ class Shapes:
                 seen = fused_cost.geometry(plan, rows, cols, device)
                 items += [(seen, rows, cols, "warm"), (seen, rows, cols, "cold")]
             timed = {l2: np.array([median(measured[p["tag"]][l2]) for p in offered]) for l2 in ("warm", "cold")}
-            self.groups.append({"warm_at": np.arange(first, len(items), 2), "timed": timed,
+            self.groups.append({"warm_at": np.arange(first, len(items), 2), "timed": timed, "offered": offered,
+                                "shape": (rows, cols),
                                 "copy": {l2: min(median(record["copy"][k][l2]) for k in record["copy"])
                                          for l2 in ("warm", "cold")},
                                 "regret": 0.5 * sum(np.log(t / t.min()) for t in timed.values())})
@@ -63,16 +65,11 @@ class Shapes:
                 for g in self.groups]
 
     def picks(self, constants) -> list[int]:
-        """Per shape, the policy's candidate (plans.pick: the least score, ties to the least latency bound)."""
-        found = fused_cost.terms(self.cases, constants)
-        chosen = []
-        for group in self.groups:
-            at = group["warm_at"]
-            total, bound = (plans.score({"warm": found[key][at], "cold": found[key][at + 1]})
-                            for key in ("total", "latency_bound"))
-            tied = np.flatnonzero(total <= total.min() * (1.0 + plans.TIE))
-            chosen.append(int(tied[np.argmin(bound[tied])]))
-        return chosen
+        """Per shape, the policy's candidate (plans.pick, on this batch's predictions)."""
+        total = fused_cost.times(self.cases, constants)
+        return [plans.pick(*g["shape"], self.device, [(plan, {"warm": total[at], "cold": total[at + 1]})
+                                                      for plan, at in zip(g["offered"], g["warm_at"])], constants)
+                for g in self.groups]
 
     def regret(self, constants, tau: float | None = None) -> float:
         """Mean regret of the policy's pick (tau None), or its softmin form."""
