@@ -44,7 +44,6 @@ CALLS_PER_GRAPH = 32                      # calls of a contender captured in one
 DEVICE = f"graph{CALLS_PER_GRAPH}"        # the submission of the warm device-time variants at fixed shapes
 LARGE_ELEMENTS = 1 << 24                  # stream and one-call graph variants this big use the smaller batch
 ROW_KERNELS = ("row_rms", "row_max", "row_exp_sum", "row_scale")
-FUSED_KERNELS = ("fused_rms_softmax", "fused_softmax")
 LIBRARIES = ("cudnn", "torch", "triton")
 L2_STATES = ("warm", "cold")
 OUTPUTS = ("table", "submission", "sweep", "plane", "profile", "sanitizer")
