@@ -125,6 +125,7 @@ def byte_values(s: dict) -> dict:
     values = {}
     for shape, config in s["configs"].items():
         values[f"row_bytes_{shape}"] = f"{columns_of(shape) * 4:,}"
+        values[f"row_fit_{shape}"] = row_fit_sentence(shape, config)
         logical = s["bandwidth"].get("fused_rms", {}).get(shape, {}).get("logical_bytes_per_call")
         values[f"logical_mib_{shape}"] = "n/a" if logical is None else f"{logical / 2**20:g}"
         if config["design"] != "row":
@@ -134,8 +135,6 @@ def byte_values(s: dict) -> dict:
         values[f"thread_reg_bytes_{shape}"] = str(16 * chunks)
         values[f"block_reg_bytes_{shape}"] = f"{16 * chunks * block:,}"
         values[f"shared_bytes_{shape}"] = f"{config['shared_bytes']:,}"
-    for shape, config in s["configs"].items():
-        values[f"row_fit_{shape}"] = row_fit_sentence(shape, config)
     return values
 
 
@@ -146,14 +145,14 @@ def row_fit_sentence(shape: str, config: dict) -> str:
     if config["design"] != "row":
         return f"{opening}; there {holding_phrase(config)}."
     block, chunks = config["block"], config.get("defines", {}).get("REG_CHUNKS", 0)
-    held = f"{block:,} threads of {chunks} chunks each hold {16 * chunks * block:,} bytes in registers"
+    threads, capacity = f"{block:,} threads of {chunks} chunks", 16 * chunks * block
+    held = f"{threads} each hold {capacity:,} bytes in registers"
     place = plan_place(config)
     if place == "registers":
         return f"{opening}, and {held}, so the row lives there."
     if place == "shared":
-        return (f"{opening}, more than the {16 * chunks * block:,} bytes that {block:,} threads of {chunks} chunks hold "
-                f"in registers; the block is launched with {config['shared_bytes']:,} bytes of dynamic shared memory "
-                f"and keeps the row there.")
+        return (f"{opening}, more than the {capacity:,} bytes that {threads} hold in registers; the block is launched "
+                f"with {config['shared_bytes']:,} bytes of dynamic shared memory and keeps the row there.")
     return f"{opening}, more than {held} or shared memory holds, so the block streams it, reading x twice."
 
 

@@ -396,7 +396,8 @@ def pick(rows: int, cols: int, device: dict, predicted: list[tuple], constants: 
     one whose tasks' latency leaves most room under that pace (the least fused_cost "latency_bound", scored as the
     predictions are), then the first."""
     scores = [score(times) for _, times in predicted]
-    tied = [k for k, each in enumerate(scores) if each <= min(scores) * (1.0 + TIE)]
+    least = min(scores)
+    tied = [k for k, each in enumerate(scores) if each <= least * (1.0 + TIE)]
     if len(tied) == 1:
         return tied[0]
     constants = constants or fused_cost.FITTED
