@@ -14,6 +14,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 from launchlab.chapters.fusion import plans  # noqa: E402
+from launchlab.chapters.fusion.plane import BANDWIDTH_COPY_US  # noqa: E402
 
 
 def median(values) -> float:
@@ -130,7 +131,7 @@ def report(calibration_path: Path, constants=None) -> dict:
     summary = {}
     for l2, f in figures.items():
         pick, offered, best, copy = (np.array(f[k]) for k in ("pick", "offered", "best", "copy"))
-        bandwidth, latency = copy >= 10.0, copy < 10.0
+        bandwidth, latency = copy >= BANDWIDTH_COPY_US, copy < BANDWIDTH_COPY_US
         summary[l2] = {"points": int(copy.size), "bandwidth_points": int(bandwidth.sum()),
                        "model_error": fused_cost.errors(np.array(f["model_error"]))}
         for name, times in (("pick", pick), ("offered", offered), ("best", best)):
@@ -241,7 +242,7 @@ def heldout_summary(path: Path) -> dict:
                 designs[entry["design"]] = designs.get(entry["design"], 0) + 1
                 if floor_class(rows, cols, device):
                     floor.append(measured / copy)
-                elif copy >= 10.0:
+                elif copy >= BANDWIDTH_COPY_US:
                     ratio.append(measured / copy)
                 else:
                     over.append(measured - copy)

@@ -23,6 +23,7 @@ from launchlab.chapters.fusion.page_tables import (baseline_table, config_table,
                                                    device_table, dram_table, host_table, library_ratio_table,
                                                    pacing_table, policy_table, resource_table, submission_table,
                                                    targets_table)
+from launchlab.chapters.fusion.page_model import choice_values
 from launchlab.chapters.fusion.phase_floor import phase_floor_values
 from launchlab.chapters.fusion.pipelined_probe import later_probe_values, pipelined_values
 from launchlab.chapters.fusion.summary import variant
@@ -32,7 +33,8 @@ from launchlab.model import workloads
 # ---------------------------------------------------------------- glued values
 def page_values(run) -> dict:
     """Formatted numbers for the chapter's prose, all from the run's summaries and record (and the committed
-    phase-floor and pipelined probes, phase_floor.py and pipelined_probe.py); every name the prose may use
+    phase-floor and pipelined probes, phase_floor.py and pipelined_probe.py, and the cost model's fit,
+    page_model.py); every name the prose may use
     exists ("n/a" where this run did not measure it)."""
     s, record = summaries_of(run), run.record
     protocol, device = record.protocol, record.device
@@ -55,6 +57,7 @@ def page_values(run) -> dict:
     values.update(sweep_values(s))
     values.update(plane_values(run))
     values.update(phase_floor_values())
+    values.update(choice_values())
     values.update(pipelined_values())
     values.update(later_probe_values())
     return _with_defaults(values, s)
@@ -252,7 +255,7 @@ def libraries_sooner_sentence(s: dict) -> str:
                "combinations."
     worst, where = min(sooner)
     return (f"A library finished sooner than the fused plain kernel at {len(sooner)} of {pairs} library, shape and L2 "
-            f"combinations, by at most {100 * (1 - worst):.0f} % ({where}).")
+            f"combinations, by at most {100 * (1 - worst):.0f}\u00a0% ({where}).")
 
 
 def _below_copy(ratios) -> list[tuple]:

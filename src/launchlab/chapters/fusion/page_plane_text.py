@@ -8,6 +8,7 @@ import math
 from launchlab.chapters.fusion import L2_STATES, LIBRARIES, label
 from launchlab.chapters.fusion.page_format import (design_label, fmt, listing, page_table, ratio_number, shape_label,
                                                    verdict_text)
+from launchlab.chapters.fusion.page_model import leaning_text
 from launchlab.chapters.fusion.page_plane import best_library_ratio, copy_ratio, plane_of
 from launchlab.chapters.fusion.plane import BANDWIDTH_COPY_US, PLANE_SEED
 from launchlab.present.replicas import joined, replicates_of, replicates_subject
@@ -53,8 +54,8 @@ def summary_values(plane: dict, l2: str) -> dict:
         values[f"plane_{lib}_worst_{l2}_at"] = "n/a" if not entry["points"] else shape_label(entry["worst"]["shape"])
     model = s["model"]
     values[f"plane_model_{l2}"] = ("not run: the run's plans carry no prediction" if not model["points"] else
-                                   f"{100 * model['median']:.0f} % at the median and {100 * model['p90']:.0f} % at p90 "
-                                   f"over {model['points']} points (worst {100 * model['worst']['value']:.0f} % at "
+                                   f"{100 * model['median']:.0f}\u00a0% at the median and {100 * model['p90']:.0f}\u00a0% at p90 "
+                                   f"over {model['points']} points (worst {100 * model['worst']['value']:.0f}\u00a0% at "
                                    f"{shape_label(model['worst']['shape'])})")
     copies = s["copies"]
     values[f"plane_copy_kernel_ceiling_{l2}"] = str(copies["ceiling"].get("copy4", 0))
@@ -148,7 +149,7 @@ def replicate_sentence(run) -> str:
     ids = joined([r.run_id for r in others])
     largest, words, l2 = max(changes)
     return (f"{who}, {ids}, measured {joined(parts)}. The largest "
-            f"change between the runs was {100 * largest:.1f} %, in {words} ({l2} L2).")
+            f"change between the runs was {100 * largest:.1f}\u00a0%, in {words} ({l2} L2).")
 
 
 def plane_values(run) -> dict:
@@ -159,7 +160,7 @@ def plane_values(run) -> dict:
               "plane_floor_points": str(sum(1 for p in plane["points"] if p["floor"])),
               "plane_bandwidth_us": f"{BANDWIDTH_COPY_US:g}",
               "plane_designs": listing([f"{design_label(d)} ({n})" for d, n in _design_counts(plane).items()]),
-              "plane_replicates": replicate_sentence(run)}
+              "plane_replicates": replicate_sentence(run), "plane_model_leaning": leaning_text(plane)}
     for l2 in L2_STATES:
         values.update(summary_values(plane, l2))
         values[f"plane_targets_{l2}"] = targets_met(plane, l2)
