@@ -327,9 +327,11 @@ _LAYOUT_JS = r"""
   };
   const tables = [...article.querySelectorAll('table')].map((t, i) => {
     const box = scroller(t);
+    const wide = t.closest('.full-width');  // the theme's full-width block, which spans the margin too
     return {index: i, width: t.getBoundingClientRect().width,
             text: (t.querySelector('caption, th, td') || t).textContent.trim().slice(0, 60),
-            box: box ? box.getBoundingClientRect().width : null};
+            box: box ? box.getBoundingClientRect().width : null,
+            room: wide ? wide.getBoundingClientRect().width : null};
   });
   const images = [...article.querySelectorAll('img')].filter(im => im.naturalWidth > 0).map(im => ({
     src: im.getAttribute('src').slice(-40), natural: im.naturalWidth, shown: im.getBoundingClientRect().width}));
@@ -494,9 +496,9 @@ MIN_FIGURE_SCALE = 9 / 12.5
 
 
 def layout_problems(layout: dict, phone: bool) -> list[str]:
-    """What is wrong with a page's widths. On a desktop window every table fits the content column and no figure
-    is shrunk so far that its text falls below 9 px; on a phone the page never scrolls sideways, and a table wider
-    than the column scrolls inside its own box."""
+    """What is wrong with a page's widths. On a desktop window every table fits the content column (one in a
+    full-width block, that block) and no figure is shrunk so far that its text falls below 9 px; on a phone the
+    page never scrolls sideways, and a table wider than the column scrolls inside its own box."""
     problems = []
     if not phone:
         for image in layout.get("images", []):
@@ -507,11 +509,12 @@ def layout_problems(layout: dict, phone: bool) -> list[str]:
     if phone and layout["page"] > layout["viewport"] + 1:
         problems.append(f"page is {layout['page']:.0f} px wide in a {layout['viewport']} px viewport")
     for table in layout["tables"]:
-        if table["width"] <= column + 1:
+        room = max(column, table.get("room") or 0) if not phone else column
+        if table["width"] <= room + 1:
             continue
         if not phone:
             problems.append(f"table {table['index']} ({table['text']!r}) is {table['width']:.0f} px wide, "
-                            f"the column {column:.0f} px")
+                            f"the {'full-width block' if room > column else 'column'} {room:.0f} px")
         elif table["box"] is None or table["box"] > column + 1:
             problems.append(f"table {table['index']} ({table['text']!r}) is {table['width']:.0f} px wide and "
                             f"does not scroll inside a box of the column's width ({column:.0f} px)")

@@ -42,11 +42,13 @@ REVEAL_SCRIPT = ("<script>(function () { function reveal() { var id = decodeURIC
                  " !p.open) { p.open = true; opened = true; } } if (opened) target.scrollIntoView(); }"
                  " window.addEventListener('hashchange', reveal); if (document.readyState === 'loading')"
                  " { document.addEventListener('DOMContentLoaded', reveal); } else { reveal(); } })();</script>")
-COLUMNS = (("Claim", 8), ("Statement", 25), ("Verdict", 10), ("Finding, and our value", 38),
-           ("Sources and evidence", 19))
-BOOK_COLUMNS = (("Claim", 8), ("Statement, finding and evidence", 42), ("Verdict", 11),
-                ("Our value, and replicates that broke it", 39))
-VALUE_COLUMNS = (("Claim", 9), ("Article (H100 unless noted)", 27), ("Ours (H200)", 40), ("Basis", 12), ("Run", 12))
+# Widths in percent; the claim and verdict columns hold their longest word ("Claim", "judgment", "restated") at the
+# book's column width, so that it does not break inside.
+COLUMNS = (("Claim", 10), ("Statement", 24), ("Verdict", 13), ("Finding, and our value", 35),
+           ("Sources and evidence", 18))
+BOOK_COLUMNS = (("Claim", 10), ("Statement, finding and evidence", 39), ("Verdict", 13),
+                ("Our value, and replicates that broke it", 38))
+VALUE_COLUMNS = (("Claim", 10), ("Article (H100 unless noted)", 24), ("Ours (H200)", 34), ("Basis", 14), ("Run", 18))
 # The article's own figure for a claim whose statement holds it and whose record has no article_value: each
 # figure as the statement quotes it (a test checks that every number here stands in the claim's statement).
 ARTICLE_FIGURES = {
@@ -298,6 +300,14 @@ def figures_not_in_statement(claims: list[dict]) -> dict[str, list[str]]:
     return missing
 
 
+RUN_ID_DATE = re.compile(r"\b(\d{8})(T\d{6}Z-)")
+
+
+def breakable_run_ids(text: str) -> str:
+    """HTML text whose run ids (20261201T152632Z-ch02) may break after their date, not inside a number."""
+    return RUN_ID_DATE.sub(r"\1<wbr>\2", text)
+
+
 def values_table_html(claims: list[dict]) -> str:
     """`values_frame` as an HTML table with every text in full, in the audit's fixed layout (pandas' own HTML
     sizes columns to their longest words and would overflow the content column)."""
@@ -305,7 +315,7 @@ def values_table_html(claims: list[dict]) -> str:
     lines = _table_head(VALUE_COLUMNS) + ["<tbody>"]
     for claim_id, row in frame.iterrows():
         cells = [f'<a href="{site.claim_link(claim_id)}">{claim_id}</a>',
-                 *(html.escape(str(text)) if str(text) else tables.MISSING for text in row)]
+                 *(breakable_run_ids(html.escape(str(text))) if str(text) else tables.MISSING for text in row)]
         lines.append("<tr>" + "".join(f"<td>{cell}</td>" for cell in cells) + "</tr>")
     lines += ["</tbody>", "</table>"]
     return "\n".join(lines)
