@@ -333,9 +333,25 @@ _LAYOUT_JS = r"""
             box: box ? box.getBoundingClientRect().width : null,
             room: wide ? wide.getBoundingClientRect().width : null};
   });
+  // words of a table broken inside (across two lines): every word of three letters or more in a cell, where the
+  // page shows it (not folded away) and it is not code or a hash (which may break anywhere)
+  const split = [];
+  for (const cell of article.querySelectorAll('th, td')) {
+    const walker = document.createTreeWalker(cell, NodeFilter.SHOW_TEXT);
+    for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+      if (node.parentElement.closest('details:not([open]), code, .sha256')) continue;
+      for (const m of node.data.matchAll(/[A-Za-z]{3,}/g)) {
+        const range = document.createRange();
+        range.setStart(node, m.index);
+        range.setEnd(node, m.index + m[0].length);
+        const tops = new Set([...range.getClientRects()].filter(r => r.width > 0).map(r => Math.round(r.top)));
+        if (tops.size > 1) split.push(m[0]);
+      }
+    }
+  }
   const images = [...article.querySelectorAll('img')].filter(im => im.naturalWidth > 0).map(im => ({
     src: im.getAttribute('src').slice(-40), natural: im.naturalWidth, shown: im.getBoundingClientRect().width}));
-  return {column, tables, images, viewport: window.innerWidth,
+  return {column, tables, images, split, viewport: window.innerWidth,
           page: Math.max(document.documentElement.scrollWidth, document.body.scrollWidth),
           height: document.body.scrollHeight};
 })()
@@ -498,8 +514,12 @@ MIN_FIGURE_SCALE = 9 / 12.5
 def layout_problems(layout: dict, phone: bool) -> list[str]:
     """What is wrong with a page's widths. On a desktop window every table fits the content column (one in a
     full-width block, that block) and no figure is shrunk so far that its text falls below 9 px; on a phone the
-    page never scrolls sideways, and a table wider than the column scrolls inside its own box."""
+    page never scrolls sideways, and a table wider than the column scrolls inside its own box. On both, no word of
+    a table breaks inside itself."""
     problems = []
+    if layout.get("split"):
+        words = sorted(set(layout["split"]))
+        problems.append(f"{len(layout['split'])} word(s) of a table break inside: {', '.join(words[:8])}")
     if not phone:
         for image in layout.get("images", []):
             if image["shown"] < MIN_FIGURE_SCALE * image["natural"]:

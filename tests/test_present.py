@@ -104,6 +104,18 @@ def test_a_band_may_break_before_its_bracket_only():
     assert '<span class="ll-nb">12.3</span> <span class="ll-nb">[11.9–12.8]</span>' in html
 
 
+def test_a_long_token_breaks_at_its_joints_and_nowhere_else():
+    row = {"key": "stream_over_graph_complete.row4.4096x4096.graph", "note": "a <short> word_pair",
+           "call": "(cudaMemcpyAsync)", "version": "2.11.0+cu130.post1", "run": "20261201T153245Z-ch01"}
+    html = tables.page_table([row]).to_html()
+    assert "stream_<wbr>over_<wbr>graph_<wbr>complete.<wbr>row4.4096x4096.<wbr>graph" in html
+    assert "(<wbr>cuda<wbr>Memcpy<wbr>Async)" in html
+    assert "2.11.0+cu130.<wbr>post1" in html             # never between a number's digits
+    assert "20261201<wbr>T153245Z-ch01" in html
+    assert "a &lt;short&gt; word_pair" in html          # short tokens stay as they are, escaped
+    assert "<wbr>" not in tables.page_table([{"key": "x" * 40}]).to_html()  # nothing to break at: left whole
+
+
 def test_table_displays_as_html_in_a_notebook():
     table = tables.page_table([{"a": 1}])
     assert table._repr_html_().startswith('<div class="ll-table-block"><div class="table-wrapper">')

@@ -231,8 +231,8 @@ def test_chapter_pages_are_at_most_12000_px_tall_at_1400_px(visits):
 @pytest.mark.slow
 @pytest.mark.skipif(CHROMIUM is None, reason=NO_CHROMIUM)
 def test_the_browser_check_sees_what_it_should(tmp_path):
-    """A duplicated `const`, a console.error and a wide table without its own scroll box are all reported; a
-    table in a full-width block may be as wide as the block, not wider."""
+    """A duplicated `const`, a console.error, a wide table without its own scroll box and a word broken inside a
+    table cell are all reported; a table in a full-width block may be as wide as the block, not wider."""
     pytest.importorskip("websocket", reason="websocket-client is not installed (requirements.txt)")
     page = tmp_path / "bad.html"
     wide = "<table><tr>" + "".join(f"<td>cell_{i:03d}_wide_content</td>" for i in range(40)) + "</tr></table>"
@@ -242,10 +242,13 @@ def test_the_browser_check_sees_what_it_should(tmp_path):
               'width=%272000%27 height=%2720%27%3E%3C/svg%3E">')
     spanning = ('<div class="full-width" style="width:1000px"><table style="width:1000px"><tr><td>fits</td></tr>'
                 '</table><table style="width:1100px"><tr><td>too wide</td></tr></table></div>')
+    # a word forced to break inside a narrow fixed column
+    broken = ('<table style="table-layout:fixed;width:60px"><tr><td style="overflow-wrap:anywhere">'
+              "incomprehensibilities</td></tr></table>")
     page.write_text('<!doctype html><html><head><meta name="viewport" content="width=device-width">'
                     "<script>const X = 1;</script><script>const X = 2;</script>"
                     "<script>console.error('broken')</script></head><body>"
-                    f'<article class="bd-article" style="width:700px">{boxed}{wide}{shrunk}{spanning}</article>'
+                    f'<article class="bd-article" style="width:700px">{boxed}{wide}{shrunk}{spanning}{broken}</article>'
                     "</body></html>")
     with site_check.Browser(CHROMIUM) as browser:
         desktop = browser.visit(page, 1400, 900)
@@ -256,6 +259,7 @@ def test_the_browser_check_sees_what_it_should(tmp_path):
     assert sum(p.startswith("table") for p in problems) == 3
     assert sum("the full-width block 1000 px" in p for p in problems) == 1 and not any("'fits'" in p for p in problems)
     assert sum("below 9 px" in p for p in problems) == 1
+    assert "1 word(s) of a table break inside: incomprehensibilities" in problems
     assert desktop["layout"]["height"] > 0
     problems = site_check.layout_problems(phone["layout"], phone=True)
     assert any("viewport" in p for p in problems)                       # the unboxed table widens the page

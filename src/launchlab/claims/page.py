@@ -15,11 +15,12 @@ from launchlab.present.tables import fmt_sig
 from launchlab.store.evidence import REPO_ROOT
 
 # The theme styles tables for their content's width; the audit's tables need their own fixed layout to fit the
-# content column and keep the finding column readable, hence !important. Run ids and hashes have no break
-# opportunity of their own, so every cell may break anywhere, and a hash anywhere between its digits; so may
-# inline code in the prose (a module path is wider than a phone). A restated claim's row is marked.
+# content column and keep the finding column readable, hence !important. Below 44rem (a phone) a table keeps that
+# width and scrolls in its output's box rather than break its words. A long key or run id breaks at the joints
+# `tables.breakable` marks, a hash anywhere between its digits; so may inline code in the prose (a module path is
+# wider than a phone). A restated claim's row is marked.
 TABLE_STYLE = ("<style>table.claim-audit { table-layout: fixed !important; width: 100% !important; "
-               "max-width: 100% !important; display: table !important; font-size: 0.9em; }"
+               "max-width: 100% !important; min-width: 44rem; display: table !important; font-size: 0.9em; }"
                " table.claim-audit td, table.claim-audit th { vertical-align: top; overflow-wrap: anywhere; }"
                " table.claim-audit tbody th { text-align: left; padding-top: 1.2em; }"
                " table.claim-audit .ours { margin-top: 0.4em; font-size: 0.95em; }"
@@ -108,8 +109,9 @@ def format_value(ours: dict) -> str:
 
 
 def quoted(excerpt: str) -> str:
-    """A statement as the table quotes it: escaped, the record's omissions marked as the editor's."""
-    return html.escape(excerpt).replace(RECORD_ELLIPSIS, EDITORIAL_ELLIPSIS)
+    """A statement as the table quotes it: escaped, the record's omissions marked as the editor's, a long key
+    breakable at its joints (`tables.breakable`)."""
+    return tables.breakable(excerpt.replace(RECORD_ELLIPSIS, EDITORIAL_ELLIPSIS))
 
 
 def _table_head(columns) -> list[str]:
@@ -300,14 +302,6 @@ def figures_not_in_statement(claims: list[dict]) -> dict[str, list[str]]:
     return missing
 
 
-RUN_ID_DATE = re.compile(r"\b(\d{8})(T\d{6}Z-)")
-
-
-def breakable_run_ids(text: str) -> str:
-    """HTML text whose run ids (20261201T152632Z-ch02) may break after their date, not inside a number."""
-    return RUN_ID_DATE.sub(r"\1<wbr>\2", text)
-
-
 def values_table_html(claims: list[dict]) -> str:
     """`values_frame` as an HTML table with every text in full, in the audit's fixed layout (pandas' own HTML
     sizes columns to their longest words and would overflow the content column)."""
@@ -315,7 +309,7 @@ def values_table_html(claims: list[dict]) -> str:
     lines = _table_head(VALUE_COLUMNS) + ["<tbody>"]
     for claim_id, row in frame.iterrows():
         cells = [f'<a href="{site.claim_link(claim_id)}">{claim_id}</a>',
-                 *(breakable_run_ids(html.escape(str(text))) if str(text) else tables.MISSING for text in row)]
+                 *(tables.breakable(str(text)) if str(text) else tables.MISSING for text in row)]
         lines.append("<tr>" + "".join(f"<td>{cell}</td>" for cell in cells) + "</tr>")
     lines += ["</tbody>", "</table>"]
     return "\n".join(lines)

@@ -230,14 +230,30 @@ class Table:
 
 
 _BANDED = re.compile(r"^(\S+) (\[[^\]]*\])$")
+_LONG_TOKEN = re.compile(r"\S{14,}")          # a key, a module or a call: longer than a column may be wide
+# where such a token may break: after an underscore, slash, bracket, comma or equals sign, after a dot that a letter
+# follows (a key's parts, not a number's decimals), inside camelCase and after a run id's date
+_TOKEN_JOINT = re.compile(r"(?<=[_/(,=])(?=.)|(?<=\.)(?=[A-Za-z])|(?<=[a-z])(?=[A-Z])|(?<=\d{8})(?=T\d{6}Z)")
+
+
+def breakable(text: str) -> str:
+    """Escaped HTML of a text cell in which a long token (a headline key, a build's module name, a call) may break
+    at its joints (`_TOKEN_JOINT`), and words break nowhere else."""
+    parts, last = [], 0
+    for match in _LONG_TOKEN.finditer(text):
+        parts.append(html.escape(text[last:match.start()]))
+        parts.append("<wbr>".join(html.escape(piece) for piece in _TOKEN_JOINT.split(match.group())))
+        last = match.end()
+    parts.append(html.escape(text[last:]))
+    return "".join(parts)
 
 
 def _cell_html(cell: str) -> str:
     """A cell's HTML: `12.3 [11.9–12.8]` may break before its bracket when the column is narrow (a phone), never
-    inside a number or inside the bracket."""
+    inside a number or inside the bracket; a long token may break at its joints (`breakable`)."""
     match = _BANDED.match(cell)
     if not match:
-        return html.escape(cell)
+        return breakable(cell)
     return f'<span class="ll-nb">{html.escape(match.group(1))}</span> <span class="ll-nb">{html.escape(match.group(2))}</span>'
 
 

@@ -31,7 +31,7 @@ def build_label(module: str) -> str:
     for word, letter in (("row_chunks", "r"), ("slice_regs", "s"), ("block", "b"), ("lanes", "l"), ("unroll", "u")):
         short = short.replace(word, letter)
     short = re.sub(r"_cluster(\d)", r"_c\1", short).replace("_scalar1", "_scalar")
-    return short.replace("_", "\u00a0")   # never broken inside a build
+    return short.replace("_", " ")   # a table breaks it between its parts only, never inside one
 
 
 def ratio_decimals(ratio: dict) -> int:

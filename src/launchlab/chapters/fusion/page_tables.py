@@ -91,7 +91,7 @@ def device_table(run):
                          "warm_pct": band.get("warm_pct_of_copy"), "cold_pct": band.get("cold_pct_of_copy")})
     return page_table(rows, ["shape", "contender"], formats={"warm_pct": "pct", "cold_pct": "pct", "shape": "text"},
                   headers={"warm": "Warm (µs)", "cold": "Cold (µs)", "warm_gbs": "Warm (GB/s)",
-                           "cold_gbs": "Cold (GB/s)", "warm_pct": "Warm (bandwidth, % of the copy's)", "cold_pct": "Cold (bandwidth, % of the copy's)"},
+                           "cold_gbs": "Cold (GB/s)", "warm_pct": "Warm (% of the copy's GB/s)", "cold_pct": "Cold (% of the copy's GB/s)"},
                   csv="fusion-device-time",
                   note=f"Device time per call and logical GB/s (logical bytes per call over device time). Warm: "
                        f"graphs of {CALLS_PER_GRAPH} captured calls, event time per replay divided by "
