@@ -14,8 +14,9 @@ book:
 test:
 	$(PYTHON) -m pytest -q
 
-# CPU unit tests only (a few minutes on two cores): no GPU, and none of the tests marked `slow` (pyproject.toml): nvcc/ptxas
-# compilations, notebook executions (papermill), the simulated megakernel run, the book build and the browser.
+# CPU unit tests only (a few minutes on two cores): no GPU, and none of the tests marked `slow` (pyproject.toml):
+# nvcc/ptxas compilations, notebook executions (papermill), the simulated megakernel run, the book build and the
+# browser.
 test-fast:
 	$(PYTHON) -m pytest -q -m "not slow and not gpu"
 
