@@ -11,8 +11,8 @@ from launchlab.chapters.fusion import (CALLS_PER_GRAPH, COPY_RATIO_TARGET, CUDNN
 from launchlab.chapters.fusion import plans
 from launchlab.chapters.fusion.page_figures import bandwidth_figure, bytes_figure, ratio_figure  # noqa: F401
 from launchlab.chapters.fusion.page_format import (columns_of, design_label, fmt, graph_ratio, interval_text, label,
-                                                   listing, plan_place, ratio_number, shape_label, summaries_of,
-                                                   verdict_text)
+                                                   listing, percent, plan_place, ratio_number, shape_label,
+                                                   summaries_of, verdict_text)
 from launchlab.chapters.fusion.page_plane import (bandwidth_plane_figure, distribution_figure,  # noqa: F401
                                                   library_map_figure, model_figure, plane_map_figure)
 from launchlab.chapters.fusion.page_plane_text import (interactive_map, plane_default_names,  # noqa: F401
@@ -255,7 +255,7 @@ def libraries_sooner_sentence(s: dict) -> str:
                "combinations."
     worst, where = min(sooner)
     return (f"A library finished sooner than the fused plain kernel at {len(sooner)} of {pairs} library, shape and L2 "
-            f"combinations, by at most {100 * (1 - worst):.0f}\u00a0% ({where}).")
+            f"combinations, by at most {percent(1 - worst)} ({where}).")
 
 
 def _below_copy(ratios) -> list[tuple]:

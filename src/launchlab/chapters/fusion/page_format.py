@@ -54,6 +54,11 @@ def ratio_cell(ratio) -> str:
     return tables.median_with_band(ratio, tables.CI, digits=ratio_decimals(ratio))
 
 
+def percent(fraction: float, digits: int = 0) -> str:
+    """A fraction as a percentage, its sign held to the number by a no-break space: 0.079 -> "8 %"."""
+    return f"{100 * fraction:.{digits}f}\u00a0%"
+
+
 def ratio_number(value: float) -> str:
     """A ratio at 2 decimals, or 3 where 2 would print a ratio off 1 as "1.00" (a side of 1 must show)."""
     return f"{value:.3f}" if f"{value:.2f}" == "1.00" and value != 1.0 else f"{value:.2f}"

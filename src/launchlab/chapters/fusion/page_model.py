@@ -10,15 +10,15 @@ from pathlib import Path
 import numpy as np
 
 from launchlab.chapters.fusion import L2_STATES, PLANE_TARGETS
-from launchlab.chapters.fusion.page_format import design_label, fmt, listing, ratio_number
+from launchlab.chapters.fusion.page_format import design_label, fmt, listing, percent, ratio_number
 from launchlab.model import fused_cost
 from launchlab.store.evidence import REPO_ROOT
 
 FIT = REPO_ROOT / "evidence" / "development" / "fused_cost_fit.json"
 # a design's median error in one regime is named where it goes past the model's declared goal
-LEAN = next(threshold for key, which, _, threshold in PLANE_TARGETS if (key, which) == ("model", "median"))
-GEOMEAN_TARGET = next(threshold for key, which, _, threshold in PLANE_TARGETS
-                      if (key, which) == ("fused_plain_over_copy", "geomean"))
+THRESHOLDS = {(key, which): threshold for key, which, _, threshold in PLANE_TARGETS}
+LEAN = THRESHOLDS[("model", "median")]
+GEOMEAN_TARGET = THRESHOLDS[("fused_plain_over_copy", "geomean")]
 MIN_POINTS = 2   # a median of fewer points says nothing about a design
 
 
@@ -39,15 +39,15 @@ def _leaning_sentence(l2: str, found: list[dict]) -> str:
     """One L2 state's leanings, grouped by direction and regime: "Warm, it overestimated the time of A by a median
     of 62 % (2 points) and of B by 19 % (7 points) in the bandwidth regime, and underestimated that of C ..."."""
     if not found:
-        return f"{l2.capitalize()}, no design's median error in either regime went past {100 * LEAN:.0f}\u00a0%."
+        return f"{l2.capitalize()}, no design's median error in either regime went past {percent(LEAN)}."
     clauses: dict[tuple[str, str], list[dict]] = {}
     for f in found:
         clauses.setdefault(("overestimated" if f["median"] > 0 else "underestimated", f["regime"]), []).append(f)
     words = []
     for (way, regime), group in clauses.items():
         items = [f"{'the time' if not words else 'that'} of {design_label(group[0]['design'])} by a median of "
-                 f"{100 * abs(group[0]['median']):.0f}\u00a0% ({group[0]['points']} points)"]
-        items += [f"of {design_label(f['design'])} by {100 * abs(f['median']):.0f}\u00a0% ({f['points']} points)"
+                 f"{percent(abs(group[0]['median']))} ({group[0]['points']} points)"]
+        items += [f"of {design_label(f['design'])} by {percent(abs(f['median']))} ({f['points']} points)"
                   for f in group[1:]]
         words.append(f"{way} {listing(items)} in the {regime} regime")
     return f"{l2.capitalize()}, it {', and '.join(words)}."
@@ -60,7 +60,7 @@ def leaning_text(plane: dict) -> str:
     return " ".join(["Its errors lean one way for some designs."]
                     + [_leaning_sentence(l2, leanings(plane, l2)) for l2 in L2_STATES]
                     + [f"Every other design with {MIN_POINTS} points or more in a regime stayed within "
-                       f"{100 * LEAN:.0f}\u00a0% there at its median."])
+                       f"{percent(LEAN)} there at its median."])
 
 
 def load_fit(path: Path = FIT) -> dict:

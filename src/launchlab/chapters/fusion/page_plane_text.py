@@ -6,8 +6,8 @@ from __future__ import annotations
 import math
 
 from launchlab.chapters.fusion import L2_STATES, LIBRARIES, label
-from launchlab.chapters.fusion.page_format import (design_label, fmt, listing, page_table, ratio_number, shape_label,
-                                                   verdict_text)
+from launchlab.chapters.fusion.page_format import (design_label, fmt, listing, page_table, percent, ratio_number,
+                                                   shape_label, verdict_text)
 from launchlab.chapters.fusion.page_model import leaning_text
 from launchlab.chapters.fusion.page_plane import best_library_ratio, copy_ratio, plane_of
 from launchlab.chapters.fusion.plane import BANDWIDTH_COPY_US, PLANE_SEED
@@ -54,8 +54,8 @@ def summary_values(plane: dict, l2: str) -> dict:
         values[f"plane_{lib}_worst_{l2}_at"] = "n/a" if not entry["points"] else shape_label(entry["worst"]["shape"])
     model = s["model"]
     values[f"plane_model_{l2}"] = ("not run: the run's plans carry no prediction" if not model["points"] else
-                                   f"{100 * model['median']:.0f}\u00a0% at the median and {100 * model['p90']:.0f}\u00a0% at p90 "
-                                   f"over {model['points']} points (worst {100 * model['worst']['value']:.0f}\u00a0% at "
+                                   f"{percent(model['median'])} at the median and {percent(model['p90'])} at p90 "
+                                   f"over {model['points']} points (worst {percent(model['worst']['value'])} at "
                                    f"{shape_label(model['worst']['shape'])})")
     copies = s["copies"]
     values[f"plane_copy_kernel_ceiling_{l2}"] = str(copies["ceiling"].get("copy4", 0))
@@ -93,7 +93,7 @@ def _in_percent(target: dict) -> bool:
 def _number(target: dict, value: float) -> str:
     """A target's figure for the table: a share or an error in percent (a no-break space keeps "%" beside its
     number), else a ratio."""
-    return f"{100 * value:.0f}\u00a0%" if _in_percent(target) else f"{value:.2f}"
+    return percent(value) if _in_percent(target) else f"{value:.2f}"
 
 
 def _measured(target: dict) -> str:
@@ -149,7 +149,7 @@ def replicate_sentence(run) -> str:
     ids = joined([r.run_id for r in others])
     largest, words, l2 = max(changes)
     return (f"{who}, {ids}, measured {joined(parts)}. The largest "
-            f"change between the runs was {100 * largest:.1f}\u00a0%, in {words} ({l2} L2).")
+            f"change between the runs was {percent(largest, 1)}, in {words} ({l2} L2).")
 
 
 def plane_values(run) -> dict:
