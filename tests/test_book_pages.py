@@ -114,7 +114,7 @@ def test_a_finding_that_varies_between_runs_says_so():
     assert "not measured" in spread_sentence("the ratio", 2.0, [], "{:.2f}".format)
     assert "the same within 5 %" in spread_sentence("the ratio", 2.0, [2.05], "{:.2f}".format)
     varied = spread_sentence("the ratio", 2.42, [1.74, 1.88], "{:.2f}".format)
-    assert "two replicates" in varied and "from 1.74 to 2.42" in varied
+    assert "two replicates" in varied and "at 1.74 and 1.88, against 2.42 here: it varies between runs." in varied
 
 
 # --- one number per quantity ------------------------------------------------------------------------------------------

@@ -283,7 +283,10 @@ def test_tables_figures_and_page_values_render(synthetic_run):
     served = {(configs[shape]["design"], workloads.parse_shapes(shape)[0][0])
               for shape in [*synthetic_run.summaries["shapes"], *(p["shape"] for p in sweep["4096"] + sweep["128"])]}
     assert len(page.policy_table(synthetic_run)) == len(served)
-    assert len(page.sweep_targets_table(synthetic_run)) == 2 * (4 + 3)
+    # a row per declared sweep target that has a point (a range the sweep does not reach has no row)
+    measured = [t for t in sweep["targets"] if page.sweep_verdict(t, synthetic_run.summaries) != page.NO_POINT]
+    assert 0 < len(measured) <= len(sweep["targets"]) == 2 * (4 + 3)
+    assert len(page.sweep_targets_table(synthetic_run)) == len(measured)
     for figure in (page.ratio_figure, page.bandwidth_figure, page.bytes_figure, page.rho_figure):
         figure(synthetic_run)
     for series in ("4096", "128"):
@@ -384,8 +387,9 @@ def test_every_glued_name_is_a_page_value_in_a_sparse_run(tmp_path, parameters, 
     assert {key: values[key] for key in expected} == expected
     assert all(isinstance(v, str) and v.strip() for v in values.values())
     verdicts = set(page.sweep_targets_table(run).raw["verdict"])
-    assert verdicts == ({"not measured (no sweep point)"} if parameters is NO_SWEEP else
-                        {"met", "not measured (no sweep point)", "not measured (library absent)"})
+    # a target whose range has no point has no row; a run without any gets one row that says so
+    assert verdicts == ({"not measured (no sweep point in any target's range)"} if parameters is NO_SWEEP else
+                        {"met", "not measured (library absent)"})
 
 
 @pytest.mark.parametrize("config, phrase", [
@@ -451,7 +455,12 @@ def test_the_below_copy_sentence_counts_the_cases_whose_interval_lies_below_one(
     sentence = page.below_copy_value(s)
     assert below, "the accepted run has cases below the copy"
     assert f" in {len(below)} measured cases " in sentence
-    assert f"({min(below.values()):.2f} times the copy" in sentence
+    assert f", {min(below.values()):.2f} times its device time" in sentence
+    # every such point of the slice also timed the copy kernel, which was faster there: the sentence gives the range
+    kernel = [point["device_us"][name[:-len("_over_copy")]][l2] / point["device_us"]["copy4"][l2]
+              for (name, shape, l2) in below for point in s["sweep"]["128"] if f"128x{point['cols']}" == shape]
+    assert kernel, "the accepted run has slice points below cudaMemcpyAsync"
+    assert f"took {min(kernel):.2f}–{max(kernel):.2f} times its device time" in sentence
 
 
 def test_row_build_values_count_the_registers_only_builds_and_range_their_registers():

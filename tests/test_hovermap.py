@@ -28,3 +28,14 @@ def test_every_point_is_a_circle_with_its_first_states_colour_and_title_and_ever
 def test_a_map_without_points_or_off_its_log_axes_is_refused(points, message):
     with pytest.raises(ValueError, match=message):
         hovermap.html(points, "x", "y", ("a",), intro="", label="m", script="s.js")
+
+
+def test_a_colour_key_is_a_gradient_through_its_stops_with_their_labels_and_needs_two_stops():
+    stops = [("low", "#0000ff"), ("mid", "#ffffff"), ("high", "#ff0000")]
+    found = hovermap.html(POINTS, "x", "y", ("a",), intro="", label="m", script="s.js", key=stops)
+    assert re.findall(r'<stop offset="([\d.]+)" stop-color="(#\w+)"/>', found) == [
+        ("0.000", "#0000ff"), ("0.500", "#ffffff"), ("1.000", "#ff0000")]
+    assert all(f">{text}</text>" in found for text, _ in stops)
+    assert "<linearGradient" not in hovermap.html(POINTS, "x", "y", ("a",), intro="", label="m", script="s.js")
+    with pytest.raises(ValueError, match="two stops"):
+        hovermap.html(POINTS, "x", "y", ("a",), intro="", label="m", script="s.js", key=stops[:1])

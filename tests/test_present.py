@@ -92,7 +92,12 @@ def test_html_scrolls_in_its_own_box_and_never_elides():
     rows = [{"seed": 20261029 + i, "time_us": 1.0 + i / 7} for i in range(200)]
     html = tables.html_table(rows, max_rows=30)
     assert html.count('<div class="table-wrapper">') == 1
-    assert "<details" in html and "Show all 200 rows" in html
+    assert 'data-show="Show all 200 rows"' in html and 'class="ll-more-toggle"' in html
+    # the first rows show, every other row is there too, marked for the toggle to hide
+    assert html.count('<tr class="ll-more">') == 200 - tables.PREVIEW_ROWS
+    toggle = re.search(r'<input type="checkbox" class="ll-more-toggle" id="([\w-]+)">', html).group(1)
+    assert f'<label class="ll-more-label" for="{toggle}"' in html
+    assert "ll-more" not in tables.html_table(rows[:30], max_rows=30)
     cells = re.findall(r"<t[dh](?:\s[^>]*)?>(.*?)</t[dh]>", html)
     assert len(cells) == 2 + 2 * 200
     assert not any(tables.looks_elided_or_scientific(c) for c in cells)
@@ -266,3 +271,27 @@ def test_csv_holds_numbers_with_units_in_the_headers(tmp_path, monkeypatch):
     for column in frame.columns[2:8]:
         assert frame[column].dtype == float, column
     assert frame["Event (µs), median"][0] == TIME["median"] and frame["Ratio, 95 % interval, high"][1] == RATIO["ci_high"]
+
+
+def test_the_environment_table_says_how_far_the_sm_clock_moved_and_rounds_the_power_to_watts():
+    """glue.environment_rows: the clock verdict carries after ÷ before of the two SM readings and the threshold that
+    flags a run; power reads in whole watts."""
+    from types import SimpleNamespace
+
+    from launchlab.gpu.device import CLOCK_DROP_TOLERANCE, clocks_dropped
+    from launchlab.present.glue import environment_rows
+
+    rng = np.random.default_rng()
+    before = int(rng.integers(1500, 2000))
+    after = int(before * rng.uniform(0.8, 1.0))
+    watts = rng.uniform(100, 700)
+    states = {f"measurement {k}": {"smi": {"clocks.sm": str(mhz), "clocks.mem": "3201", "temperature.gpu": "40",
+                                           "power.draw": f"{watts:.2f}"}} for k, mhz in ((0, before), (1, after))}
+    record = SimpleNamespace(states=states, clocks_dropped=clocks_dropped(*states.values()), host_path="stream",
+                             device={"name": "GPU", "compute_capability": "9.0", "sm_count": 132, "l2_bytes": 2**26},
+                             environment={}, git_commit="abc", source_tree_sha256="0" * 64)
+    rows = dict(environment_rows(SimpleNamespace(record=record, run_id="r")))
+    verdict = rows["SM clock dropped during timing"]
+    assert verdict.startswith("yes" if after < CLOCK_DROP_TOLERANCE * before else "no")
+    assert f"after ÷ before {after / before:.2f}" in verdict and f"below {CLOCK_DROP_TOLERANCE:.2f}" in verdict
+    assert rows["clocks before timing"].endswith(f", {watts:.0f} W")

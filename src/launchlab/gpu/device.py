@@ -144,7 +144,10 @@ def _smi_query(fields) -> dict | None:
     return dict(zip(fields, values))
 
 
-def clocks_dropped(before: dict, after: dict, tolerance: float = 0.9) -> bool | None:
+CLOCK_DROP_TOLERANCE = 0.9   # an SM clock after timing below this share of the one before flags the run
+
+
+def clocks_dropped(before: dict, after: dict, tolerance: float = CLOCK_DROP_TOLERANCE) -> bool | None:
     """True when the SM clock read after timing is below `tolerance` x the one before.
 
     Both readings are taken with the GPU busy (just after warm-ups, just after the

@@ -111,7 +111,14 @@ def legend(target, where: str = "below", ncols: int | None = None, **kwargs):
         if not _constrained(target):
             target.set_layout_engine("constrained")
         loc = "outside lower center" if where == "below" else "outside right center"
-        return target.legend(handles, labels, loc=loc, ncols=ncols, **kwargs)
+        found = target.legend(handles, labels, loc=loc, ncols=ncols, **kwargs)
+        # a row of entries wider than the figure would widen the saved image and shrink everything in it on the
+        # page: fewer columns until the legend fits
+        while where == "below" and ncols > 1 and _wider_than_figure(found):
+            found.remove()
+            ncols -= 1
+            found = target.legend(handles, labels, loc=loc, ncols=ncols, **kwargs)
+        return found
     if where == "right":
         return target.legend(handles, labels, loc="center left", bbox_to_anchor=(1.01, 0.5), ncols=ncols, **kwargs)
     # Below the axes, under its tick labels (and x label): an offset in points, so it does not depend on the
@@ -122,6 +129,11 @@ def legend(target, where: str = "below", ncols: int | None = None, **kwargs):
     transform = target.transAxes + ScaledTranslation(0, -drop, target.figure.dpi_scale_trans)
     return target.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, 0), bbox_transform=transform,
                          ncols=ncols, **kwargs)
+
+
+def _wider_than_figure(artist) -> bool:
+    fig = artist.figure
+    return artist.get_window_extent(fig.canvas.get_renderer()).width > fig.bbox.width
 
 
 def _constrained(fig) -> bool:
@@ -181,10 +193,11 @@ def glue_figure(name: str, fig, alt: str | None = None) -> None:
     plt.close(fig)
 
 
-def bandwidth_references(ax, device_name: str | None, copy_gbs=None, x=None) -> None:
+def bandwidth_references(ax, device_name: str | None, copy_gbs=None, x=None,
+                         copy_label: str = "measured copy") -> None:
     """Reference lines wherever bandwidth is plotted: the device's peak DRAM bandwidth (PEAK_DRAM_GBS, dotted;
     left out for a device not in the table) and, when given, the measured copy (a number, or one value per x;
-    dashed). Both are references, not data series."""
+    dashed, named copy_label). Both are references, not data series."""
     peak = PEAK_DRAM_GBS.get(device_name or "")
     if peak is not None:
         ax.axhline(peak, color="black", linestyle=":", linewidth=1.2, label=f"peak DRAM ({peak / 1000:g} TB/s)",
@@ -193,9 +206,9 @@ def bandwidth_references(ax, device_name: str | None, copy_gbs=None, x=None) -> 
         level = np.asarray(copy_gbs, dtype=float)
         if level.ndim == 0 or x is None:
             ax.axhline(float(np.nanmedian(level)), color="black", linestyle="--", linewidth=1.0,
-                       label="measured copy", gid=REFERENCE_GID)
+                       label=copy_label, gid=REFERENCE_GID)
         else:
-            ax.plot(x, level, color="black", linestyle="--", linewidth=1.0, label="measured copy", gid=REFERENCE_GID)
+            ax.plot(x, level, color="black", linestyle="--", linewidth=1.0, label=copy_label, gid=REFERENCE_GID)
 
 
 def overlapping_tick_labels(fig) -> list[str]:
@@ -252,24 +265,35 @@ def _positions(x: Sequence):
 
 def sweep(ax, x: Sequence, series: Mapping[str, Sequence], ceiling=None, ceiling_label: str = "ceiling",
           xlabel: str | None = None, ylabel: str | None = None, logx: bool = False, logy: bool = False,
-          band: bool = True):
+          band: bool = True, styles: Sequence[int] | None = None, lines: bool = True):
     """Lines over a sweep (shapes, sizes, kernel counts): one line per series through the medians with the
     p10–p90 band shaded, and an optional ceiling (a number, or one value per x) drawn as a dashed black line.
 
     series: {label: [summary or number per x]}, a summary being {"median", "p10", "p90", ...}; None skips a point.
-    At most six series (ValueError otherwise)."""
+    At most six series (ValueError otherwise). styles: per series, its index into COLOURS and MARKERS (so that one
+    contender keeps its colour across panels that show different sets); by default the series' position.
+    lines=False draws markers only (the band as a bar at each x), for x values that are separate cases rather
+    than a range."""
     if len(series) > MAX_SERIES:
         raise ValueError(f"{len(series)} series on one axes (at most {MAX_SERIES}): {list(series)}")
     xs, ticks = _positions(x)
-    for index, (label, values) in enumerate(series.items()):
+    if styles is not None and len(styles) != len(series):
+        raise ValueError(f"{len(styles)} styles for {len(series)} series")
+    for position, (label, values) in enumerate(series.items()):
+        index = position if styles is None else styles[position]
         med = np.array([np.nan if v is None else (v["median"] if isinstance(v, Mapping) else v) for v in values],
                        dtype=float)
         colour = COLOURS[index % len(COLOURS)]
-        ax.plot(xs, med, marker=MARKERS[index % len(MARKERS)], color=colour, label=label)
+        ax.plot(xs, med, marker=MARKERS[index % len(MARKERS)], color=colour, label=label,
+                linestyle="-" if lines else "none")
         if band and all(isinstance(v, Mapping) and "p10" in v for v in values if v is not None):
             low = np.array([np.nan if v is None else v["p10"] for v in values], dtype=float)
             high = np.array([np.nan if v is None else v["p90"] for v in values], dtype=float)
-            ax.fill_between(xs, low, high, color=colour, alpha=0.18, linewidth=0)
+            if lines:
+                ax.fill_between(xs, low, high, color=colour, alpha=0.18, linewidth=0)
+            else:   # separate cases: a bar at each, nothing shaded between them
+                ax.errorbar(xs, med, yerr=[med - low, high - med], fmt="none", ecolor=colour, elinewidth=1.0,
+                            capsize=2)
     if ceiling is not None and xs.size:
         level = np.broadcast_to(np.asarray(ceiling, dtype=float), xs.shape)
         if np.all(level == level[0]):
@@ -326,7 +350,7 @@ def block_timeline(ax, start_ns: np.ndarray, end_ns: np.ndarray, sm: np.ndarray,
         # one line segment per block (a LineCollection): thousands of blocks draw in well under a second
         ax.hlines(sm[index], start_ns[index] / 1e3, end_ns[index] / 1e3, colors=colour, label=name, linewidth=1.2)
     ax.set_xlabel("time since the first block started (µs)")
-    ax.set_ylabel("SM (%smid)")
+    ax.set_ylabel("SM index")
     ax.set_title(title)
     if legend_where:
         legend(ax, legend_where)

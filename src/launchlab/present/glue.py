@@ -29,7 +29,31 @@ def _clocks(state: dict | None) -> str:
     smi = (state or {}).get("smi") or {}
     if "clocks.sm" not in smi:
         return "not read"
-    return f"SM {smi['clocks.sm']} MHz, memory {smi.get('clocks.mem', '?')} MHz, {smi.get('temperature.gpu', '?')} °C, {smi.get('power.draw', '?')} W"
+    return (f"SM {smi['clocks.sm']} MHz, memory {smi.get('clocks.mem', '?')} MHz, {smi.get('temperature.gpu', '?')} °C, "
+            f"{_watts(smi.get('power.draw'))} W")
+
+
+def _watts(value) -> str:
+    """nvidia-smi's power draw to whole watts ("272.68" -> "273"); anything else as it came."""
+    try:
+        return f"{float(value):.0f}"
+    except (TypeError, ValueError):
+        return str(value or "?")
+
+
+def _dropped(run) -> str:
+    """Whether the SM clock dropped during timing, with the ratio of the two readings and the run's threshold."""
+    from launchlab.gpu.device import CLOCK_DROP_TOLERANCE
+
+    measured = [v for k, v in run.record.states.items() if k.startswith("measurement")]
+    try:
+        share = float(measured[-1]["smi"]["clocks.sm"]) / float(measured[0]["smi"]["clocks.sm"])
+    except (IndexError, KeyError, TypeError, ValueError, ZeroDivisionError):
+        share = None
+    words = {True: "yes: the run is flagged", False: "no", None: "not known"}[run.record.clocks_dropped]
+    if share is None or run.record.clocks_dropped is None:
+        return words
+    return (f"{words} (after ÷ before {share:.2f}; below {CLOCK_DROP_TOLERANCE:.2f} flags a run)")
 
 
 def environment_rows(run) -> list[tuple[str, str]]:
@@ -37,7 +61,6 @@ def environment_rows(run) -> list[tuple[str, str]]:
     record, device, env = run.record, run.record.device, run.record.environment
     measured = [v for k, v in record.states.items() if k.startswith("measurement")]
     libraries = ", ".join(f"{name} {version}" for name, version in sorted(env.get("libraries", {}).items()) if version)
-    dropped = {True: "yes: the run is flagged", False: "no", None: "not known"}[record.clocks_dropped]
     return [
         ("run", run.run_id),
         ("GPU", f"{device['name']} (compute capability {device['compute_capability']}, {device['sm_count']} SMs, "
@@ -50,7 +73,7 @@ def environment_rows(run) -> list[tuple[str, str]]:
         ("host path measured", record.host_path),
         ("clocks before timing", _clocks(measured[0] if measured else None)),
         ("clocks after timing", _clocks(measured[-1] if measured else None)),
-        ("SM clock dropped during timing", dropped),
+        ("SM clock dropped during timing", _dropped(run)),
         ("code", f"git {record.git_commit}, source tree SHA-256 {record.source_tree_sha256[:16]} (first 16 hex digits)"),
     ]
 

@@ -12,12 +12,18 @@ import html as html_text
 import json
 import math
 
-WIDTH, HEIGHT, MARGIN = 720, 380, 48
+WIDTH, HEIGHT, MARGIN = 720, 400, 48
+LEFT, TOP = 76, 56          # room for the y ticks and title on the left, for the colour key on top
 SCRIPT = "planemap.js"
 
 
-def _position(value: float, low: float, high: float, size: float) -> float:
-    return MARGIN + (math.log10(value) - low) / max(high - low, 1e-9) * (size - 2 * MARGIN)
+def _x(value: float, low: float, high: float) -> float:
+    return LEFT + (math.log10(value) - low) / max(high - low, 1e-9) * (WIDTH - LEFT - MARGIN)
+
+
+def _y(value: float, low: float, high: float) -> float:
+    """SVG y of a value (up is larger): the plot spans TOP to HEIGHT - MARGIN."""
+    return HEIGHT - MARGIN - (math.log10(value) - low) / max(high - low, 1e-9) * (HEIGHT - MARGIN - TOP)
 
 
 def script_path() -> str:
@@ -33,20 +39,35 @@ def script_path() -> str:
 def _ticks(low: float, high: float, along_x: bool) -> str:
     found = []
     for k in range(math.ceil(low), math.floor(high) + 1):
-        where = _position(10 ** k, low, high, WIDTH if along_x else HEIGHT)
         if along_x:
-            found.append(f'<text x="{where:.1f}" y="{HEIGHT - MARGIN + 16}" text-anchor="middle" font-size="11">'
-                         f'{10 ** k:,}</text>')
+            found.append(f'<text x="{_x(10 ** k, low, high):.1f}" y="{HEIGHT - MARGIN + 16}" text-anchor="middle" '
+                         f'font-size="11">{10 ** k:,}</text>')
         else:
-            found.append(f'<text x="{MARGIN - 6}" y="{HEIGHT - where + 4:.1f}" text-anchor="end" font-size="11">'
-                         f'{10 ** k:,}</text>')
+            found.append(f'<text x="{LEFT - 6}" y="{_y(10 ** k, low, high) + 4:.1f}" text-anchor="end" '
+                         f'font-size="11">{10 ** k:,}</text>')
     return "".join(found)
 
 
+def _key(stops: list[tuple[str, str]]) -> str:
+    """A horizontal colour bar above the plot, right-aligned: a gradient through the stops' colours, each stop's
+    label (where it has one) under its place."""
+    width, height, x0, y0 = 240, 10, WIDTH - MARGIN - 240, 14
+    gradient = "".join(f'<stop offset="{i / (len(stops) - 1):.3f}" stop-color="{colour}"/>'
+                       for i, (_, colour) in enumerate(stops))
+    labels = "".join(f'<text x="{x0 + width * i / (len(stops) - 1):.1f}" y="{y0 + height + 13}" text-anchor="middle" '
+                     f'font-size="11">{html_text.escape(text)}</text>' for i, (text, _) in enumerate(stops) if text)
+    return (f'<defs><linearGradient id="ll-map-key">{gradient}</linearGradient></defs>'
+            f'<rect x="{x0}" y="{y0}" width="{width}" height="{height}" fill="url(#ll-map-key)" stroke="#555" '
+            f'stroke-width="0.5"/>{labels}')
+
+
 def html(points: list[dict], xlabel: str, ylabel: str, states: tuple[str, ...], intro: str, label: str,
-         script: str | None = None) -> str:
+         script: str | None = None, key: list[tuple[str, str]] | None = None) -> str:
     """The map as one HTML block: `intro` above it (the state shown is named in it by the script), one circle per
-    point at (x, y) on log axes, coloured and titled by its first state. `label` is the SVG's accessible name."""
+    point at (x, y) on log axes, coloured and titled by its first state. `label` is the SVG's accessible name;
+    `key`, (label, colour) stops at even spacing, draws a colour bar above the plot."""
+    if key is not None and len(key) < 2:
+        raise ValueError("a colour key needs at least two stops")
     if not points:
         raise ValueError("a hover map needs at least one point")
     if any(p["x"] <= 0 or p["y"] <= 0 for p in points):
@@ -57,18 +78,20 @@ def html(points: list[dict], xlabel: str, ylabel: str, states: tuple[str, ...], 
     for p in points:
         first = p["states"][states[0]]
         data = html_text.escape(json.dumps({state: p["states"][state] for state in states}), quote=True)
-        circles.append(f'<circle cx="{_position(p["x"], x0, x1, WIDTH):.1f}" '
-                       f'cy="{HEIGHT - _position(p["y"], y0, y1, HEIGHT):.1f}" r="6" fill="{first["colour"]}" '
+        circles.append(f'<circle cx="{_x(p["x"], x0, x1):.1f}" cy="{_y(p["y"], y0, y1):.1f}" r="6" '
+                       f'fill="{first["colour"]}" '
                        f'stroke="#333" stroke-width="0.6" data-plane="{data}"><title>{html_text.escape(first["text"])}'
                        f'</title></circle>')
-    axes = (f'<line x1="{MARGIN}" y1="{HEIGHT - MARGIN}" x2="{WIDTH - MARGIN}" y2="{HEIGHT - MARGIN}" stroke="#555"/>'
-            f'<line x1="{MARGIN}" y1="{MARGIN}" x2="{MARGIN}" y2="{HEIGHT - MARGIN}" stroke="#555"/>'
-            f'<text x="{WIDTH / 2}" y="{HEIGHT - 8}" text-anchor="middle" font-size="13">{html_text.escape(xlabel)}'
-            f'</text><text x="14" y="{HEIGHT / 2}" text-anchor="middle" font-size="13" '
-            f'transform="rotate(-90 14 {HEIGHT / 2})">{html_text.escape(ylabel)}</text>')
+    middle = (TOP + HEIGHT - MARGIN) / 2
+    axes = (f'<line x1="{LEFT}" y1="{HEIGHT - MARGIN}" x2="{WIDTH - MARGIN}" y2="{HEIGHT - MARGIN}" stroke="#555"/>'
+            f'<line x1="{LEFT}" y1="{TOP}" x2="{LEFT}" y2="{HEIGHT - MARGIN}" stroke="#555"/>'
+            f'<text x="{(LEFT + WIDTH - MARGIN) / 2}" y="{HEIGHT - 8}" text-anchor="middle" font-size="13">'
+            f'{html_text.escape(xlabel)}</text><text x="16" y="{middle}" text-anchor="middle" font-size="13" '
+            f'transform="rotate(-90 16 {middle})">{html_text.escape(ylabel)}</text>')
     order = html_text.escape(json.dumps(list(states)), quote=True)
     return (f'<div class="ll-planemap" data-states="{order}"><p class="ll-planemap-switch">Showing '
             f'<strong data-plane-l2>{html_text.escape(states[0])}</strong>. {html_text.escape(intro)}</p>'
             f'<svg role="img" aria-label="{html_text.escape(label)}" viewBox="0 0 {WIDTH} {HEIGHT}" width="100%" '
-            f'style="max-width:{WIDTH}px">{axes}{_ticks(x0, x1, True)}{_ticks(y0, y1, False)}{"".join(circles)}</svg>'
+            f'style="max-width:{WIDTH}px">{_key(key) if key else ""}{axes}{_ticks(x0, x1, True)}{_ticks(y0, y1, False)}'
+            f'{"".join(circles)}</svg>'
             f'</div><script src="{script or script_path()}"></script>')

@@ -40,16 +40,16 @@ def spread_sentence(quantity: str, here: float, others: list[float], fmt: Callab
     """One sentence on how `quantity` (`here` in this run) came out in the replicates (`others`).
 
     spread_sentence("the stream-over-graph ratio", 2.42, [1.74, 1.88], "{:.2f}".format) ->
-    "This run's two replicates measured the stream-over-graph ratio at 1.74 and 1.88 (2.42 here): it varies between
-    runs, from 1.74 to 2.42." A change of at most 5 % either way reads as the same figure."""
+    "This run's two replicates measured the stream-over-graph ratio at 1.74 and 1.88, against 2.42 here: it varies
+    between runs." A change of at most 5 % either way reads as the same figure."""
     if not others:
         return f"This run has no replicate, so how much {quantity} varies between runs was not measured."
     shown = joined([f"{fmt(v)}{unit}" for v in others])
     values = [here, *others]
     low, high = min(values), max(values)
     who = replicates_subject(len(others))
-    lead = f"{who} measured {quantity} at {shown} ({fmt(here)}{unit} here)"
+    lead = f"{who} measured {quantity} at {shown}, against {fmt(here)}{unit} here"
     if high <= 1.05 * low:
         return f"{lead}: the same within 5 %."
-    return f"{lead}: it varies between runs, from {fmt(low)} to {fmt(high)}{unit}."
+    return f"{lead}: it varies between runs."
 

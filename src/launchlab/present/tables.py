@@ -13,7 +13,8 @@ How a chapter uses it (the notebook cell's last expression is the returned `Tabl
 - Headers: snake_case becomes words, a unit suffix becomes a unit in parentheses ("event_us" -> "Event (µs)");
   `units={"column": "unit"}` adds one; `headers={"column": "Exact header"}` overrides.
 - Integers (counts, seeds, ids) print as integers; times keep 3 significant figures; ratios 2 decimals.
-- Nothing is elided: a table longer than `max_rows` sits, whole, in a collapsible block; `csv="name"` also writes
+- Nothing is elided: a table longer than `max_rows` is all in the page, its first PREVIEW_ROWS rows shown and a
+  toggle under it for the rest; `csv="name"` also writes
   the full table as numbers to `_static/tables/name.csv` (a summary column as its median and bounds, each a
   column with the unit in its header) and links it under the table.
 - A column empty in every row is left out; a group label (an index column before the last) shows on the first
@@ -22,6 +23,7 @@ How a chapter uses it (the notebook cell's last expression is the returned `Tabl
 """
 from __future__ import annotations
 
+import hashlib
 import html
 import math
 import numbers
@@ -177,6 +179,9 @@ def header(text: str, unit: str | None = None) -> str:
 Formatter = Callable[[object], str]
 
 
+PREVIEW_ROWS = 8   # a table longer than its max_rows shows this many rows until the reader asks for all
+
+
 @dataclass
 class Table:
     """A formatted table for a page: every cell a string, headers for readers. Display it (last expression of a
@@ -191,7 +196,8 @@ class Table:
     csv_href: str | None = None
     raw: object = None                # the unformatted DataFrame (for tests and downloads)
 
-    def _table_html(self) -> str:
+    def _table_html(self, folded: bool = False) -> str:
+        """The table; folded: the rows past PREVIEW_ROWS carry the class the page's toggle hides."""
         out = ['<table class="ll-table">']
         if self.caption:
             out.append(f"<caption>{html.escape(self.caption)}</caption>")
@@ -200,8 +206,8 @@ class Table:
             cls = ' class="num"' if self.numeric[i] else ""
             out.append(f'<th scope="col"{cls}>{html.escape(column)}</th>')
         out.append("</tr></thead><tbody>")
-        for row in self.rows:
-            out.append("<tr>")
+        for number, row in enumerate(self.rows):
+            out.append('<tr class="ll-more">' if folded and number >= PREVIEW_ROWS else "<tr>")
             for i, cell in enumerate(row):
                 cls = ' class="num"' if self.numeric[i] else ""
                 tag = "th" if i < self.n_index else "td"
@@ -212,10 +218,13 @@ class Table:
         return "".join(out)
 
     def to_html(self) -> str:
-        table = f'<div class="table-wrapper">{self._table_html()}</div>'
-        if len(self.rows) > self.max_rows:
-            table = (f'<details class="ll-long-table"><summary>Show all {len(self.rows)} rows</summary>'
-                     f"{table}</details>")
+        folded = len(self.rows) > self.max_rows
+        table = f'<div class="table-wrapper">{self._table_html(folded)}</div>'
+        if folded:   # its first rows show; a checkbox (styled as a link, no script) shows the rest
+            key = "ll-more-" + hashlib.sha256(table.encode()).hexdigest()[:12]
+            table = (f'<input type="checkbox" class="ll-more-toggle" id="{key}">{table}'
+                     f'<label class="ll-more-label" for="{key}" data-show="Show all {len(self.rows)} rows" '
+                     f'data-hide="Show the first {PREVIEW_ROWS} rows only"></label>')
         notes = list(self.notes)
         if self.csv_href:
             notes.append(f'<a href="{html.escape(self.csv_href)}" download>Full table as CSV</a>')
@@ -324,8 +333,8 @@ def page_table(data, *, index: Iterable[str] | str | None = None, units: Mapping
     a column without one is inferred (summary dicts -> p10_p90 or ci, integers -> int, floats -> 3 significant
     figures). units: {column: unit} appended as "(unit)"; headers: {column: header} replaces the readable name.
     caption: above the table; note: under it, with the bracket notes of its summary columns (`rounds` names the
-    number of rounds, else taken from the summaries' "n"). max_rows: longer tables are folded, whole, into a
-    collapsible block. csv: also write the full table as numbers (`csv_frame`) to _static/tables/<csv>.csv and
+    number of rounds, else taken from the summaries' "n"). max_rows: a longer table shows its first PREVIEW_ROWS rows
+    and, under it, a toggle for the rest (all of them are in the page). csv: also write the full table as numbers (`csv_frame`) to _static/tables/<csv>.csv and
     link it. A column with no value in any row is left out.
     """
     import pandas as pd

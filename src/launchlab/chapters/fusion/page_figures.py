@@ -30,16 +30,19 @@ def _panel_sweeps(run, value_of, ylabel: str, ceiling_of, logy: bool, bandwidth:
 
     s = summaries_of(run)
     groups = _groups(run)
+    order = list(dict.fromkeys(name for _, names in groups for name in names))  # one colour per contender
     fig, axes = figures.figure(len(groups), 2, height=2.9, layout="constrained", sharey="row")
     shapes = [shape_label(shape) for shape in s["shapes"]]
     for row, (title, names) in enumerate(groups):
         for column, l2 in enumerate(L2_STATES):
             ax = axes[row, column]
             series = {label(n): [value_of(n, shape, l2) for shape in s["shapes"]] for n in names}
-            figures.sweep(ax, shapes, series, ceiling=None if bandwidth else ceiling_of(l2), ceiling_label="copy",
-                          logy=logy, ylabel=ylabel if column == 0 else None)
+            figures.sweep(ax, shapes, series, ceiling=None if bandwidth else ceiling_of(l2),
+                          ceiling_label="cudaMemcpyAsync", logy=logy, ylabel=ylabel if column == 0 else None,
+                          styles=[order.index(n) for n in names], lines=False)
             if bandwidth:
-                figures.bandwidth_references(ax, run.record.device_name, ceiling_of(l2), np.arange(len(shapes)))
+                figures.bandwidth_references(ax, run.record.device_name, ceiling_of(l2), np.arange(len(shapes)),
+                                             copy_label="cudaMemcpyAsync")
                 ax.set_ylim(bottom=0)
             ax.set_title(f"{title}, {l2} L2", fontsize=figures.FONT_PT)
             ax.tick_params(axis="x", labelrotation=35)
@@ -58,12 +61,12 @@ def ratio_figure(run):
 
     from launchlab.present import figures
 
-    fig = _panel_sweeps(run, ratio, "device time / copy's", lambda l2: 1.0, logy=True)
+    fig = _panel_sweeps(run, ratio, "device time / cudaMemcpyAsync's", lambda l2: 1.0, logy=True)
     return figures.describe(fig, (
-        f"Line charts, warm L2 left and cold L2 right, of each contender's device time per call over the copy's at "
-        f"the shapes {', '.join(shape_label(x) for x in s['shapes'])}, on a log scale with a dashed line at 1 for the "
-        "copy: the top row shows this book's kernels, the bottom row the libraries beside the fused plain kernel. "
-        "Medians with p10–p90 bands."))
+        f"Dot charts, warm L2 left and cold L2 right, of each contender's device time per call over "
+        f"cudaMemcpyAsync's at the shapes {', '.join(shape_label(x) for x in s['shapes'])}, on a log scale with a "
+        "dashed line at 1 for the copy: the top row shows this book's kernels, the bottom row the libraries beside the fused plain kernel. "
+        "Medians with p10–p90 bars."))
 
 
 def plain_log_ticks(ax) -> None:
@@ -89,8 +92,8 @@ def bandwidth_figure(run):
 
     fig = _panel_sweeps(run, gbs, "logical GB/s", ceiling, logy=False, bandwidth=True)
     return figures.describe(fig, (
-        f"Line charts, warm L2 left and cold L2 right, of each contender's logical bandwidth in GB/s at the shapes "
-        f"{', '.join(shape_label(x) for x in s['shapes'])}, with the measured copy dashed and the GPU's peak DRAM "
+        f"Dot charts, warm L2 left and cold L2 right, of each contender's logical bandwidth in GB/s at the shapes "
+        f"{', '.join(shape_label(x) for x in s['shapes'])}, with cudaMemcpyAsync's dashed and the GPU's peak DRAM "
         "bandwidth dotted: the top row shows this book's kernels, the bottom row the libraries beside the fused plain "
         "kernel."))
 

@@ -12,7 +12,8 @@ from launchlab.chapters.fusion.plane import BANDWIDTH_COPY_US
 CMAP = "PuOr_r"                 # ColorBrewer's purple-orange: diverging and readable with every common colour blindness
 DESIGN_MARKERS = {"row": "o", "narrow": "s", "cluster": "^", "split": "D"}
 OTHER_MARKERS = ("v", "P", "X", "h")
-RATIO_SPAN = (1.25, 4.0)        # the colour scale reaches at least 1.25x either side of 1, at most 4x
+RATIO_SPAN = (1.25, 2.0)        # the colour scale reaches at least 1.25x either side of 1; past 2x it saturates
+NICE_RATIOS = (1.25, 1.5, 2.0, 3.0, 4.0)   # colour-bar ticks above 1 (their inverses below)
 
 
 def plane_of(run) -> dict:
@@ -53,23 +54,23 @@ def copy_ratio(point: dict, l2: str, key: str = "fused_plain_over_copy") -> floa
 
 
 def _norm(values):
-    from matplotlib.colors import TwoSlopeNorm
+    """A logarithmic norm symmetric about 1 (1/span .. span): a ratio and its inverse get colours equally far from
+    white. span covers the values' extremes within RATIO_SPAN; a value beyond saturates (the bar shows an arrow)."""
+    from matplotlib.colors import LogNorm
 
+    return LogNorm(vmin=1 / _span(values), vmax=_span(values))
+
+
+def _span(values) -> float:
     finite = [v for v in values if v is not None and v > 0]
-    span = max([RATIO_SPAN[0]] + [max(v, 1 / v) for v in finite])
-    span = min(span, RATIO_SPAN[1])
-    return TwoSlopeNorm(vmin=1 / span, vcenter=1.0, vmax=span)
+    return min(max([RATIO_SPAN[0]] + [max(v, 1 / v) for v in finite]), RATIO_SPAN[1])
 
 
 def ratio_ticks(span: float) -> list[float]:
-    """Colour-bar ticks symmetric about 1 on the ratio scale (1/span .. span): halvings and doublings of 1 with
-    both ends (the norm stretches each side, so linear ticks would crowd one side and fall off the other)."""
-    # both ends rounded inwards to two decimals: a tick outside the norm's range breaks the bar's scale
+    """Colour-bar ticks symmetric about 1 on the ratio scale (1/span .. span): the NICE_RATIOS inside it, their
+    inverses, 1, and both ends rounded inwards to two decimals (a tick outside the norm's range breaks the bar)."""
     ticks = {1.0, math.floor(100 * span) / 100, math.ceil(100 / span) / 100}
-    step = 2.0
-    while step < span * 0.8:
-        ticks |= {step, 1 / step}
-        step *= 2
+    ticks |= {r for r in NICE_RATIOS if r <= span} | {math.ceil(100 / r) / 100 for r in NICE_RATIOS if r <= span}
     return sorted(ticks)
 
 
@@ -111,9 +112,14 @@ def ratio_map(run, value_of, colour_label: str, what: str):
         # the bar from the shared norm, not from the last scatter: a scatter whose ratios all lie on one side of 1
         # gives the bar a degenerate range
         from matplotlib.cm import ScalarMappable
+        from matplotlib.ticker import FuncFormatter, NullFormatter
 
-        bar = fig.colorbar(ScalarMappable(norm=norm, cmap=CMAP), ax=axes[0, :].tolist(), shrink=0.9, pad=0.02)
+        beyond = [v for v in values if v is not None and v > 0 and max(v, 1 / v) > norm.vmax]
+        bar = fig.colorbar(ScalarMappable(norm=norm, cmap=CMAP), ax=axes[0, :].tolist(), shrink=0.9, pad=0.02,
+                           extend="both" if beyond else "neither")
         bar.set_ticks(ratio_ticks(norm.vmax))
+        bar.ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+        bar.ax.yaxis.set_minor_formatter(NullFormatter())
         bar.set_label(colour_label)
     handles = [Line2D([], [], linestyle="none", marker=marker(d, designs), color="#777777", markersize=6,
                       label=design_label(d)) for d in designs]

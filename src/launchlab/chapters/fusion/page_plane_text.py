@@ -47,9 +47,8 @@ def summary_values(plane: dict, l2: str) -> dict:
     values[f"plane_latency_points_{l2}"] = str(s["regimes"]["latency"])
     for lib in LIBRARIES:
         entry = s["libraries"][lib]
-        values[f"plane_{lib}_count_{l2}"] = ("not run" if not entry["points"] else
-                                            f"faster at {entry['fused_faster']} of {entry['points']} points, "
-                                            f"{entry['ties']} tied, {entry['fused_slower']} slower")
+        values[f"plane_{lib}_faster_{l2}"] = ("no" if not entry["points"] else
+                                             f"{entry['fused_faster']} of {entry['points']}")
         values[f"plane_{lib}_worst_{l2}"] = "n/a" if not entry["points"] else ratio_number(entry["worst"]["value"])
         values[f"plane_{lib}_worst_{l2}_at"] = "n/a" if not entry["points"] else shape_label(entry["worst"]["shape"])
     model = s["model"]
@@ -63,6 +62,31 @@ def summary_values(plane: dict, l2: str) -> dict:
     values[f"plane_slower_copy_max_{l2}"] = "n/a" if not slower else ratio_number(slower["max"]["value"])
     values[f"plane_slower_copy_max_{l2}_at"] = "n/a" if not slower else shape_label(slower["max"]["shape"])
     return values
+
+
+def targets_met_short(plane: dict, l2: str) -> str:
+    """"6 of 15": of the plane's measured targets in one L2 state, how many this run met ("none of 0" never)."""
+    measured = [t for t in plane.get("targets", []) if t["l2"] == l2 and t["met"] is not None]
+    if not measured:
+        return "none (none could be measured)"
+    return f"{sum(1 for t in measured if t['met'])} of {len(measured)}"
+
+
+def library_counts(plane: dict, l2: str) -> str:
+    """One sentence: at how many points fused plain was faster than each library that ran (interval above 1), with
+    the ties and losses where there were any."""
+    s = plane.get(l2) or {}
+    found = []
+    for lib in LIBRARIES:
+        entry = (s.get("libraries") or {}).get(lib)
+        if not entry or not entry["points"]:
+            continue
+        rest = [f"{n} {word}" for n, word in ((entry["ties"], "tied"), (entry["fused_slower"], "slower")) if n]
+        found.append(f"{label(lib)} at {entry['fused_faster']} of {entry['points']} points"
+                     + (f" ({', '.join(rest)})" if rest else ""))
+    if not found:
+        return f"{l2.capitalize()}, no library ran at the plane's points."
+    return f"{l2.capitalize()}, fused plain was faster than {listing(found)}."
 
 
 def targets_met(plane: dict, l2: str) -> str:
@@ -116,6 +140,9 @@ def worst_points(plane: dict, l2: str, count: int = WORST_SHOWN) -> str:
         elif l2 in p["minus_copy_us"]:
             found.append((p["minus_copy_us"][l2] / BANDWIDTH_COPY_US,
                           f"{shape_label(p['shape'])} ({design_label(p['design'])}, "
+                          f"{fmt(p['minus_copy_us'][l2])} µs over the copy's {fmt(p['ceiling'][l2]['us'])} µs, "
+                          f"{ratio_number(copy_ratio(p, l2))}×)" if copy_ratio(p, l2) is not None else
+                          f"{shape_label(p['shape'])} ({design_label(p['design'])}, "
                           f"{fmt(p['minus_copy_us'][l2])} µs over the copy's {fmt(p['ceiling'][l2]['us'])} µs)"))
     found.sort(key=lambda item: -item[0])
     return listing([text for _, text in found[:count]])
@@ -159,11 +186,16 @@ def plane_values(run) -> dict:
               "plane_seed": str(run.record.parameters.get("plane_seed", PLANE_SEED)),
               "plane_floor_points": str(sum(1 for p in plane["points"] if p["floor"])),
               "plane_bandwidth_us": f"{BANDWIDTH_COPY_US:g}",
-              "plane_designs": listing([f"{design_label(d)} ({n})" for d, n in _design_counts(plane).items()]),
-              "plane_replicates": replicate_sentence(run), "plane_model_leaning": leaning_text(plane)}
+              "plane_designs": listing([f"{design_label(d)} to {n} {'point' if n == 1 else 'points'}" if i == 0 else
+                                        f"{design_label(d)} to {n}"
+                                        for i, (d, n) in enumerate(_design_counts(plane).items())]),
+              "plane_replicates": replicate_sentence(run), "plane_model_leaning": leaning_text(plane),
+              "plane_skipped": skipped_sentence(run)}
     for l2 in L2_STATES:
         values.update(summary_values(plane, l2))
         values[f"plane_targets_{l2}"] = targets_met(plane, l2)
+        values[f"plane_targets_{l2}_short"] = targets_met_short(plane, l2)
+        values[f"plane_library_counts_{l2}"] = library_counts(plane, l2)
         values[f"plane_worst_{l2}"] = worst_points(plane, l2) if plane["points"] else "n/a"
     return values
 
@@ -187,7 +219,7 @@ def plane_default_names() -> list[str]:
                   f"plane_latency_points_{l2}", f"plane_model_{l2}", f"plane_copy_kernel_ceiling_{l2}",
                   f"plane_slower_copy_max_{l2}", f"plane_slower_copy_max_{l2}_at"]
         for lib in LIBRARIES:
-            names += [f"plane_{lib}_count_{l2}", f"plane_{lib}_worst_{l2}", f"plane_{lib}_worst_{l2}_at"]
+            names += [f"plane_{lib}_faster_{l2}", f"plane_{lib}_worst_{l2}", f"plane_{lib}_worst_{l2}_at"]
     return names
 
 
@@ -203,17 +235,33 @@ def plane_targets_table(run):
                            "targets leave out the floor class, which has its own.")
 
 
+DESIGN_SHORT = {"narrow": "narrow rows", "row": "block per row", "cluster": "cluster per row", "split": "split rows"}
+
+
 def plane_rows(run) -> list[dict]:
-    """One row per plane point: its design and the fused kernels' ratios to the copy ceiling, warm and cold (the
-    times, libraries and predictions of every point are in the run's summaries.json, under "plane")."""
+    """One row per plane point: its design, the fused kernels' ratios to the copy ceiling and fused plain's to the
+    fastest library that ran, warm and cold, and the libraries that did not run there with the reason (the times
+    and predictions of every point are in the run's summaries.json, under "plane")."""
     rows = []
     for p in plane_of(run)["points"]:
-        row = {"shape": p["shape"], "design": p["design"]}
+        row = {"shape": shape_label(p["shape"]), "design": DESIGN_SHORT.get(p["design"], p["design"])}
         for l2 in L2_STATES:
             row[f"plain ÷ copy {l2}"] = p["ratios"].get("fused_plain_over_copy", {}).get(l2)
             row[f"RMS ÷ copy {l2}"] = p["ratios"].get("fused_rms_over_copy", {}).get(l2)
+        for l2 in L2_STATES:
+            best = best_library_ratio(p, l2)
+            row[f"plain ÷ best library {l2}"] = None if best is None else round(best, 3)
+        if any(q.get("skipped") for q in plane_of(run)["points"]):   # the column only where some library was skipped
+            row["libraries not run"] = "; ".join(f"{label(lib)}: {why}" for lib, why in p["skipped"].items()) or "—"
         rows.append(row)
     return rows
+
+
+def skipped_sentence(run) -> str:
+    """Whether every library ran at every plane point, or where the table says why one did not."""
+    if any(p.get("skipped") for p in plane_of(run)["points"]):
+        return "A library that did not run at a point is named in the last column, with the reason."
+    return "Every library ran at every point."
 
 
 def plane_table(run):
@@ -221,8 +269,10 @@ def plane_table(run):
     rows = plane_rows(run) or [{"shape": "this run has no random plane"}]
     return page_table(rows, index=["shape"], caption="Every point of the plane",
                       note="Device time per call over the copy ceiling's: warm L2 from a graph of many calls, cold L2 "
-                           "from one call after the flush; ratios paired per round, median [95 % interval]. Each "
-                           "point's times, library ratios and predictions are in the run's summaries.json.",
+                           "from one call after the flush; ratios paired per round, median [95 % interval]. Fused "
+                           "plain ÷ best library: over the fastest library that ran at the point, from the medians "
+                           "(below 1, fused plain was faster). Each point's times and predictions are in the run's "
+                           "summaries.json.",
                       csv="fusion-plane",
                       max_rows=20)
 
@@ -266,7 +316,15 @@ def interactive_map(run, script: str | None = None) -> str:
     points = map_points(run)
     if not points:
         return "<p>No plane in this run.</p>"
+    from launchlab.chapters.fusion.page_plane import RATIO_SPAN
+
+    span = RATIO_SPAN[1]
+    # five stops evenly spaced on the log scale follow the colour map; the middle and the ends carry labels
+    key = [(f"{ratio:g}×" if k in (0, 2, 4) else "", _colour(ratio))
+           for k, ratio in enumerate((1 / span, span ** -0.5, 1.0, span ** 0.5, span))]
     return hovermap.html(points, "row length (floats, log scale)", "rows (log scale)",
-                         tuple(f"{l2} L2" for l2 in L2_STATES), intro="Hover over a point for its shape, design and ratios. Colour: fused plain ÷ copy "
-                               "ceiling, purple below 1, white at 1, orange above (log scale, saturating at 4× either "
-                               "way).", label="Interactive map of fused plain over copy on the plane", script=script)
+                         tuple(f"{l2} L2" for l2 in L2_STATES),
+                         intro=f"Hover over a point for its shape, design and ratios. Colour: fused plain ÷ copy "
+                               f"ceiling, purple below 1, white at 1, orange above (log scale, saturating at {span:g}× "
+                               "either way).",
+                         label="Interactive map of fused plain over copy on the plane", script=script, key=key)

@@ -30,21 +30,23 @@ def sweep_figure(run, series: str):
         figures.sweep(axes[0, column], xs, gbs, ylabel="logical GB/s" if column == 0 else None, band=False,
                       logx=series == "128")
         figures.bandwidth_references(axes[0, column], run.record.device_name,
-                                     [p["gbs"].get("copy", {}).get(l2, np.nan) for p in points], xs)
+                                     [p["gbs"].get("copy", {}).get(l2, np.nan) for p in points], xs,
+                                     copy_label="cudaMemcpyAsync")
         axes[0, column].set_ylim(bottom=0)
         ratio = {label(n): [None if c is None or n not in p["device_us"] or l2 not in p["device_us"][n] else
                             p["device_us"][n][l2] / c for p, c in zip(points, copy)] for n in names}
-        figures.sweep(axes[1, column], xs, ratio, ceiling=1.0, ceiling_label="copy", logy=True, band=False,
-                      logx=series == "128", xlabel="row length N (floats)",
-                      ylabel="device time / copy's" if column == 0 else None)
+        figures.sweep(axes[1, column], xs, ratio, ceiling=1.0, ceiling_label="cudaMemcpyAsync", logy=True,
+                      band=False, logx=series == "128", xlabel="row length N (floats)",
+                      ylabel="device time / cudaMemcpyAsync's" if column == 0 else None)
         plain_log_ticks(axes[1, column])
         if series == "4096":
             axes[1, column].set_xticks([0, 4096, 8192, 12288], ["0", "4096", "8192", "12288"])
         axes[0, column].set_title(f"{SWEEP_SERIES[series]} × N, {l2} L2", fontsize=figures.FONT_PT)
     return figures.describe(figures.finish(fig, legend_where="right"), (
         f"Line charts over the row length N from {xs[0]:,} to {xs[-1]:,} floats for {SWEEP_SERIES[series]}, warm L2 "
-        "left and cold L2 right: on top each contender's logical bandwidth in GB/s with the measured copy dashed and "
-        "the GPU's peak DRAM bandwidth dotted; below, its device time over the copy's on a log scale, 1 dashed."))
+        "left and cold L2 right: on top each contender's logical bandwidth in GB/s with cudaMemcpyAsync's dashed "
+        "and the GPU's peak DRAM bandwidth dotted; below, its device time over cudaMemcpyAsync's on a log scale, 1 "
+        "dashed."))
 
 
 def rho_figure(run):
@@ -52,9 +54,10 @@ def rho_figure(run):
     from launchlab.present import figures
 
     s = summaries_of(run)
-    fig, axes = figures.figure(1, 2, height=2.8, layout="constrained", sharey="row")
-    for column, series in enumerate(("4096", "128")):
-        points = s["sweep"][series]
+    drawn = [series for series in SWEEP_SERIES if s["sweep"].get(series)] or ["128"]   # a series without points is left out
+    fig, axes = figures.figure(1, len(drawn), height=2.8, layout="constrained", sharey="row")
+    for column, series in enumerate(drawn):
+        points = s["sweep"].get(series, [])
         values = {f"{l2} L2": [p["ratios"].get("fused_rms_over_fused_plain", {}).get(l2) for p in points]
                   for l2 in L2_STATES}
         figures.sweep(axes[0, column], [p["cols"] for p in points], values, ceiling=1.0, ceiling_label="no cost",
@@ -63,7 +66,8 @@ def rho_figure(run):
         axes[0, column].set_title(f"{SWEEP_SERIES[series]} × N", fontsize=figures.FONT_PT)
     return figures.describe(figures.finish(fig, legend_where="right"), (
         "Line charts of the fused RMS kernel's time over the fused plain kernel's, paired per round, against the row "
-        "length N, for 4096 rows (left) and 128 rows (right), warm and cold L2, with a dashed line at 1 (no cost)."))
+        f"length N, for {' and '.join(SWEEP_SERIES[series] for series in drawn)}, warm and cold L2, with a dashed line "
+        "at 1 (no cost)."))
 
 
 def sweep_targets_table(run):
@@ -74,12 +78,17 @@ def sweep_targets_table(run):
              "every_point": "every point"}
     rows = []
     for target in s["sweep"]["targets"]:
+        if sweep_verdict(target, s) == NO_POINT:   # a range the sweep does not reach gets no row
+            continue
         library = target["kind"] not in what
         rows.append({"target": f"{label(target['kind'])} time / fused plain time" if library else what[target["kind"]],
                      "where": where[target["where"]], "L2": target["l2"],
                      "bound": ("above " if library else "at most ") + f"{target['threshold']:g}",
                      "worst measured": None if target["measured"] is None else ratio_number(target["measured"]),
                      "at": shape_label(target["shape"]) if target["shape"] else "—", "verdict": sweep_verdict(target, s)})
+    if not rows:
+        rows = [{"target": "every declared target", "where": "—", "L2": "—", "bound": "—", "worst measured": None,
+                 "at": "—", "verdict": "not measured (no sweep point in any target's range)"}]
     return page_table(rows, "target", formats={k: "text" for k in ("target", "where", "L2", "bound", "worst measured", "at", "verdict")},
                   units={"worst measured": "ratio"},
                   note="Worst: the largest ratio over the copy, or the smallest library speed-up, over the sweep's points "
@@ -114,6 +123,7 @@ def sweep_values(s: dict) -> dict:
     """Glue names for the sweep: its declared constants, point counts, extremes (sweep_<ratio>_<which>_<l2> and
     ..._at, the shape; "n/a" and why where the run has none), target verdicts and compute-sanitizer's results."""
     values = {**sweep_constant_values(), **sweep_point_values(s), **sweep_extreme_values(s), **few_rows_values(s)}
+    values["sweep_below_1024_sentence"] = below_1024_sentence(s)
     for target in s["sweep"].get("targets", []):
         values["sweep_verdict_" + target["key"].replace(".", "_")] = sweep_verdict(target, s)
     for tool in ("memcheck", "racecheck", "synccheck"):
@@ -121,6 +131,17 @@ def sweep_values(s: dict) -> dict:
     for tool, r in s.get("sanitizer", {}).items():
         values[f"sanitizer_{tool}"] = ("clean" if r["clean"] else f"{r['errors']} errors") + f" over {r['child_checks']} checks"
     return values
+
+
+def below_1024_sentence(s: dict) -> str:
+    """The largest fused plain ratio over the copy at rows shorter than 1024 floats, warm and cold; or that the
+    sweep has no such row."""
+    extremes = s["sweep"].get("extremes", {})
+    found = {l2: extremes.get(f"fused_plain_over_copy.max_n_lt_1024.{l2}") for l2 in L2_STATES}
+    if not any(found.values()):
+        return "The sweep has no row shorter than 1,024 floats."
+    return "Below N = 1024 the largest fused plain ratio was " + " and ".join(
+        f"{ratio_number(e['value'])} {l2} (at {shape_label(e['shape'])})" for l2, e in found.items() if e) + "."
 
 
 def sweep_constant_values() -> dict:
@@ -182,8 +203,11 @@ def missing_extreme_reason(s: dict, key: str) -> str:
     return "no sweep point measured it"
 
 
+NO_POINT = "not measured (no sweep point)"
+
+
 def sweep_verdict(target: dict, s: dict) -> str:
     """A sweep target's verdict; one not measured says why: no sweep point, or (a library's) the library absent."""
     if target["met"] is None and (target["kind"] not in LIBRARIES or not _sweep_points(s)):
-        return "not measured (no sweep point)"
+        return NO_POINT
     return verdict_text(target["met"])

@@ -47,13 +47,16 @@ def policy_table(run):
     for shape in s["shapes"]:
         rows_, cols = workloads.parse_shapes(shape)[0]
         by_design.setdefault((s["configs"][shape]["design"], rows_), []).append(cols)
-    table = [{"design": design_label(design), "rows": rows_, "shortest row": min(cols), "longest row": max(cols),
-              "shapes in this run": len(set(cols))} for (design, rows_), cols in sorted(by_design.items(), key=lambda kv: (kv[0][1], min(kv[1])))]
-    return page_table(table, "design", formats={"design": "text"},
-                  units={"rows": "count", "shortest row": "floats", "longest row": "floats", "shapes in this run": "count"},
-                  note="Row lengths N in floats (4 bytes). The policy (chapters/fusion/plans.fused_plan: per shape the "
-                       "candidate of least predicted time under the cost model fitted on a calibration plane) was "
-                       "fixed before the run.")
+    table = [{"rows": rows_, "design": design_label(design), "shortest row": min(cols), "longest row": max(cols),
+              "shapes": len(set(cols))}
+             for (design, rows_), cols in sorted(by_design.items(), key=lambda kv: (-kv[0][1], min(kv[1])))]
+    return page_table(table, ["rows", "design"], formats={"design": "text"},
+                      caption="Which design served the fixed shapes and the 128-row slice",
+                      units={"rows": "count", "shortest row": "floats", "longest row": "floats", "shapes": "count"},
+                      note="Row lengths N in floats (4 bytes). The policy (per shape, the candidate of least predicted "
+                           "time under the cost model fitted on a calibration plane) was fixed before the run. The "
+                           "plane's points are counted in the chapter, and each point's design is in the table of "
+                           "every point below.")
 
 
 RESOURCE_COLUMNS = {"registers": ("Registers", "per thread"), "shared_bytes": ("Static shared", "bytes"),

@@ -69,6 +69,15 @@ def node_table(run):
                                   "Stream launches: the kernel launches of the stream version of the same workload.")
 
 
+def stage_label(kernel: str) -> str:
+    """A node's kernel as CUDA printed it, after the stage name the text uses: "A: tile_producer", "K1: row_rms"."""
+    from launchlab.chapters.graphs import TILED_KERNELS
+    from launchlab.chapters.ordinary_launches import ROW_KERNELS
+
+    stages = {**dict(zip(TILED_KERNELS, "ABC")), **{name: f"K{k}" for k, name in enumerate(ROW_KERNELS, 1)}}
+    return f"{stages[kernel]}: {kernel}" if kernel in stages else kernel
+
+
 def graph_figure(run):
     """The drawn graphs as CUDA printed them: one box per node, in dependency order."""
     from launchlab.present import figures
@@ -77,10 +86,10 @@ def graph_figure(run):
     fig, axes = figures.figure(1, len(drawn), height=3.0, layout="constrained")
     for ax, graph in zip(axes[0], drawn):
         title = f"{label(VariantId.parse(graph['graph']))}:\n{graph['nodes']} nodes, {graph['edges']} edges"
-        figures.draw_chain(ax, graph["labels"], title)
+        figures.draw_chain(ax, [stage_label(name) for name in graph["labels"]], title)
         ax.title.set_fontsize(figures.FONT_PT)
     described = "; ".join(f"{label(VariantId.parse(g['graph']))}: {g['nodes']} nodes in a chain, "
-                          f"{' then '.join(g['labels'])}" for g in drawn)
+                          f"{' then '.join(stage_label(name) for name in g['labels'])}" for g in drawn)
     return figures.describe(figures.finish(fig, legend_where=None),
                             f"Two captured CUDA graphs drawn as chains of boxes joined by arrows. {described}.")
 
@@ -327,9 +336,10 @@ def stream_pace_sentence(s: dict) -> str:
 
     def batch(vid: VariantId) -> str:
         path = "row path" if vid.target == "row4" else "tiled path"
-        return f"the {vid.case.replace('x', '×')} {path}'s stream batch"
+        return f"the {vid.case.replace('x', '×')} {path}"
 
-    return pace_sentence({batch(VariantId.parse(v)): pace["paced_by"] for v, pace in s["pace"].items()})
+    text = pace_sentence({batch(VariantId.parse(v)): pace["paced_by"] for v, pace in s["pace"].items()})
+    return f"Of the stream versions, {text[0].lower()}{text[1:]}" if text else ""
 
 
 def node_values(run) -> dict:
@@ -343,6 +353,14 @@ def node_values(run) -> dict:
     native_built = bool(run.record.details.get("native_loop", {}).get("built"))
     values["native_loop"] = ("built for this run" if native_built else
                              "which could not be built on this host, so its series is missing")
+    if native_built:
+        from launchlab.chapters.graphs.page_answer import chapter_1
+        from launchlab.chapters.ordinary_launches.page_answer import _launch_us
+
+        first = chapter_1(run)
+        if first is not None:
+            values["native_loop"] += (f"; an interval per launch on the GPU's clock, where chapter 1's "
+                                      f"{_sig(_launch_us(first, 'native'))} µs is the host's cost of one launch")
     if not native_built:  # the prose names the C++ series: say it was not measured rather than leave a blank
         for variant in run.summaries["per_node"]:
             vid = VariantId.parse(variant)

@@ -7,7 +7,7 @@ from launchlab.chapters.graphs import stream_twin
 from launchlab.chapters.graphs.page_names import _paths, label, ordered, replays_text
 from launchlab.measure.variant import VariantId
 from launchlab.present import tables
-from launchlab.present.replicas import joined, replicates_of, spread_sentence
+from launchlab.present.replicas import counted, joined, replicates_of, spread_sentence
 
 KEY = "row4.128x8192.graph"        # the workload the answer leads with: chapter 1's host-paced row path
 
@@ -23,18 +23,27 @@ def _ratio(summaries: dict, graph: VariantId | str, measure: str = "event") -> d
 
 
 def verdict_answer(run) -> str:
-    """How many workloads replay made faster, by each measure, in one sentence."""
+    """How many of the measured cases replay made faster, by each measure, in one sentence."""
     tallies = run.summaries["tallies"]
+    paths = {"row4": ("shape", "row path"), "tiled3": ("case", "tiled path")}
+    kinds = {}
+    for g in _paths(run):
+        kinds[g.target] = kinds.get(g.target, 0) + 1
+    cases = joined([f"{counted(n, paths.get(target, ('case', ''))[0])} of the {paths.get(target, ('', target))[1]}"
+                    for target, n in kinds.items()])
 
-    def counted(measure):
+    def tallied(measure):
         tally = tallies[measure]
-        total = sum(tally.values())
         rest = [f"{tally[k]} {words}" for k, words in (("below", "slower"), ("tie", "tied")) if tally[k]]
-        if not rest:
-            return f"all {total}"
-        return f"{tally['above']} of {total}" + f" ({', '.join(rest)})"
-    return (f"Replaying the launches as a CUDA graph made {counted('event')} workloads faster by the event interval "
-            f"per call of a batch, and {counted('complete')} by the host completion of one synchronised call.")
+        return None if not rest else f"{tally['above']} of {sum(tally.values())} ({', '.join(rest)})"
+    total = sum(tallies["event"].values())
+    event, complete = tallied("event"), tallied("complete")
+    if event is None and complete is None:
+        return (f"Replaying the launches as a CUDA graph made every one of the {total} cases faster ({cases}), both "
+                "by the event interval per call of a batch and by the host completion of one synchronised call.")
+    return (f"Of the {total} cases ({cases}), replaying the launches as a CUDA graph made {event or 'all'} faster by "
+            f"the event interval per call of a batch, and {complete or 'all'} by the host completion of one "
+            "synchronised call.")
 
 
 def ratios_answer(run) -> str:
@@ -63,10 +72,21 @@ def every_ratio(run) -> str:
 
 
 def spread_answer(run) -> str:
-    """How the key ratio moved between this run and its replicates."""
-    others = [_ratio(r.summaries, KEY)["median"] for r in replicates_of(run) if KEY in r.summaries["stream_over_graph"]]
+    """How the key ratio moved between this run and its replicates, and which other cases' ratios moved by more
+    than 5 % as well."""
+    replicas = replicates_of(run)
+    others = [_ratio(r.summaries, KEY)["median"] for r in replicas if KEY in r.summaries["stream_over_graph"]]
     here = _ratio(run.summaries, KEY)["median"]
-    return spread_sentence("the 128×8192 row path's ratio", here, others, "{:.2f}".format)
+    text = spread_sentence("the 128×8192 row path's ratio", here, others, "{:.2f}".format)
+    moved = []
+    for g in (g for g in _paths(run) if str(g) != KEY):
+        theirs = [_ratio(r.summaries, g)["median"] for r in replicas if str(g) in r.summaries["stream_over_graph"]]
+        mine = _ratio(run.summaries, g)["median"]
+        if any(abs(v / mine - 1.0) > 0.05 for v in theirs):
+            moved.append(f"{workload(g)}'s from {mine:.2f} here to {joined([f'{v:.2f}' for v in theirs])}")
+    if moved:
+        text += f" Other ratios moved as well: {joined(moved)}."
+    return text
 
 
 def spread_why(run) -> str:

@@ -116,8 +116,8 @@ def timeline_figure(run):
         sm = [np.array([s[0] for s in spans[name]]) for name in ROW_KERNELS]
         start = [np.array([s[1] for s in spans[name]]) for name in ROW_KERNELS]
         end = [np.array([s[2] for s in spans[name]]) for name in ROW_KERNELS]
-        figures.block_timeline(ax, start, end, sm, ROW_KERNELS, f"{shape}: each SM's span of K1–K4",
-                               legend_where=None)
+        figures.block_timeline(ax, start, end, sm, [f"K{k} {name}" for k, name in enumerate(ROW_KERNELS, 1)],
+                               f"{shape.replace('x', '×')}: each SM's span of K1–K4", legend_where=None)
     return figures.describe(figures.finish(fig), (
         f"Timelines of one traced invocation at each of {', '.join(shapes)}: for every SM a row of coloured bars, "
         "one colour per kernel K1 to K4, from its first block's start to its last block's end; white space is "
