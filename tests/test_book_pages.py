@@ -416,3 +416,18 @@ def test_example_b_answer_says_what_its_replicates_did_not_repeat():
     for claim_id in jobs.claims_broken_by(run, replicas):
         assert f">{claim_id}</a> as stated" in text
     assert "(" not in jobs.schedule_answer(run)  # the ratios are worded, not put in brackets
+
+
+def test_example_a_states_each_figure_once_at_the_decimals_its_interval_needs():
+    from launchlab.chapters.example_a_pointwise import page, page_answer
+
+    run = accepted_or_skip("example_a_pointwise")
+    dram = page.dram_sentence(run)
+    ratios = {f"{p['dram_over_logical']:.2f}" for p in run.summaries["dram"]["paths"].values()}
+    for ratio in ratios:
+        assert dram.count(f"{ratio} times") == 1, dram
+    n = page_answer.sizes(run)[-1]
+    ratio = run.summaries["ratios"][f"three_over_fused.graph.{n}"]
+    places = page_answer.interval_places(ratio)
+    assert f"took {ratio['median']:.{places}f} times" in page_answer.large_answer(run)
+    assert f"{ratio['ci_low']:.{places}f} to" in page_answer.large_answer(run)
