@@ -438,6 +438,22 @@ def test_every_bounded_claim_states_its_frozen_bound_and_says_what_paced_it(by_i
             assert "Stated bound" not in record["excerpt"], claim.id
             continue
         assert stored[claim.id]["version"] == claim.version and stored[claim.id]["pacing"] == claim.pacing
-        assert bounds.sentence(stored[claim.id]) in record["excerpt"]
+        held = (evidence.REPO_ROOT / "evidence" / "runs" / stored[claim.id]["run_id"]).is_dir()
+        assert bounds.sentence(stored[claim.id], held) in record["excerpt"]
         assert (f"{claim.pacing}-paced") in record["excerpt"], claim.id
+        assert ("kept in the git history" in record["excerpt"]) != held, claim.id  # a reader is never sent to
+        assert "speedup_vs" not in record["excerpt"], claim.id                     # a missing folder or a key
+
+
+def test_a_bound_reads_in_words_and_says_what_a_run_must_do_to_keep_it():
+    entry = {"pacing": "device", "margin": 0.03, "run_id": "20270101T000000Z-ch04", "bounds": {
+        "speedup_vs_graph3/coop.ragged.graph": {"name": "speedup_vs_graph3/coop.ragged.graph", "side": "below",
+                                                "bound": 0.9345},
+        "b": {"name": "balanced", "side": "within", "bound": [0.3276, 0.4905]}}}
+    text = bounds.sentence(entry, held=False)
+    assert "three-kernel graph time / cooperative-graph time, ragged, its 95% interval below 0.9345" in text
+    assert "balanced, its median between 0.3276 and 0.4905" in text
+    assert "kept in the git history" in text and "kept in the git history" not in bounds.sentence(entry)
+    del entry["bounds"]["b"]
+    assert "whole 95% interval of each figure lies on the stated side" in bounds.sentence(entry)
     assert {claim.id for claim in declared.BOOK_CLAIMS if claim.pacing == "host"} == {"B01", "B06", "B07", "B12"}

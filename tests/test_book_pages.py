@@ -82,7 +82,7 @@ def test_a_chapter_opens_with_its_question_answer_and_key_figure_and_links_its_d
     notebook = json.loads((REPO_ROOT / f"book/{stem}.ipynb").read_text())
     markdown = ["".join(c["source"]) for c in notebook["cells"] if c["cell_type"] == "markdown"]
     opening = "\n".join(markdown[:2])
-    assert "**The question.**" in markdown[0] and "**The answer**" in opening
+    assert "**The question.**" in markdown[0] and "**The answer" in opening
     first_section = "\n".join(markdown).split("\n## ")[0]
     assert "```{glue:figure}" in first_section, "the key figure comes before the first section"
     assert f"data/{stem}-data" in "".join(markdown)
@@ -395,3 +395,39 @@ def test_a_finding_the_run_does_not_support_gives_a_visible_note_instead():
     flipped.summaries["verdicts"]["separate_over_fused.graph.ragged"] = "above"
     assert jobs.ragged_explanation(run).startswith("Why two kernels beat the fused kernel")
     assert "beat" not in jobs.ragged_explanation(flipped)
+
+
+def test_example_b_answer_says_what_its_replicates_did_not_repeat():
+    """The answer's gap between schedules covers every pair of them, and its sentence on the replicates names the
+    traced counts that changed and every claim the registry records a replicate breaking."""
+    from launchlab.chapters.example_b_jobs import page_answer as jobs
+    from launchlab.present.replicas import replicates_of
+
+    run = accepted_or_skip("example_b_jobs")
+    timing = run.summaries["timing"]
+    medians = {key: record["warm_batch"]["event_us"]["median"] for key, record in timing.items()}
+    pairs = [medians[a] / medians[b] - 1 for a in medians for b in medians if a.split(".")[1:] == b.split(".")[1:]]
+    assert f"at most {max(pairs) * 100:.1f} % longer" in jobs.size_answer(run)
+    replicas = replicates_of(run)
+    changed = [key for key in run.headline if key.startswith(jobs.EARLY_B)
+               and any(r.headline[key] != run.headline[key] for r in replicas)]
+    text = jobs.spread_answer(run)
+    assert ("did not all repeat" in text) == bool(changed)
+    for claim_id in jobs.claims_broken_by(run, replicas):
+        assert f">{claim_id}</a> as stated" in text
+    assert "(" not in jobs.schedule_answer(run)  # the ratios are worded, not put in brackets
+
+
+def test_example_a_states_each_figure_once_at_the_decimals_its_interval_needs():
+    from launchlab.chapters.example_a_pointwise import page, page_answer
+
+    run = accepted_or_skip("example_a_pointwise")
+    dram = page.dram_sentence(run)
+    ratios = {f"{p['dram_over_logical']:.2f}" for p in run.summaries["dram"]["paths"].values()}
+    for ratio in ratios:
+        assert dram.count(f"{ratio} times") == 1, dram
+    n = page_answer.sizes(run)[-1]
+    ratio = run.summaries["ratios"][f"three_over_fused.graph.{n}"]
+    places = page_answer.interval_places(ratio)
+    assert f"took {ratio['median']:.{places}f} times" in page_answer.large_answer(run)
+    assert f"{ratio['ci_low']:.{places}f} to" in page_answer.large_answer(run)

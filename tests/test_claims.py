@@ -537,7 +537,10 @@ def test_a_restated_book_claim_is_marked_with_each_replicate_that_broke_it(claim
         row = row[:row.index("</tr>")]
         assert "<strong>restated</strong>" in row
         for item in claim["broken_by"]:
-            assert f"Replicate run {item['run_id']}:</strong>" in row and page.quoted(item["reason"]) in row
+            assert f"Replicate run {item['run_id']}</strong> breaks it" in row and page.quoted(item["reason"]) in row
+            if item["value"] is not None:  # the replicate's value is shown, as the page promises
+                assert page.replicate_value(item, claim["our_value"]) and \
+                    page.html.escape(page.replicate_value(item, claim["our_value"])) in row
 
 
 def test_the_chapter_page_keeps_an_anchor_for_every_article_and_recheck_claim(claims):

@@ -153,9 +153,11 @@ def figure(number: float, digits: int = 3, like: float | None = None) -> str:
     return f"{number:.{places}f}"
 
 
-def with_interval(median: float, interval) -> str:
+def with_interval(median: float, interval, counts: bool = False) -> str:
+    """The median with its 95% interval; `counts`: the claim's values are all whole numbers, counts written as
+    the integers they are."""
     if not interval:
-        return figure(median)
+        return str(int(median)) if counts else figure(median)
     low, high = interval
     return f"{figure(median)} [{figure(low, like=median)}, {figure(high, like=median)}]"
 
@@ -181,10 +183,13 @@ def statement_of(claim: BookClaim, view: Run, ours: dict | None) -> str:
     unknown = sorted(set(names) - set(values))
     if unknown:
         raise ValueError(f"{claim.id}: its statement names {unknown}, which its value does not label")
-    return claim.statement.format(**{name: with_interval(values[name], intervals.get(name)) for name in names})
+    counts = not intervals and all(float(number).is_integer() for number in values.values())
+    return claim.statement.format(**{name: with_interval(values[name], intervals.get(name), counts)
+                                     for name in names})
 
 
-def book_record(claim: BookClaim, view: Run, entry: dict | None = None, replicates=()) -> dict:
+def book_record(claim: BookClaim, view: Run, entry: dict | None = None, replicates=(),
+                root: Path = evidence.EVIDENCE_ROOT) -> dict:
     """A B-claim its accepted run supports, in the registry's form, with the frozen bound `entry` stated and
     restated where a replicate breaks it; ValueError naming the claim where the accepted run does not support it."""
     missing = missing_reads(view, claim.reads())
@@ -195,7 +200,8 @@ def book_record(claim: BookClaim, view: Run, entry: dict | None = None, replicat
         check_guard(claim, view, entry)
         ours = our_value(view, claim.value) if claim.value else None
         files = claim.files(view) if callable(claim.files) else claim.files
-        excerpt = statement_of(claim, view, ours) + (bounds.sentence(entry) if entry else "")
+        held = entry is not None and (Path(root) / "runs" / entry["run_id"]).is_dir()
+        excerpt = statement_of(claim, view, ours) + (bounds.sentence(entry, held) if entry else "")
         broken = [broken_by(claim, replicate, failures) for replicate in replicates
                   if (failures := guard_failures(claim, replicate, entry))]
         record = {"id": claim.id, "section": claim.section, "excerpt": excerpt,
@@ -289,7 +295,7 @@ def generated_records(records: list[dict], root: Path = evidence.EVIDENCE_ROOT, 
             continue
         try:
             result.append(book_record(claim, views[claim.chapter], entries.get(claim.id),
-                                      replicates.get(claim.chapter, ())))
+                                      replicates.get(claim.chapter, ()), root))
         except ValueError as problem:
             problems.append(str(problem))
     if problems:

@@ -157,7 +157,7 @@ BOOK_CLAIMS = (
               "At 4096x128 with a cold L2, the fused plain softmax is not 5% faster than cuDNN's softmax.",
               "No win for the fused kernel, kept. Median within-round ratio, cuDNN over fused, of single invocations "
               "after an L2 flush, each queued behind a GPU wait kernel so that the GPU and not the host sets the "
-              "pace; its 95% bootstrap interval lies below 1.05. Restated: the earlier runs put the whole interval "
+              "pace; its 95% bootstrap interval lies below 1.05. Revised: the earlier runs put the whole interval "
               "below 1 (cuDNN faster); a later run of the same fused build put it across 1, so the claim now says "
               "only what every run supports.",
               FUSION_FILES,
@@ -311,7 +311,7 @@ BOOK_CLAIMS = (
               "Within each round, the event interval per replay of the three PDL kernels captured without the "
               "launch attribute minus that of the same kernels captured with it, over the graph's two boundaries. "
               "The graphs read back from the driver hold programmatic edges with the attribute and none without. "
-              "Restated (version 4): the saving moves between runs more than its intervals say. Version 2's band "
+              "Revised (version 4): the saving moves between runs more than its intervals say. Version 2's band "
               "(ragged 0.28 to 0.35 µs) came from the run of 2026-12-01 16:16; the run of 19:48 measured 0.53 µs "
               "on the ragged case and 0.43 µs on the balanced one (version 3's bound); the run of 22:05, made after "
               "the row helpers its kernels include had changed, measured 0.47 µs on the balanced case, just above "
@@ -350,7 +350,7 @@ BOOK_CLAIMS = (
               "At each point of the seeded random plane where torch ran, the within-round ratio of device time per "
               "call, torch.softmax over the fused kernel in plain mode (the design the launch policy picks for the "
               "shape), with its 95% bootstrap interval; a point counts where the whole interval lies above 1. "
-              "Restated (version 3): versions 1 and 2 said torch was slower at every point of the 4096-row and "
+              "Revised (version 3): versions 1 and 2 said torch was slower at every point of the 4096-row and "
               "128-row sweeps, warm; the chapter replaced the 4096-row sweep with the random plane, so the claim now "
               "reports the plane's share, with the smallest torch time over fused plain time beside it.",
               FUSION_FILES,
@@ -376,7 +376,7 @@ BOOK_CLAIMS = (
               "over the copy ceiling (the faster of cudaMemcpyAsync and a 16-byte copy kernel at that point and L2 "
               "state); the largest median over the bandwidth-regime points outside the floor class (one or two rows "
               "of 4 MiB or more, or fewer rows than SMs holding more than the GPU's registers and shared memory). "
-              "Restated (version 2): version 1 said the fused plain kernel missed 1.10 times cudaMemcpyAsync at the "
+              "Revised (version 2): version 1 said the fused plain kernel missed 1.10 times cudaMemcpyAsync at the "
               "worst point of the sweeps with N >= 1024; the sweep is replaced by the plane and the reference by the "
               "faster copy, so the claim now reports the plane's worst ratio against the chapter's declared target "
               "(at most 1.25).",

@@ -93,16 +93,28 @@ def _interval_text(interval) -> str:
     return f"95% interval {format_number(interval[0])} to {format_number(interval[1])}"
 
 
+PLURAL_NOUNS = re.compile(r"\b(blocks|jobs|tasks|kernels|nodes|launches)\b")
+
+
+def unit_for(number, unit: str) -> str:
+    """The unit as it reads after `number`: "1 active block per SM", "8 active blocks per SM"."""
+    if number == 1:
+        return PLURAL_NOUNS.sub(lambda m: m[1][:-2] if m[1].endswith("hes") else m[1][:-1], unit, count=1)
+    return unit
+
+
 def format_value(ours: dict) -> str:
     """Our value as text: the number or the labelled numbers, the unit, and the interval of each that has one."""
     value, interval = ours["value"], ours["interval"]
+    if not isinstance(value, dict) and ours["unit"].startswith("%"):  # a percentage at the three figures it can bear
+        return f"{fmt_sig(value, 3)} {ours['unit']}" + (f" ({_interval_text(interval)})" if interval else "")
     if isinstance(value, dict):
         intervals = interval or {}
         parts = [f"{label}: {format_number(number)}" + (f" ({_interval_text(intervals[label])})"
                                                          if label in intervals else "")
                  for label, number in value.items()]
         return f"{ours['unit']} — " + "; ".join(parts)
-    text = f"{format_number(value)} {ours['unit']}"
+    text = f"{format_number(value)} {unit_for(value, ours['unit'])}"
     if interval:
         text += f" ({_interval_text(interval)})"
     return text
@@ -183,11 +195,28 @@ def _book_row(claim: dict) -> str:
     statement = f"<q>{quoted(claim['excerpt'])}</q>{folded}"
     verdict = f"<strong>{claim['verdict']}</strong>" if claim["broken_by"] else claim["verdict"]
     values = _values_html(claim) + "".join(
-        f'<div class="replicate"><strong>Replicate run {html.escape(item["run_id"])}:</strong> '
-        f"{html.escape(item['reason'])}.</div>" for item in claim["broken_by"] or ())
+        f'<div class="replicate"><strong>Replicate run {html.escape(item["run_id"])}</strong> breaks it '
+        f"({html.escape(item['reason'])}){html.escape(replicate_value(item, claim['our_value']))}.</div>"
+        for item in claim["broken_by"] or ())
     cells = [f'<a href="#{anchor}">{claim["id"]}</a>', statement, verdict, values or tables.MISSING]
     mark = ' class="restated"' if claim["broken_by"] else ""
     return f'<tr id="{anchor}"{mark}>' + "".join(f"<td>{cell}</td>" for cell in cells) + "</tr>"
+
+
+def replicate_value(item: dict, ours: dict | None) -> str:
+    """What a replicate that breaks a claim measured, beside the accepted run's value: a labelled value by the
+    labels where the two differ ("" where the replicate has no value)."""
+    value = item["value"]
+    if value is None:
+        return ""
+    if isinstance(value, dict) and ours and isinstance(ours["value"], dict):
+        differ = [label for label, number in value.items() if ours["value"].get(label) != number]
+        if differ:
+            same = "" if len(differ) == len(value) else "; every other figure as in the accepted run"
+            return ": " + "; ".join(f"{label} {format_number(value[label])} against {format_number(ours['value'][label])}"
+                                    " in the accepted run" for label in differ) + same
+    shown = format_value({"value": value, "interval": item["interval"], "unit": ours["unit"] if ours else ""})
+    return f": its value {shown.strip()}"
 
 
 def claim_index_html(claims: list[dict], families: str = "CR") -> str:
@@ -252,7 +281,7 @@ def _values_html(claim: dict) -> str:
 
 def _support_html(claim: dict, sources: dict) -> str:
     support = [f'<a href="{html.escape(sources[key]["url"])}" title="{html.escape(sources[key]["title"])}">'
-               f"{html.escape(key)}</a>" for key in claim["sources"]]
+               f"{html.escape(sources[key]['title'])}</a>" for key in claim["sources"]]
     for entry in claim["evidence"]:
         run_id, inside_run = registry.run_file_parts(entry["path"])
         support.append(f'<a href="{html.escape(site.evidence_link(entry["path"]))}" title="run {run_id}">'
@@ -355,12 +384,41 @@ def page_values(claims: list[dict], sources: dict, repo_root: Path = REPO_ROOT) 
     values["restated_sentence"] = {0: "No claim is restated at this build.",
                                    1: f"One claim is restated at this build: {links}."}.get(
         len(restated), f"{len(restated)} claims are restated at this build: {links}.")
+    values["lead_sentence"] = lead_sentence(claims)
     values["count_article_figures"] = sum(bool(article_figure(claim)) for claim in claims
                                           if claim["id"][0] in "CR" and (claim["our_value"] or claim["awaits"]))
     citation = site.book_citation(repo_root)
     values["book_citation"] = (f"{citation['authors']}. *{citation['title']}*. Version {citation['version']}, "
                                f"released {citation['date']}. {citation['url']}")
     return {name: str(value) for name, value in values.items()}
+
+
+# What each verdict says of a statement, as the opening sentence counts them.
+VERDICT_PHRASES = {"retain": ("holds as written", "hold as written"),
+                   "qualify": ("says more than its sources support", "say more than their sources support"),
+                   "correct": ("is wrong or misleading", "are wrong or misleading"),
+                   "judgment": ("is advice rather than a measurement", "are advice rather than measurements")}
+
+
+def _counted(n: int, phrases: tuple[str, str]) -> str:
+    return f"{n} {phrases[0] if n == 1 else phrases[1]}"
+
+
+def lead_sentence(claims: list[dict]) -> str:
+    """The audit's answer in two sentences: how the article's statements fared, and the book's own claims."""
+    article = registry.verdict_counts(claims, "C")
+    book = registry.verdict_counts(claims, "B")
+    parts = [_counted(n, VERDICT_PHRASES[verdict]) for verdict, n in article.items() if n]
+    held, restated, pending = book["retain"], book[registry.RESTATED], book[registry.PENDING]
+    text = (f"Of the {sum(article.values())} statements of the audited article, {_listing(parts)}. "
+            f"Of this book's own {sum(book.values())} claims, {held} held in every run of their chapter")
+    if restated:
+        text += (f", and {restated} {'is' if restated == 1 else 'are'} restated, {'' if restated == 1 else 'each '}"
+                 "because a second run of its chapter did not support it as stated; its row shows that run's value "
+                 "beside ours")
+    if pending:
+        text += f"; {pending} wait for a run of their chapter"
+    return text + "."
 
 
 def _listing(items: list[str]) -> str:

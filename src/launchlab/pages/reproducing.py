@@ -148,6 +148,11 @@ def figure(value, digits: int = 3) -> str:
     return tables.fmt_int(value) if float(value).is_integer() else tables.fmt_sig(value, digits)
 
 
+def apart(a, b) -> int:
+    """The fewest significant figures (3 to 6) at which two figures read differently."""
+    return next((digits for digits in (3, 4, 5) if figure(a, digits) != figure(b, digits)), 6)
+
+
 def interval(low, high) -> str:
     """`[low–high]` with the decimals that tell its ends apart."""
     text = tables.median_with_band({"median": low, "ci_low": low, "ci_high": high}, tables.CI, number="sig")
@@ -272,10 +277,10 @@ def moved_table(chapters) -> tables.Table:
 
 
 def counts_table(chapters) -> tables.Table:
-    """The untimed figures (counts, checks, verdicts, profiler byte ratios) a replicate changed, at the six
-    significant figures that tell a ratio's two values apart."""
+    """The untimed figures (counts, checks, verdicts, profiler byte ratios) a replicate changed, at the fewest
+    significant figures that tell the two values apart."""
     rows = [{"chapter": entry.name, "replicate": replicate.run.run_id, "figure": row.key,
-             "accepted run (A)": figure(row.a, 6), "replicate (B)": figure(row.b, 6)}
+             "accepted run (A)": figure(row.a, apart(row.a, row.b)), "replicate (B)": figure(row.b, apart(row.a, row.b))}
             for entry, replicate in all_replicates(chapters) for row in replicate.changed_counts.itertuples()]
     if not rows:
         rows = [{"chapter": "—", "replicate": "—", "figure": "no untimed figure changed"}]
@@ -302,7 +307,7 @@ def claims_table(chapters, root: Path = evidence.EVIDENCE_ROOT) -> tables.Table:
     return tables.page_table(pd.DataFrame(rows, columns=CLAIMS_COLUMNS), index=["chapter", "replicate"],
                              formats=dict.fromkeys(CLAIMS_COLUMNS, "text"),
                              headers={"broken (what compare finds)": "Broken (what compare finds)",
-                                      "restated in the registry (broken_by)": "Restated in claims.yaml (broken_by)"},
+                                      "restated in the registry (broken_by)": "Restated in the claim audit"},
                              note="Each claim is checked with the bound frozen for it from the accepted run "
                                   "(evidence/claims/bounds.yaml); a broken claim is restated, never re-fitted.")
 
@@ -310,19 +315,22 @@ def claims_table(chapters, root: Path = evidence.EVIDENCE_ROOT) -> tables.Table:
 # --- the prose's values --------------------------------------------------------------------------------------------
 
 def seeds_text(chapters) -> str:
-    """Which replicates ran with another fixture seed than their accepted run, and which with the same."""
-    other, same = [], []
+    """Which replicates ran with another fixture seed than their accepted run, and which with the same: each pair
+    of seeds said once."""
+    other: dict[tuple, list[str]] = {}
+    same: list[tuple] = []
     for _, replicate in all_replicates(chapters):
         a, b = seed_of(replicate.accepted.record), seed_of(replicate.run.record)
-        (other if a != b else same).append((replicate.run.run_id, a, b))
-    parts = []
-    if other:
-        parts.append(f"{joined([f'`{rid}` (seed {b}, against {a})' for rid, a, b in other])} "
-                     f"{'was' if len(other) == 1 else 'were'} made with another fixture seed than the accepted run, "
-                     "so their inputs differ")
+        if a != b:
+            other.setdefault((a, b), []).append(f"`{replicate.run.run_id}`")
+        else:
+            same.append((replicate.run.run_id, a))
+    parts = [f"{joined(ids)} {'was' if len(ids) == 1 else 'were'} made with fixture seed {b} instead of the accepted "
+             f"run's {a}, so {'its inputs differ' if len(ids) == 1 else 'their inputs differ'}"
+             for (a, b), ids in other.items()]
     if same:
-        parts.append(f"{joined([f'`{rid}`' for rid, _, _ in same])} used the accepted run's own seed "
-                     f"({joined(sorted({str(a) for _, a, _ in same}))}), so their inputs are the same")
+        parts.append(f"{joined([f'`{rid}`' for rid, _ in same])} used the accepted run's own seed "
+                     f"({joined(sorted({str(a) for _, a in same}))}), so their inputs are the same")
     return "; ".join(parts) + "." if parts else "No chapter has a replicate yet."
 
 
@@ -363,24 +371,6 @@ def range_text(values: list) -> str:
     return f"at {low} %" if low == high else f"between {low} % and {high} %"
 
 
-def chapter_finding(entry: ChapterReplicates) -> str:
-    """One bullet: what the chapter's replicates show."""
-    if not entry.replicates:
-        return f"* **{entry.name}**: {NONE_YET}."
-    spreads = [r.result["spread"] for r in entry.replicates]
-    moved = [f"{len(r.moved)} of {r.with_interval}" for r in entry.replicates]
-    intervals = (f"outside the accepted run's 95 % interval: {joined(moved)} figures with one"
-                 if any(r.with_interval for r in entry.replicates)
-                 else "none of its headline figures has a 95 % interval in the accepted run's summaries (a median "
-                      "there keeps p10–p90, the spread of the rounds, not an interval of the median), so none can be "
-                      "tested against one")
-    broken = sorted({claim_id for r in entry.replicates for claim_id in claims_broken(r)})
-    return (f"* **{entry.name}** ({plural(len(entry.replicates), 'replicate')}): median |B/A − 1| of the "
-            f"device-paced figures {joined([percent(s['device']['median_abs_change']) + ' %' for s in spreads])}, "
-            f"of the host-paced {joined([percent(s['host']['median_abs_change']) + ' %' for s in spreads])}; "
-            f"{intervals}; claims broken: {joined(broken) or 'none'}.")
-
-
 def moved_text(pairs) -> str:
     """How many figure comparisons could be tested against the accepted run's interval, how many left it, and
     what paced those."""
@@ -400,7 +390,7 @@ def page_values(chapters) -> dict[str, str]:
     spreads = [replicate.result["spread"] for _, replicate in pairs]
     return {
         "replicate_count": str(len(pairs)),
-        "chapters_with_replicates": joined([entry.name for entry in chapters if entry.replicates]) or "none",
+        "chapters_with_replicates": plural(sum(bool(entry.replicates) for entry in chapters), "chapter"),
         "chapters_without_replicates": without_text(chapters),
         "replicate_seeds": seeds_text(chapters),
         "replicate_gpus": gpus_text(chapters),
@@ -408,5 +398,4 @@ def page_values(chapters) -> dict[str, str]:
         "device_spread_range": range_text([s[compare.DEVICE]["median_abs_change"] for s in spreads]),
         "host_spread_range": range_text([s[compare.HOST]["median_abs_change"] for s in spreads]),
         "moved_text": moved_text(pairs),
-        "chapter_findings": "\n".join(chapter_finding(entry) for entry in chapters),
     }

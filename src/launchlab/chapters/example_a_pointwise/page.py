@@ -276,7 +276,8 @@ def page_values(run) -> dict:
               "exact_checks": str(headline["exact_checks"]), "exact_outputs": str(summaries["checks"]["exact_outputs"]),
               "configurations": str(samples["configurations"]),
               "timing_samples": str(samples["configurations"] * samples["rounds"]),
-              "dram_sentence": dram_sentence(run), "sanitizer_sentence": sanitizer_sentence(run),
+              "dram_sentence": dram_sentence(run),
+              "profiled_size": f"{summaries['dram']['size']:,}" if summaries["dram"] else "no size", "sanitizer_sentence": sanitizer_sentence(run),
               "verdict_sentence": verdict_sentence(run)}
     values.update({f"kernel_nodes_{name}": str(headline[f"kernel_nodes.{name}"]) for name in summaries["graph_nodes"]})
     tags = {all_sizes[0]: "small", all_sizes[-1]: "large"}
@@ -318,9 +319,15 @@ def dram_sentence(run) -> str:
     dram = run.summaries["dram"]
     if dram is None:
         return "No Nsight Compute profile was asked for in this run."
-    parts = [f"{dram['paths'][name]['dram_over_logical']:.2f} times the logical bytes for the {rows(run)[name].label}"
-             for name in in_row_order(run, dram["logical"]) if name in dram["paths"]]
-    if len(parts) == len(dram["logical"]):
+    names = [name for name in in_row_order(run, dram["logical"]) if name in dram["paths"]]
+    ratios = {name: f"{dram['paths'][name]['dram_over_logical']:.2f}" for name in names}
+    parts = [f"{ratios[name]} times the logical bytes for the {rows(run)[name].label}" for name in names]
+    if len(names) == len(dram["logical"]):
+        if len(set(ratios.values())) == 1 and len(names) > 1:
+            both = "both" if len(names) == 2 else "each of"
+            labels = " and ".join(f"the {rows(run)[name].label}" for name in names)
+            return (f"At N = {dram['size']:,}, Nsight Compute counted DRAM traffic of {ratios[names[0]]} times the "
+                    f"logical bytes for {both} {labels}.")
         return f"At N = {dram['size']:,}, Nsight Compute counted DRAM traffic of " + " and ".join(parts) + "."
     return ("Nsight Compute gave no DRAM counters for " + ("some kernels" if parts else "either path")
             + " in this run, so no DRAM figure is stated" + (f" beyond {'; '.join(parts)}" if parts else "")
