@@ -162,8 +162,15 @@ def row_fit_sentence(shape: str, config: dict) -> str:
 def _target_sentences(s: dict) -> dict:
     """Short computed verdicts for the prose (never typed by hand)."""
     values = {}
+    both: dict[str, dict] = {}
     for target in s["targets"]:
         values[f"verdict_{target['key'].replace('.', '_')}"] = verdict_text(target["met"])
+        base, _, l2 = target["key"].rpartition(".")
+        both.setdefault(base, {})[l2] = verdict_text(target["met"])
+    for base, by_l2 in both.items():   # "missed warm and cold", "met warm, missed cold"
+        words = (f"{by_l2.get('warm')} warm and cold" if by_l2.get("warm") == by_l2.get("cold") else
+                 f"{by_l2.get('warm', 'not measured')} warm, {by_l2.get('cold', 'not measured')} cold")
+        values[f"verdict_both_{base.replace('.', '_')}"] = words
     copy_targets = [t for t in s["targets"] if t["ratio"] == "fused_rms_over_copy"]
     missed = [f"{shape_label(t['shape'])} {t['l2']} ({ratio_number(t['measured'])})" for t in copy_targets if t["met"] is False]
     measured = [t for t in copy_targets if t["met"] is not None]
@@ -287,8 +294,8 @@ def below_copy_value(s: dict) -> str:
         return "No contender's device time was below cudaMemcpyAsync's with the whole 95 % interval below 1, at the " \
                "fixed shapes or at any point of the slice."
     names = listing([label(name) for name in s["contenders"] if any(case[0] == name for case in found)])
-    where = ("at the fixed shapes and along the slice" if fixed and len(found) > len(fixed)
-             else "at the fixed shapes" if fixed else "along the slice")
+    where = ("at the fixed shapes and along the 128-row slice" if fixed and len(found) > len(fixed)
+             else "at the fixed shapes" if fixed else "along the 128-row slice")
     name, shape, l2, ratio = min(found, key=lambda case: case[3]["median"])
     cases = "in one measured case" if len(found) == 1 else f"in {len(found)} measured cases"
     sentence = (f"cudaMemcpyAsync alone is no ceiling: {names} took less device time than it {cases} {where}, "

@@ -64,6 +64,43 @@ def summary_values(plane: dict, l2: str) -> dict:
     return values
 
 
+SUBJECTS = {"fused_plain_over_copy": "fused plain ÷ copy", "fused_rms_over_copy": "fused RMS ÷ copy",
+            "fused_plain_minus_copy_us": "the time added in the latency regime", "floor": "the floor class's ratio",
+            "model": "the model's error"}
+STATISTIC_PROSE = {"geomean": "geometric mean", "p90": "p90", "max": "worst point", "median": "median"}
+
+
+def _subject(target: dict) -> tuple[str, str | None]:
+    """(what a target is about, its statistic) in the prose's words; a library's targets have no statistic."""
+    key = target["key"]
+    if key.startswith("faster_than."):
+        return f"the share of points faster than {label(key.split('.')[1])}", None
+    if key.startswith("worst_library_ratio."):
+        return f"the smallest {label(key.split('.')[1])} ÷ fused plain", None
+    return SUBJECTS.get(key, key), STATISTIC_PROSE.get(target["statistic"], target["statistic"])
+
+
+def target_verdicts(plane: dict) -> str:
+    """Which declared plane targets held warm and cold, warm only or cold only, and which missed in both, in words
+    (the data page's table gives each figure beside its threshold)."""
+    met: dict[tuple, dict[str, bool | None]] = {}
+    for target in plane.get("targets", []):
+        met.setdefault(_subject(target), {})[target["l2"]] = target["met"]
+    groups: dict[str, dict[str, list]] = {}
+    for (subject, statistic), by_l2 in met.items():
+        warm, cold = by_l2.get("warm"), by_l2.get("cold")
+        verdict = ("not measured" if warm is None and cold is None else "met warm and cold" if warm and cold else
+                   "met warm only" if warm else "met cold only" if cold else "missed warm and cold")
+        groups.setdefault(verdict, {}).setdefault(subject, []).append(statistic)
+    order = ("met warm and cold", "met warm only", "met cold only", "missed warm and cold", "not measured")
+    parts = []
+    for verdict in (v for v in order if v in groups):
+        items = [subject if statistics == [None] else f"{subject} ({listing([s for s in statistics if s])})"
+                 for subject, statistics in groups[verdict].items()]
+        parts.append(f"{verdict[0].upper()}{verdict[1:]}: {listing(items)}.")
+    return " ".join(parts) if parts else "This run declared no plane targets."
+
+
 def targets_met_short(plane: dict, l2: str) -> str:
     """"6 of 15": of the plane's measured targets in one L2 state, how many this run met ("none of 0" never)."""
     measured = [t for t in plane.get("targets", []) if t["l2"] == l2 and t["met"] is not None]
@@ -190,7 +227,7 @@ def plane_values(run) -> dict:
                                         f"{design_label(d)} to {n}"
                                         for i, (d, n) in enumerate(_design_counts(plane).items())]),
               "plane_replicates": replicate_sentence(run), "plane_model_leaning": leaning_text(plane),
-              "plane_skipped": skipped_sentence(run)}
+              "plane_skipped": skipped_sentence(run), "plane_target_verdicts": target_verdicts(plane)}
     for l2 in L2_STATES:
         values.update(summary_values(plane, l2))
         values[f"plane_targets_{l2}"] = targets_met(plane, l2)
