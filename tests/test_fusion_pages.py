@@ -267,8 +267,8 @@ def test_tables_figures_and_page_values_render(synthetic_run):
     assert values["dram_4096x4096_status"] == "read by Nsight Compute"
     assert values["dram_128x65536_status"].startswith("not read: ncu exited with status 1")
     assert values["dram_fused_plain_4096x4096_ratio"] == "n/a"
-    assert values["sanitizer_memcheck"] == f"clean over {SANITIZER_CHECKS} checks"
-    assert values["sanitizer_racecheck"] == f"2 errors over {SANITIZER_CHECKS} checks"
+    assert values["sanitizer_summary"] == (f"compute-sanitizer's memcheck clean over {SANITIZER_CHECKS} checks and racecheck found 2 "
+                                           f"errors over {SANITIZER_CHECKS} checks")
     assert values["sweep_points"] == "7" and values["sweep_points_4096"] == "4" and values["sweep_points_128"] == "3"
     assert values["sweep_min_speedup_cudnn_warm"] == "1.50"
     assert all(isinstance(v, str) and v.strip() for v in values.values())
@@ -334,10 +334,10 @@ def test_every_glued_name_in_the_notebook_is_a_page_value(every_library_run):
     from launchlab.chapters.fusion import page
 
     glued = glued_names()
-    assert len(glued) > 50 and {"sweep_min_speedup_torch_warm", "sanitizer_memcheck", "sweep_points"} <= glued
+    assert len(glued) > 50 and {"sweep_min_speedup_torch_warm", "sanitizer_summary", "sweep_points"} <= glued
     values = page.page_values(every_library_run)
     assert sorted(glued - set(values)) == []
-    assert values["sanitizer_memcheck"] == values["sanitizer_racecheck"] == "not run"
+    assert values["sanitizer_summary"] == "compute-sanitizer did not run"
     assert every_library_run.summaries["sanitizer"] == {} and not (every_library_run.path / "sanitizer").exists()
     code = "".join("".join(c["source"]) for page in ("book/fusion.ipynb", "book/data/fusion-data.ipynb")
                    for c in json.loads((REPO_ROOT / page).read_text())["cells"] if c["cell_type"] == "code")
@@ -501,3 +501,18 @@ def test_row_fit_sentences_follow_the_plans_tier():
     assert "streams it, reading x twice" in page.row_fit_sentence(shape, row | {"tier": "streamed"})
     cluster = {"design": "cluster", "place": "registers, 4 blocks"}
     assert page.row_fit_sentence(shape, cluster).endswith("there a cluster of 4 blocks holds each row in registers.")
+
+
+def test_a_ratio_cell_shows_three_decimals_where_two_would_hide_its_side_of_one():
+    """page_format.ratio_cell: an interval wholly below (above) 1 that rounds to 1.00 at two decimals is written at
+    three, so a loss (a win) never reads as a tie; an interval across 1 or clear of it keeps two."""
+    from launchlab.chapters.fusion.page_format import ratio_cell
+
+    rng = np.random.default_rng()
+    below = {"median": 0.99 - rng.uniform(0, 0.004), "ci_low": 0.984, "ci_high": 0.9951 + rng.uniform(0, 0.0048)}
+    assert ratio_cell(below).endswith(f"{below['ci_high']:.3f}]")
+    above = {"median": 1.01, "ci_low": 1.0001 + rng.uniform(0, 0.0048), "ci_high": 1.02}
+    assert f"[{above['ci_low']:.3f}–" in ratio_cell(above)
+    across = {"median": 1.0, "ci_low": 0.99, "ci_high": 1.004}
+    clear = {"median": 1.2, "ci_low": 1.1, "ci_high": 1.3}
+    assert ratio_cell(across) == "1.00 [0.99–1.00]" and ratio_cell(clear) == "1.20 [1.10–1.30]"

@@ -35,12 +35,15 @@ def build_label(module: str) -> str:
 
 
 def ratio_decimals(ratio: dict) -> int:
-    """2 decimals, or 3 where the 95 % interval would print as the median itself at 2 (so no number is compared
-    with itself)."""
+    """2 decimals, or 3 where at 2 the 95 % interval would print as the median itself (so no number is compared
+    with itself) or would touch 1.00 although it lies wholly on one side of 1 (so a win or a loss never reads as a
+    tie)."""
     low, high = ratio.get("ci_low"), ratio.get("ci_high")
-    if low is None or high is None or f"{low:.2f}" != f"{high:.2f}":
+    if low is None or high is None:
         return 2
-    return 3
+    same = f"{low:.2f}" == f"{high:.2f}"
+    hides_side = (high < 1.0 and f"{high:.2f}" == "1.00") or (low > 1.0 and f"{low:.2f}" == "1.00")
+    return 3 if same or hides_side else 2
 
 
 def ratio_cell(ratio) -> str:

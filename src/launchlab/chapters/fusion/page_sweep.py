@@ -4,8 +4,8 @@ from __future__ import annotations
 from launchlab.chapters.fusion import (FEW_ROWS_REG_CHUNKS, L2_STATES, LIBRARIES, SWEEP_BYTES_PER_REPLAY, SWEEP_COPY_TARGETS,
                                        SWEEP_MAX_CALLS, rows_entering)
 from launchlab.chapters.fusion.page_figures import plain_log_ticks
-from launchlab.chapters.fusion.page_format import (label, page_table, ratio_number, shape_label, summaries_of,
-                                                   verdict_text)
+from launchlab.chapters.fusion.page_format import (label, listing, page_table, ratio_number, shape_label,
+                                                   summaries_of, verdict_text)
 from launchlab.model import fused_policy
 
 # ---------------------------------------------------------------- the sweep
@@ -126,11 +126,22 @@ def sweep_values(s: dict) -> dict:
     values["sweep_below_1024_sentence"] = below_1024_sentence(s)
     for target in s["sweep"].get("targets", []):
         values["sweep_verdict_" + target["key"].replace(".", "_")] = sweep_verdict(target, s)
-    for tool in ("memcheck", "racecheck", "synccheck"):
-        values[f"sanitizer_{tool}"] = "not run"
-    for tool, r in s.get("sanitizer", {}).items():
-        values[f"sanitizer_{tool}"] = ("clean" if r["clean"] else f"{r['errors']} errors") + f" over {r['child_checks']} checks"
+    values["sanitizer_summary"] = sanitizer_summary(s.get("sanitizer", {}))
     return values
+
+
+def sanitizer_summary(results: dict) -> str:
+    """compute-sanitizer's three tools in one clause: "compute-sanitizer's memcheck, racecheck and synccheck were
+    clean over 93 checks each" where they agree, else each tool's own result."""
+    tools = [tool for tool in ("memcheck", "racecheck", "synccheck") if tool in results]
+    if not tools:
+        return "compute-sanitizer did not run"
+    checks = {results[tool]["child_checks"] for tool in tools}
+    if all(results[tool]["clean"] for tool in tools) and len(checks) == 1:
+        return (f"compute-sanitizer's {listing(tools)} {'was' if len(tools) == 1 else 'were'} clean over "
+                f"{checks.pop()} checks each")
+    return "compute-sanitizer's " + listing([f"{tool} " + ("clean" if results[tool]["clean"] else f"found {results[tool]['errors']} errors")
+                    + f" over {results[tool]['child_checks']} checks" for tool in tools])
 
 
 def below_1024_sentence(s: dict) -> str:
