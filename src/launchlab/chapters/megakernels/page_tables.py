@@ -121,29 +121,17 @@ def graph_table(run):
 
 
 def timing_table(run):
-    """Per case and variant: event interval per invocation in a batch, host enqueue and completion of one call."""
+    """Per case and variant: host enqueue and completion of one synchronised call (the batch's event interval is
+    the pays table's warm time)."""
     import pandas as pd
 
     rows = {}
     for case in cases(run):
         for vid in main_variants_of(case, designs_of(run)):
             m = run.summaries["timing"][str(vid)]
-            rows[(case, label(vid))] = {"event interval per call, batch (µs)": _cell(m["warm_batch"]["event_us"]),
-                                        "host enqueue, 1 call (µs)": _cell(m["warm_single"]["enqueue_us"]),
+            rows[(case, label(vid))] = {"host enqueue, 1 call (µs)": _cell(m["warm_single"]["enqueue_us"]),
                                         "host completion, 1 call (µs)": _cell(m["warm_single"]["complete_us"])}
     return pd.DataFrame.from_dict(rows, orient="index").rename_axis(["case", "variant"])
-
-
-def speedup_table(run):
-    """The three-kernel graph's event interval over each variant's, within each round (>1: the variant is faster)."""
-    import pandas as pd
-
-    rows = {}
-    for case in cases(run):
-        for vid in main_variants_of(case, designs_of(run)):
-            if vid != baseline(case):
-                rows.setdefault(label(vid), {})[case] = _interval(run.summaries["speedup_vs_graph3"][str(vid)])
-    return pd.DataFrame.from_dict(rows, orient="index").rename_axis("speed-up over 3 kernels, graph (×)")
 
 
 def trace_table(run):
