@@ -106,19 +106,24 @@ def page_table(run, name: str):
         note += f" Every traced run had {frame['workers'].iloc[0]} worker blocks."
         frame = frame.drop(columns="workers")
     if name == "sweep":  # counts of the 128 B tasks as integers, so the column stays narrow
-        frame["B before last A"] = frame["B before last A"].map(lambda text: int(text.split(" of ")[0]))
+        early = frame["B before last A"].map(lambda text: text.split(" of ")[0])  # one narrow column for both counts
+        frame["B before last A"] = early + " (" + frame["model"].astype(str) + ")"
+        frame = frame.drop(columns="model")
         sms = run.record.device["sm_count"]
         frame = frame.drop(columns="workers")  # blocks per SM x SMs, said in the note instead
-        note += (" B early: B tasks, of 128, that started before the last A task ended (trace, and the model)."
+        note += (" B early: B tasks, of 128, that started before the last A task ended in the trace (in brackets: "
+                 "the model's count)."
                  f" Workers: blocks per SM × {sms} SMs.")
     if name == "pays":  # one narrow column for the two counts
-        frame = frame.assign(**{"launches / grid syncs": frame["launches / invocation"] + " / " + frame["grid-wide syncs"]})
+        frame = frame.assign(**{"launches / syncs": frame["launches / invocation"] + " / " + frame["grid-wide syncs"]})
         frame = frame.drop(columns=["launches / invocation", "grid-wide syncs"])
+        note += (" Launches / syncs: host submissions of one invocation from the stream / grid-wide synchronisations "
+                 "inside it. MB: the logical megabytes one invocation moves through global memory.")
     names = [*(n for n in frame.index.names if n is not None), *frame.columns]
     headers = {n: SHORT_HEADERS.get(n, str(n)) for n in names}
     return tables.page_table(frame, headers=headers, caption=caption, note=note, csv=csv)
 
 
-SHORT_HEADERS = {"launches / invocation": "launches", "grid-wide syncs": "grid syncs", "logical MB": "logical (MB)",
+SHORT_HEADERS = {"launches / invocation": "launches", "grid-wide syncs": "grid syncs", "logical MB": "MB",
                  "speed-up, warm (×)": "warm speed-up (×)", "speed-up, cold (×)": "cold speed-up (×)",
                  "B wait, all (µs)": "B wait (µs)", "B before last A": "B early", "model": "model"}
