@@ -6,7 +6,7 @@ import numpy as np
 
 from launchlab.chapters.megakernels import DESIGN
 from launchlab.chapters.megakernels.findings import CHAIN_MEGAKERNEL, CHAIN_PDL, HANDOFF_TARGET_US, SPEEDUP_TARGETS
-from launchlab.chapters.megakernels.page_tables import _us
+from launchlab.chapters.megakernels.page_tables import _places, _us
 from launchlab.chapters.megakernels.page_words import ratio_words
 from launchlab.measure.variant import VariantId
 
@@ -134,15 +134,6 @@ def handoff_table(run):
                      "model worker gap (µs)": _us(model_worker["median"]) if model_worker else "—",
                      "trace cost (µs)": f"{cost['cost_us']:.2f}" if cost else "—"})
     return pd.DataFrame(rows).set_index(["case", "design"]) if rows else pd.DataFrame()
-
-
-def _places(ratio: dict) -> int:
-    """Decimals (2 to 4) that tell a ratio's interval ends apart, as tables.median_with_band picks them."""
-    places = 2
-    while places < 4 and ratio["ci_low"] != ratio["ci_high"] and (
-            f"{ratio['ci_low']:.{places}f}" == f"{ratio['ci_high']:.{places}f}"):
-        places += 1
-    return places
 
 
 def chain_table(run):

@@ -47,6 +47,16 @@ def _interval(ratio: dict) -> str:
     return tables.median_with_band(ratio, tables.CI)
 
 
+def _places(ratio: dict) -> int:
+    """Decimals (2 to 4) that tell a ratio's interval ends apart, as tables.median_with_band picks them; a column
+    takes the most any of its cells needs, so that its numbers line up."""
+    places = 2
+    while places < 4 and ratio["ci_low"] != ratio["ci_high"] and (
+            f"{ratio['ci_low']:.{places}f}" == f"{ratio['ci_high']:.{places}f}"):
+        places += 1
+    return places
+
+
 def _us(ns: float, digits: int = 2) -> str:
     return f"{ns / 1e3:.{digits}f}"
 
@@ -177,12 +187,19 @@ def sweep_table(run):
     time B tasks waited for their inputs, the trace checks."""
     import pandas as pd
 
-    rows = {}
-    for r in sweep_rows(run):
+    from launchlab.present import tables
+
+    rows, found = {}, sweep_rows(run)
+    places = {key: max((_places(r[key]) for r in found if r[key]), default=2)
+              for key in ("speedup_vs_graph3", "speedup_vs_coop")}
+
+    def ratio(r: dict, key: str) -> str:
+        return tables.median_with_band(r[key], tables.CI, digits=places[key]) if r[key] else "—"
+
+    for r in found:
         rows[(r["case"], DESIGN[r["design"]].label, r["workers_per_sm"])] = {
             "workers": r["workers"], "time (µs)": _cell(r["event_us"]),
-            "speed-up (×)": _interval(r["speedup_vs_graph3"]),
-            "over coop (×)": _interval(r["speedup_vs_coop"]) if r["speedup_vs_coop"] else "—",
+            "speed-up (×)": ratio(r, "speedup_vs_graph3"), "over coop (×)": ratio(r, "speedup_vs_coop"),
             "B before last A": f"{r['b_before_last_a']} of {r['b_tasks']}", "model": r["model_b_before_last_a"],
             "B wait, all (µs)": _us(r["b_wait_total_ns"], 1), "checks": "passed" if r["passed"] else "FAILED"}
     return pd.DataFrame.from_dict(rows, orient="index").rename_axis(["case", "design", "blocks / SM"])
