@@ -229,8 +229,21 @@ def test_synthetic_fusion_and_megakernel_rows():
     verdicts = [r.faster for r in tiles.ratios]
     assert verdicts == ["3-kernel graph", conclusion.NEITHER, "dependency-driven persistent",
                         "fused row kernel (chapter 3)", conclusion.NEITHER, "flow persistent (B in C)"]
+    # a few words: the fastest one-launch design per case, then the persistent kernels against the graph
+    assert tiles.faster == ("fused row kernel (balanced), dependency-driven persistent (ragged); persistent: "
+                            "cooperative slower than the 3-kernel graph")  # the flow kernel's interval holds 1
+    chain = conclusion.dependent_chain_row(runs)
+    assert chain.faster == ("k = 16, balanced: beats the PDL graph, not the chained fused kernel; ragged: beats the "
+                            "PDL graph, not the chained fused kernel")
     table = conclusion.decision_markdown([memory, library, tiles])
     assert table.count("\n") == 4 and 'href="claim-audit.html#b12"' in table
+
+
+def test_the_ratios_of_a_row_share_their_decimals():
+    narrow = conclusion.Ratio("a", "b", "x", ratio(1.18702, 1.18681, 1.18723))
+    wide = conclusion.Ratio("a", "b", "y", ratio(0.96, 0.95, 0.98))
+    row = conclusion.same_places(conclusion.Row("r", "s", (narrow, wide), "c", "c", ()))
+    assert [r.text for r in row.ratios] == ["1.1870 [1.1868–1.1872]", "0.9600 [0.9500–0.9800]"]
 
 
 def test_a_missing_headline_key_or_a_disagreeing_summary_stops_the_page():
@@ -335,7 +348,10 @@ def test_the_intro_states_the_numbers_of_the_conclusion():
     for regime in {bar.regime for bar in bars}:
         page, anchor = conclusion.SECTIONS[regime]
         assert f'href="{page}.html#{anchor}"' in answer
-    assert answer.startswith("**CUDA Graph, fused kernel, or megakernel?**") and "\n" not in answer
+    assert answer.startswith("**CUDA Graph, fused kernel, or megakernel?**")
+    first, *items = [line for line in answer.split("\n") if line]
+    assert "A speed-up is the usual path's time over the technique's" in first  # the definition before any figure
+    assert [line[:3] for line in items[:4]] == ["* *"] * 4 and "**" not in first.replace("**CUDA Graph, fused kernel, or megakernel?**", "")
     figure = intro.decision_figure(rows)
     assert len(figure.axes[0].patches) == len(bars)
 
@@ -354,7 +370,9 @@ def test_the_intro_gives_advice_only_where_the_run_found_it():
     tiles = rows["dependent_tiles"]
     faster = conclusion.Ratio("3-kernel graph", "cooperative", "x", ratio(1.2, 1.1, 1.3))
     rows["dependent_tiles"] = dataclasses.replace(tiles, ratios=(faster,) + tiles.ratios[1:])
-    assert "megakernels** gave mixed results" in intro.answer_markdown(rows, "GPU")
+    answer = intro.answer_markdown(rows, "GPU")
+    assert "the grid-barrier **megakernel** beat the three kernels replayed as a graph" in answer
+    assert "a dataflow persistent kernel" in answer  # the persistent kernel that won is named beside those that lost
 
 
 def test_the_single_call_sentence_names_a_shared_finding_once():

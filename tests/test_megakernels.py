@@ -270,7 +270,7 @@ def test_a_new_design_row_reaches_every_output(simulated_gpu, tmp_path, monkeypa
         assert run.summaries["traces"][str(v.id)]["passed"]
     assert "queue2.ragged.graph" in run.summaries["speedup_vs_graph3_cold"]
     assert "queue2" in sanitized[0].split(",")
-    for table in (page.timing_table, page.speedup_table, page.pays_table, page.trace_table, page.graph_table):
+    for table in (page.timing_table, page.pays_table, page.trace_table, page.graph_table):
         index = [key if isinstance(key, tuple) else (key,) for key in table(run).index]
         assert any("task queue, again" in " ".join(map(str, key)) for key in index), table.__name__
     assert ("ragged", "task queue, again", 8) in page.sweep_table(run).index
@@ -343,18 +343,60 @@ def test_a_trace_with_an_unwritten_task_record_fails_the_run_instead_of_crashing
     assert [(c["variant"], c["what"]) for c in failing] == [(vid, "every task record written") for vid in queues]
 
 
-def test_pays_sentence_and_verdicts():
+def test_pays_sentence_names_the_persistent_kernels_that_lose_and_those_that_win():
+    """The answer says which persistent kernels lose to the three-kernel graph and which beat it, by one rule: a
+    median within 2 % of 1 is a tie whatever its interval."""
     from launchlab.chapters.megakernels import page
 
     slower = {"median": 0.8, "ci_low": 0.79, "ci_high": 0.81}
-    summaries = {"speedup_vs_graph3": {str(VariantId(t, c, s)): slower for t in ("coop", "queue")
-                                       for c in ("balanced", "ragged") for s in ("stream", "graph")}}
-    assert page.pays_sentence(summaries, ["balanced", "ragged"]) == (
-        "In this run no persistent kernel, launched from the stream or replayed as a graph, is faster than the three "
-        "kernels replayed as a graph, in either case.")
+    faster = {"median": 1.13, "ci_low": 1.11, "ci_high": 1.14}
+    near = {"median": 0.99, "ci_low": 0.985, "ci_high": 0.995}  # interval below 1, but within 2 %: a tie
+    best = {"median": 3.0, "ci_low": 2.9, "ci_high": 3.1}
+    ratios = {str(VariantId(t, c, "graph")): slower for t in ("coop", "queue") for c in ("balanced", "ragged")}
+    ratios |= {str(VariantId("flow", c, "graph")): faster for c in ("balanced", "ragged")}
+    ratios |= {str(VariantId("depend", "balanced", "graph")): faster, str(VariantId("depend", "ragged", "graph")): near}
+    summaries = {"speedup_vs_graph3": ratios,
+                 "best_one_launch": {c: best | {"variant": f"fused_row.{c}.graph"} for c in ("balanced", "ragged")}}
+    text = page.pays_sentence(summaries, ["balanced", "ragged"])
+    assert text.startswith("The fastest one-launch designs, not a persistent kernel, run 3.00× [2.90–3.10] as fast")
+    assert ("the cooperative kernel (0.80× balanced, 0.80× ragged) and the task queue (0.80× balanced, 0.80× ragged) "
+            "lose to that graph on both cases") in text
+    assert "the flow kernel with B in C (1.13× balanced, 1.13× ragged) beats it on both cases" in text
+    assert "the dependency-driven kernel beats it on the balanced case (1.13×) and ties with it on the ragged case" in text
+    assert "no persistent kernel" not in text
     assert page.verdict({"ci_low": 1.01, "ci_high": 1.2}) == "faster than"
     assert page.verdict({"ci_low": 0.8, "ci_high": 0.99}) == "slower than"
     assert page.verdict({"ci_low": 0.98, "ci_high": 1.03}) == "not distinguishable from"
+
+
+def test_ratio_words_shows_the_digits_a_verdict_needs():
+    from launchlab.chapters.megakernels.page_words import ratio_words, target_sentence
+
+    assert ratio_words({"median": 1.1058, "ci_low": 1.0976, "ci_high": 1.1185}) == "1.11× [1.10–1.12]"
+    assert ratio_words({"median": 1.1058, "ci_low": 1.0976, "ci_high": 1.1185}, 1.10) == "1.106× [1.098–1.119]"
+    assert ratio_words({"median": 1.3719, "ci_low": 1.3706, "ci_high": 1.3729}) == "1.372× [1.371–1.373]"
+    targets = {"best_one_launch.balanced": {"value": 3.04, "ci_low": 2.98, "target": 2.5, "met": True},
+               "best_one_launch.ragged": {"value": 1.6, "ci_low": 1.45, "target": 1.5, "met": False}}
+    text = target_sentence(targets)
+    assert "met except on the ragged case" in text and "≥ 2.5× on the balanced case" in text
+    assert "≥ 1.5× on the ragged case" in text
+
+
+def test_the_chain_sentence_says_each_case_once_with_its_target():
+    from launchlab.chapters.megakernels.page_flow import chain_sentence
+
+    def r(m, lo, hi):
+        return {"median": m, "ci_low": lo, "ci_high": hi}
+
+    s = {"megakernel_pays_at_k": {"balanced": 0, "ragged": 16}, "megakernel_pays_at_k_cold": {"balanced": 0, "ragged": 16},
+         "chain": {"balanced": {"k16": {"chain_flow": {"vs_pdl": r(1.372, 1.3706, 1.3729), "vs_fused": r(0.467, 0.466, 0.468)}}},
+                   "ragged": {"k16": {"chain_flow": {"vs_pdl": r(1.28, 1.276, 1.281), "vs_fused": r(1.013, 1.012, 1.014)}}}},
+         "targets": {"chain_k16_vs_pdl.ragged": {"value": 1.28, "ci_low": 1.276, "target": 1.3, "met": False}}}
+    text = chain_sentence(s)
+    assert text.count("warm and cold") == 2 and "cold, " not in text
+    assert "pays at none of the k measured" in text and "behind the chained fused row kernel" in text
+    assert "pays from k = 16, warm and cold" in text and "short of the 1.30× target" in text
+    assert "[1.37–1.37]" not in text
 
 
 def notebook() -> dict:
@@ -382,14 +424,14 @@ def test_page_renders_from_the_simulated_run_and_every_glued_value_exists(synthe
     assert values["speedup_coop_balanced_graph"] == f"{12.4 / 15.6:.2f}"
     assert values["speedup_verdict_coop_balanced_graph"] == "slower than"
     assert values["queue_vs_coop_verdict_min_ragged"] == "faster than"
-    assert values["pays_sentence"].startswith("In this run no persistent kernel")
+    assert "lose to that graph" in values["pays_sentence"]
     assert values["a_tasks"] == "1024" and values["a_wave_phrase"] == "fit in a single wave of"
     assert values["a_waves_min"] == "8" and values["a_waves_max"] == "1"
     assert values["sweep_min_per_sm"] == "1" and values["sweep_max_per_sm"] == "8"
     assert (values["sweep_min_blocks"], values["sweep_max_blocks"]) == ("1 block", "8 blocks")
     assert (values["a_waves_min_phrase"], values["a_waves_max_phrase"]) == ("8 waves", "a single wave")
     assert values["barrier_vs_boundary_balanced"] in ("about as long as", "shorter than", "longer than")
-    for table in (page.resources_table, page.graph_table, page.timing_table, page.speedup_table, page.trace_table,
+    for table in (page.resources_table, page.graph_table, page.timing_table, page.trace_table,
                   page.sweep_table, page.design_trace_table, page.pays_table, page.sanitizer_table):
         frame = table(synthetic)
         assert len(frame) > 0
@@ -397,8 +439,8 @@ def test_page_renders_from_the_simulated_run_and_every_glued_value_exists(synthe
     assert len(environment_table(synthetic)) > 0
     assert {row[0] for row in validation_summary(synthetic).rows} == {"graph edges", "before", "after", "after timing",
                                                                      "traced build", "trace"}
-    assert "fused row kernel" in values["findings_ragged"] and "µs per kernel boundary" in values["findings_ragged"]
-    assert values["best_one_launch_ragged"] == "varlen pieces (one launch), graph"  # the simulation's cheapest
+    assert values["findings_ragged"].startswith("Ragged case, warm L2: of ") and "µs" in values["pdl_saving_ragged"]
+    assert "(the varlen pieces kernel)" in values["pays_sentence"]  # the simulation's cheapest on the ragged case
     assert values["sanitizer_verdict"] == "memcheck: clean; racecheck: clean; synccheck: clean"
     pays = page.pays_table(synthetic)
     tiled_cases = Parameters().tiled_cases  # the page's tables show the chapter's cases
@@ -493,7 +535,7 @@ def test_flow_and_chain_findings(synthetic):
 
     values = page.page_values(synthetic)
     assert values["pays_at_k_ragged"] == "k = 1" and values["tiled_best_verdict_balanced"] == "beats"
-    assert values["chain_sentence"].startswith("On the balanced case a megakernel pays from k = 1")
+    assert values["chain_sentence"].startswith("On the balanced case the whole-chain megakernel pays from k = 1")
     assert len(page.chain_table(synthetic)) == 2 * len(declared.Parameters().chain_stages) * 4
     # coop, queue, depend, flow, flow_last on every case they ran (the varlen cases too)
     persistent = [v for v in declared.CHAPTER.variants() if v.row.persistent and not v.row.chain
@@ -504,19 +546,3 @@ def test_flow_and_chain_findings(synthetic):
     page.chain_figure(synthetic)
     page.handoff_figure(synthetic)
 
-
-def test_the_best_one_launch_sentence_names_each_case_s_design_and_whether_it_is_tiled():
-    """The answer names the run's fastest one-launch design per case; where a tiled persistent kernel wins, the
-    sentence says so instead of claiming the opposite."""
-    from types import SimpleNamespace
-
-    from launchlab.chapters.megakernels.page_words import best_one_launch_sentence
-
-    ratio = {"median": 2.0, "ci_low": 1.9, "ci_high": 2.1}
-    run = SimpleNamespace(summaries={"best_one_launch": {"balanced": ratio | {"variant": "fused_row.balanced.graph"},
-                                                         "ragged": ratio | {"variant": "flow.ragged.graph"}}})
-    text = best_one_launch_sentence(run)
-    assert DESIGN["fused_row"].label in text and DESIGN["flow"].label in text
-    assert "On the ragged case it is a tiled persistent kernel." in text and "Neither" not in text
-    run.summaries["best_one_launch"]["ragged"]["variant"] = "fused_row.ragged.graph"
-    assert best_one_launch_sentence(run).endswith("Neither is a tiled persistent kernel.")

@@ -48,10 +48,20 @@ class Ratio:
     denominator: str
     where: str
     summary: dict         # median, ci_low, ci_high (and p10, p90, n)
+    places: int | None = None   # decimals shared with the other ratios of its row (None: its own)
 
     @property
     def text(self) -> str:
-        return tables.median_with_band(self.summary, tables.CI)
+        return tables.median_with_band(self.summary, tables.CI, digits=self.places)
+
+    @property
+    def own_places(self) -> int:
+        """The decimals (2 to 4) that tell this ratio's interval ends apart, as median_with_band picks them."""
+        low, high = self.summary["ci_low"], self.summary["ci_high"]
+        places = 2
+        while places < 4 and low != high and f"{low:.{places}f}" == f"{high:.{places}f}":
+            places += 1
+        return places
 
     @property
     def measured(self) -> str:
@@ -246,27 +256,27 @@ def dependent_tiles_row(runs) -> Row:
                verdict=dependent_tiles_verdict(ratios))
 
 
-ONE_LAUNCH_TARGET = 1.5  # the speed-up over the 3-kernel graph the megakernel chapter set its best design
+def short_name(label: str) -> str:
+    """A design's label without its parenthesis, for a table cell: 'flow persistent (B in C)' -> 'flow persistent'."""
+    import re
+
+    return re.sub(r" \(.*?\)", "", label)
 
 
 def dependent_tiles_verdict(ratios) -> str:
-    """Which design wins each case, whether it reaches the target, and what the tiled persistent kernels do, as
-    short sentences."""
-    cooperative, queue, best_ragged, best_balanced, tiled_ragged, tiled_balanced = ratios
-    sentences = []
-    for case, best in (("balanced", best_balanced), ("ragged", best_ragged)):
-        reached = "reaching" if best.summary["median"] >= ONE_LAUNCH_TARGET else "short of"
-        sentences.append(f"{case.capitalize()} rows: the {best.denominator}, {reached} the {ONE_LAUNCH_TARGET:g}× "
-                         "target.")
-    persistent = [r.denominator for r in (cooperative, queue) if r.faster == r.numerator]
+    """A few words: the fastest one-launch design of each case, then the persistent kernels faster and slower than
+    the 3-kernel graph on ragged rows."""
+    cooperative, queue, best_ragged, best_balanced, tiled_ragged, _ = ratios
+    best = {case: short_name(r.denominator) for case, r in (("balanced", best_balanced), ("ragged", best_ragged))}
+    words = [best["balanced"] if len(set(best.values())) == 1 else
+             f"{best['balanced']} (balanced), {best['ragged']} (ragged)"]
+    faster = [short_name(r.denominator) for r in (tiled_ragged, cooperative, queue) if r.faster == r.denominator]
+    slower = [short_name(r.denominator) for r in (tiled_ragged, cooperative, queue) if r.faster == r.numerator]
+    persistent = ", ".join(part for part in (f"{' and '.join(faster)} faster" if faster else "",
+                                             f"{' and '.join(slower)} slower" if slower else "") if part)
     if persistent:
-        sentences.append(f"The 3-kernel graph beats the {' and the '.join(persistent)}.")
-    for case, r in (("balanced", tiled_balanced), ("ragged", tiled_ragged)):
-        standing = ("faster than" if r.faster == r.denominator else "slower than" if r.faster == r.numerator
-                    else "tied with")
-        sentences.append(f"On {case} rows the best tiled persistent kernel, the {r.denominator}, is {standing} the "
-                         f"3-kernel graph ({r.text}).")
-    return " ".join(sentences)
+        words.append(f"persistent: {persistent} than the 3-kernel graph")
+    return "; ".join(words)
 
 
 def chain_ratio(megakernels, case: str, stages: int, key: str, numerator: str) -> Ratio:
@@ -283,18 +293,29 @@ def dependent_chain_row(runs) -> Row:
     megakernels = runs["megakernels"]
     stages = max(int(k[1:]) for k in summary_at(megakernels, ("chain", "ragged")))
     ratios = tuple(chain_ratio(megakernels, case, stages, key, numerator) for case in ("balanced", "ragged")
-                   for key, numerator in (("vs_pdl", "3k-kernel graph, PDL"), ("vs_fused", "fused row kernel chained")))
-    pays = summary_at(megakernels, ("megakernel_pays_at_k",))
-    verdict = "; ".join(f"on {case} rows a megakernel pays from k = {k}" if k else
-                        f"on {case} rows a megakernel pays at no k measured" for case, k in pays.items())
+                   for key, numerator in (("vs_pdl", "PDL graph"), ("vs_fused", "chained fused kernel")))
+    verdict = chain_verdict(ratios, stages)
     return Row("A chain of dependent tiled steps",
-               "The tiled step repeated as k dependent stages, each stage's output in global memory: 3k kernels "
-               "replayed in a graph with programmatic dependent launch, the fused row kernel chained k times, and "
-               "one persistent kernel running the whole chain.",
+               "The tiled step repeated as k dependent stages, each stage's output in global memory: 3 kernels a "
+               "stage replayed in one graph with programmatic dependent launch (PDL graph), the fused row kernel "
+               "chained k times (chained fused kernel), and one persistent kernel running the whole chain.",
                ratios, "a persistent kernel with per-row flags, and traces to check it",
                "A persistent kernel whose workers hand rows over through release/acquire flags, co-resident by "
                "the occupancy API; traces and compute-sanitizer to trust its ordering.",
                (link("megakernels", "the-chain-where-boundaries-add-up", "Ch. 4, the chain"),), verdict=verdict)
+
+
+def chain_verdict(ratios, stages: int) -> str:
+    """Per case, at the longest chain: which contenders the whole-chain megakernel beats and which it does not."""
+    words = []
+    for case in ("balanced", "ragged"):
+        mine = [r for r in ratios if r.where.startswith(case)]
+        beats = [r.numerator for r in mine if r.faster == r.denominator]
+        not_beaten = [r.numerator for r in mine if r.faster != r.denominator]
+        parts = ["beats both" if beats and not not_beaten else f"beats the {' and the '.join(beats)}" if beats else "",
+                 f"not the {' or the '.join(not_beaten)}" if not_beaten else ""]
+        words.append(f"{case}: {', '.join(p for p in parts if p)}")
+    return f"k = {stages}, " + "; ".join(words)
 
 
 def pointwise_row(runs) -> Row:
@@ -333,21 +354,22 @@ ROWS = {"short_kernels": short_kernels_row, "memory_bound": memory_bound_row, "l
 
 
 def decision_rows(runs) -> dict[str, Row]:
-    """{regime: its row of the decision table}, in the table's order (the intro reads the same rows)."""
-    return {regime: build(runs) for regime, build in ROWS.items()}
+    """{regime: its row of the decision table}, in the table's order (the intro reads the same rows). The ratios
+    of a row share one number of decimals: enough to tell the narrowest interval's ends apart."""
+    return {regime: same_places(build(runs)) for regime, build in ROWS.items()}
+
+
+def same_places(row: Row) -> Row:
+    places = max(ratio.own_places for ratio in row.ratios)
+    return dataclasses.replace(row, ratios=tuple(dataclasses.replace(r, places=places) for r in row.ratios))
 
 
 def _ratio_short(ratio: Ratio) -> str:
     return f"**{ratio.text}** {ratio.numerator} ÷ {ratio.denominator}, {ratio.where}"
 
 
-def _ratio_line(ratio: Ratio, verdict: bool = True) -> str:
-    line = f"{ratio.numerator} ÷ {ratio.denominator}, {ratio.where}: **{ratio.text}**"
-    if not verdict:
-        return line
-    if ratio.faster == NEITHER:
-        return f"{line} (the interval holds 1: neither is faster)"
-    return f"{line}; faster: {ratio.faster}"
+def _ratio_line(ratio: Ratio) -> str:
+    return f"{ratio.numerator} ÷ {ratio.denominator}, {ratio.where}: **{ratio.text}**"
 
 
 def _checked(cells: list[str]) -> list[str]:
@@ -367,14 +389,13 @@ def decision_markdown(rows: list[Row]) -> str:
 
 
 def details_markdown(rows: list[Row]) -> str:
-    """What each row of the table rests on, as a numbered MyST list: the setting, every ratio with its verdict,
-    the figures shown for scale, what was compared, and the cost in full."""
+    """What each row of the table rests on that the table does not show, as a numbered MyST list: the setting,
+    what was compared, the figures shown for scale and the cost in full."""
     items = []
     for number, row in enumerate(rows, 1):
         measured = "; ".join(dict.fromkeys(r.measured for r in row.ratios + row.references))
         lines = [f"{number}. **{row.regime}.** {row.setting} Compared: {measured}."]
-        lines += [f"   * {_ratio_line(r)}" for r in row.ratios]
-        lines += [f"   * for scale: {_ratio_line(r, False)}" for r in row.references]
+        lines += [f"   * for scale: {_ratio_line(r)}" for r in row.references]
         lines.append(f"   * Cost to build: {row.cost} Where: {', '.join(row.links)}.")
         items.append("\n".join(lines))
     return "\n\n".join(items)
@@ -413,7 +434,10 @@ def page_values(runs) -> dict:
     first, graphs = runs["ordinary_launches"], runs["graphs"]
     devices = sorted({run.record.device_name for run in runs.values()})
     rows = list(decision_rows(runs).values())
+    from launchlab.pages.intro import short_verdict
+
     values = {"decision_table": decision_markdown(rows), "decision_details": details_markdown(rows),
+              "short_verdict": short_verdict(decision_rows(runs)),
               "devices": " and ".join(devices),
               "run_count": str(len(runs))}
     values.update({f"run_{stem}": run.run_id for stem, run in runs.items()})

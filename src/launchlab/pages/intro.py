@@ -1,5 +1,5 @@
 """The book's answer at a glance (book/intro.ipynb, and Figure 1 of the conclusion): CUDA Graph, fused kernel, or
-megakernel? One paragraph and one figure, read from the very ratios of the conclusion's decision table
+megakernel? A short list and one figure, read from the very ratios of the conclusion's decision table
 (`conclusion.decision_rows`), so that the intro and the conclusion state the same numbers.
 
 Every ratio here is a speed-up as its chapter measured it: the usual path's time over the technique's, paired
@@ -37,8 +37,9 @@ class Bar:
 def bars(rows: dict) -> list[Bar]:
     """The speed-ups the answer quotes, from the decision table's rows, top to bottom."""
     short, memory, tiles = rows["short_kernels"], rows["memory_bound"], rows["dependent_tiles"]
-    pointwise, jobs = rows["pointwise"], rows["jobs"]
-    cooperative, queue, best_ragged = tiles.ratios[:3]
+    pointwise, jobs, chain = rows["pointwise"], rows["jobs"], rows["dependent_chain"]
+    cooperative, queue, best_ragged, _, flow_ragged, _ = tiles.ratios
+    chain_ragged = next(r for r in chain.ratios if r.where.startswith("ragged") and "PDL" in r.numerator)
     return [
         Bar("graph", "short_kernels", "Short launches from Python:\nrow path, 128×8192", short.ratios[0]),
         Bar("graph", "short_kernels", "Short launches from Python:\n1,024 empty kernels", short.ratios[1]),
@@ -47,7 +48,10 @@ def bars(rows: dict) -> list[Bar]:
         Bar("megakernel", "dependent_tiles", "Dependent tiles, ragged rows:\ncooperative (grid barriers)",
             cooperative),
         Bar("megakernel", "dependent_tiles", "Dependent tiles, ragged rows:\ntask queue", queue),
+        Bar("megakernel", "dependent_tiles", f"Dependent tiles, ragged rows:\n{flow_ragged.denominator}", flow_ragged),
         Bar("fused", "dependent_tiles", f"Dependent tiles, ragged rows:\n{best_ragged.denominator}", best_ragged),
+        Bar("megakernel", "dependent_chain", f"Chain of {chain_ragged.where.split(', ')[1]}, ragged:\n"
+            "one persistent kernel over the PDL graph", chain_ragged),
         Bar("fused", "jobs", "Two-stage jobs, ragged:\none fused kernel per job", jobs.ratios[0]),
     ]
 
@@ -74,11 +78,31 @@ def replicate_note(graphs_run) -> str:
             f"{joined([f'{v:.2f}×' for v in others])}: {spread}.")
 
 
+def design_name(bar: Bar) -> str:
+    """The megakernel chapter's name in sentences for the design a bar measures ('the flow kernel with B in C')."""
+    from launchlab.chapters.megakernels import DESIGN
+    from launchlab.chapters.megakernels.page_words import name
+
+    return next((name(key) for key, design in DESIGN.items() if design.label == bar.ratio.denominator),
+                bar.ratio.denominator)
+
+
+def _above_all(bar: Bar, others) -> bool:
+    """The bar's interval lies wholly above every other bar's."""
+    return all(bar.ratio.summary["ci_low"] > other.ratio.summary["ci_high"] for other in others)
+
+
+def _against(bar: Bar) -> str:
+    """'lost to', 'beat' or 'tied with' the usual path, from the bar's interval."""
+    return {True: "beat", False: "lost to", None: "tied with"}[bar.pays]
+
+
 def answer_markdown(rows: dict, device: str, graph_note: str = "") -> str:
-    """The answer in one paragraph: each regime, the technique that paid there (or did not), its measured
-    speed-up, and a link to the chapter section that measured it. Where a run does not find the technique faster,
-    the advice gives way to the bare figures."""
-    (row_graph, empty_graph, softmax, chain, cooperative, queue, one_launch, jobs) = bars(rows)
+    """The answer as a short list, the definition of a speed-up first: each regime, the technique that paid there
+    (or did not), its measured speed-up, and a link to the chapter section that measured it. Where a run does not
+    find the technique faster, the advice gives way to the bare figures."""
+    (row_graph, empty_graph, softmax, chain, cooperative, queue, flow, one_launch, jobs, stages) = (
+        bars(rows)[i] for i in (0, 1, 2, 3, 4, 5, 6, 7, 9, 8))
     link = conclusion.section_link
     advice = "replay them as a **CUDA graph**: " if row_graph.pays and empty_graph.pays else ""
     graph = (f"*Many short kernels launched from the host:* {advice}graph replay ran the four-kernel row path at "
@@ -89,20 +113,31 @@ def answer_markdown(rows: dict, device: str, graph_note: str = "") -> str:
               f"softmax {times(softmax.ratio)} as fast as four kernels ({link('memory_bound', 'Chapter 3')}), and one "
               f"pointwise kernel ran 16,777,216 elements {times(chain.ratio)} as fast as three "
               f"({link('pointwise', 'Appendix A')}).")
-    outcome = {frozenset({False}): "the persistent **megakernels** did not pay",
-               frozenset({True}): "the persistent **megakernels** paid"}.get(
-        frozenset({cooperative.pays, queue.pays}), "the persistent **megakernels** gave mixed results")
-    tiles = (f"*Tiles that wait for other blocks, and ragged work:* {outcome}. Against the three kernels replayed "
-             f"as a graph, the cooperative kernel with grid barriers ran {times(cooperative.ratio)} as fast and the "
-             f"task queue {times(queue.ratio)} on ragged rows; the fastest single launch was the "
-             f"{one_launch.ratio.denominator}, {times(one_launch.ratio)} ({link('dependent_tiles', 'Chapter 4')}). For ragged two-stage jobs, one "
-             f"fused kernel ran {times(jobs.ratio)} as fast as two ({link('jobs', 'Appendix B')})"
-             + (": two kernels were faster, and the traces there show why." if jobs.pays is False else "."))
-    return (f"**CUDA Graph, fused kernel, or megakernel?** On the {device} measured here, it depends on which "
-            f"boundary costs most ({{numref}}`fig-decision`). {graph} {fusion} {tiles} A speed-up is the usual "
-            "path's time over the technique's, the median of paired rounds with its 95 % interval in brackets; "
-            "below 1× the technique was slower. {doc}`The conclusion <conclusion>` gives every ratio and what each "
-            "technique costs to build.")
+    if cooperative.pays == queue.pays:
+        first = (f"the grid-barrier and task-queue **megakernels** {_against(cooperative)} the three kernels replayed "
+                 f"as a graph ({times(cooperative.ratio)} and {times(queue.ratio)} as fast on ragged rows)")
+    else:
+        first = (f"the grid-barrier **megakernel** {_against(cooperative)} the three kernels replayed as a graph "
+                 f"({times(cooperative.ratio)} as fast on ragged rows) and the task queue {_against(queue)} it "
+                 f"({times(queue.ratio)})")
+    above = _above_all(one_launch, (cooperative, queue, flow))
+    tiles = (f"*Tiles that wait for other blocks:* {first}; a dataflow persistent kernel, the {design_name(flow)}, "
+             f"{_against(flow)} it ({times(flow.ratio)}); "
+             + (f"one fused launch, the {design_name(one_launch)}, beat them all ({times(one_launch.ratio)})"
+                if above else f"the fastest single launch was the {design_name(one_launch)} "
+                              f"({times(one_launch.ratio)})")
+             + f" ({link('dependent_tiles', 'Chapter 4')}). Over a chain of {stages.ratio.where.split(', ')[1].split()[0]} "
+             f"such steps on ragged rows, one persistent kernel {_against(stages)} the graph with programmatic "
+             f"dependent launch ({times(stages.ratio)}; {link('dependent_chain', 'the chain')}).")
+    jobs_text = (f"*Ragged two-stage jobs:* one fused kernel ran {times(jobs.ratio)} as fast as two "
+                 f"({link('jobs', 'Appendix B')})"
+                 + (": two kernels were faster, and the traces there show why." if jobs.pays is False else "."))
+    return "\n".join([
+        f"**CUDA Graph, fused kernel, or megakernel?** On the {device} measured here, it depends on which boundary "
+        f"costs most ({{numref}}`fig-decision`). A speed-up is the usual path's time over the technique's, the median "
+        "of paired rounds with its 95 % interval in brackets; below 1× the technique was slower.",
+        "", f"* {graph}", f"* {fusion}", f"* {tiles}", f"* {jobs_text}", "",
+        "{doc}`The conclusion <conclusion>` gives every ratio and what each technique costs to build."])
 
 
 def decision_figure(rows: dict):
@@ -148,3 +183,20 @@ def page_values(runs) -> dict:
     devices = " and ".join(sorted({run.record.device_name for run in runs.values()}))
     graphs = runs.get("graphs")
     return {"answer": answer_markdown(rows, devices, replicate_note(graphs) if hasattr(graphs, "path") else "")}
+
+
+def short_verdict(rows: dict) -> str:
+    """The conclusion's opening, three short sentences from the same bars: which technique paid where."""
+    (row_graph, empty_graph, softmax, chain, cooperative, queue, flow, one_launch, stages, jobs) = bars(rows)
+    graph = ("Replaying many short launches as a **CUDA graph** paid" if row_graph.pays and empty_graph.pays else
+             "Replaying short launches as a **CUDA graph** did not pay in every case")
+    fused = ("**fusing** memory-bound kernels paid" if softmax.pays and chain.pays else
+             "**fusing** memory-bound kernels did not pay in every case")
+    tiles = (f"of the persistent **megakernels**, the grid-barrier one {_against(cooperative)} the graph of separate "
+             f"kernels, the task queue {_against(queue)} it and a dataflow one {_against(flow)} it, while "
+             + ("one fused launch was faster than all of them" if _above_all(one_launch, (cooperative, queue, flow))
+                else "the fastest single launch was")
+             + f" ({times(one_launch.ratio)} on ragged rows); over a chain of "
+             f"{stages.ratio.where.split(', ')[1].split()[0]} dependent steps a persistent kernel "
+             f"{_against(stages)} the graph with programmatic dependent launch ({times(stages.ratio)})")
+    return f"{graph}; {fused}; {tiles}."

@@ -7,13 +7,14 @@ from launchlab.chapters.megakernels.page_figures import (gantt_figure, speedup_f
                                                          timing_figure)
 from launchlab.chapters.megakernels.page_flow import (chain_figure, chain_table, flow_values, handoff_figure,  # noqa: F401
                                                       handoff_table, targets_table)
-from launchlab.chapters.megakernels.page_tables import (_event, cases, design_trace_table, graph_table,  # noqa: F401
+from launchlab.chapters.megakernels.page_tables import (_event, cases, design_trace_table, designs_of,  # noqa: F401
+                                                        graph_table,
                                                         main_variants_of, pays_table, resources_table, sanitizer_table,
-                                                        speedup_table, sweep_rows, sweep_table, timing_table,
+                                                        sweep_rows, sweep_table, timing_table,
                                                         trace_table)
 from launchlab.chapters.megakernels.page_words import (compare, design_values, model_gap_values,  # noqa: F401
-                                                       pays_findings, pays_sentence, sweep_values, target_values,
-                                                       variant_values, verdict)
+                                                       paid_values, pays_findings, pays_sentence, sweep_values,
+                                                       target_values, variant_values, verdict)
 from launchlab.measure.variant import VariantId
 
 
@@ -44,14 +45,13 @@ def page_values(run) -> dict:
     values["a_tasks"] = str(a_tasks)
     values["a_wave_phrase"] = ("fit in a single wave of" if a_tasks <= queue_trace["workers"]
                                else "need more than one wave of")
-    values["pays_sentence"] = pays_sentence(s, cases(run))
+    values["pays_sentence"] = pays_sentence(s, cases(run), designs_of(run))
     values.update(design_values(run))
-    values["traces_passed"] = str(sum(t["passed"] for t in s["traces"].values()))
-    values["traces_total"] = str(len(s["traces"]))
     values["validation_checks"] = str(record.validation["checks"])
     values.update(target_values(run))
     values.update(model_gap_values(run))
     values.update(flow_values(run))
+    values.update(paid_values(run))
     return values
 
 
@@ -64,10 +64,8 @@ PAGE_TABLES = {  # name -> (table function, caption, note, CSV name for a long t
     "resources": (resources_table, "Per kernel: resources of the loaded binary and the blocks it runs.", None, None),
     "graphs": (graph_table, "Node records of each captured graph, read from CUDA's DOT text and the driver.", None,
                None),
-    "speedup": (speedup_table, "Speed-up over the three kernels replayed as a graph, warm L2 (×).", RATIO_NOTE,
-                None),
-    "timing": (timing_table, "Event interval per call in a warm batch, host enqueue and completion of one call.",
-               TIME_NOTE, "megakernels-timing"),
+    "timing": (timing_table, "Host enqueue and completion of one synchronised call (the event interval of a warm "
+               "batch is the warm time of the table of every variant below).", TIME_NOTE, "megakernels-timing"),
     "traces": (trace_table, "One traced invocation of each main variant, trace beside the model replaying it.",
                "Counts are of 128 B tasks; times are of the one traced invocation (µs).", None),
     "sweep": (sweep_table, "The persistent kernels over worker blocks per SM, replayed as graphs.",
@@ -84,11 +82,14 @@ PAGE_TABLES = {  # name -> (table function, caption, note, CSV name for a long t
                 "design's schedule model replaying the trace's task durations, each task on its measured SM; trace "
                 "cost: median traced minus untraced graph replay.", None),
     "chain": (chain_table, "The chain: k dependent stages of the tiled step, every stage's output in global memory.",
-              TIME_NOTE + " Speed-ups: the PDL graph's (or the chained fused row kernel's) event interval over the "
-              "contender's within each round, median [95 % bootstrap interval].", "megakernels-chain"),
-    "targets": (targets_table, "The chapter's benchmark targets, warm L2.",
+              "Times: median over the rounds (µs). Speed-ups: the PDL graph's (or the chained fused row kernel's) "
+              "event interval over the contender's within each round, median [95 % bootstrap interval], with the "
+              "same decimals down a column.", "megakernels-chain"),
+    "targets": (targets_table, "The chapter's benchmark targets, declared before the run, warm L2.",
                 "A speed-up target is met only where the low end of its 95 % interval reaches it; a hand-off target "
-                "where the median SM-idle time is at most it.", None),
+                "where the median SM-idle time is at most it. Every persistent design's median SM-idle time is zero, "
+                "so the hand-off targets are met by all of them; the worker gap of the hand-off table is what tells "
+                "them apart.", None),
 }
 
 
@@ -99,22 +100,30 @@ def page_table(run, name: str):
 
     function, caption, note, csv = PAGE_TABLES[name]
     frame = function(run)
-    if name == "sweep" and (frame["checks"] == "passed").all():  # one note instead of a column of "passed"
+    if name in ("sweep", "traces") and (frame["checks"] == "passed").all():  # a note, not a column of "passed"
         frame, note = frame.drop(columns="checks"), note + " Every traced run passed its checks."
+    if name == "traces" and frame["workers"].nunique() == 1:  # one worker count: said once, so the table fits
+        note += f" Every traced run had {frame['workers'].iloc[0]} worker blocks."
+        frame = frame.drop(columns="workers")
     if name == "sweep":  # counts of the 128 B tasks as integers, so the column stays narrow
-        frame["B before last A"] = frame["B before last A"].map(lambda text: int(text.split(" of ")[0]))
+        early = frame["B before last A"].map(lambda text: text.split(" of ")[0])  # one narrow column for both counts
+        frame["B before last A"] = early + " (" + frame["model"].astype(str) + ")"
+        frame = frame.drop(columns="model")
         sms = run.record.device["sm_count"]
         frame = frame.drop(columns="workers")  # blocks per SM x SMs, said in the note instead
-        note += (" B early: B tasks, of 128, that started before the last A task ended (trace, and the model)."
+        note += (" B early: B tasks, of 128, that started before the last A task ended in the trace (in brackets: "
+                 "the model's count)."
                  f" Workers: blocks per SM × {sms} SMs.")
     if name == "pays":  # one narrow column for the two counts
-        frame = frame.assign(**{"launches / grid syncs": frame["launches / invocation"] + " / " + frame["grid-wide syncs"]})
+        frame = frame.assign(**{"launches / syncs": frame["launches / invocation"] + " / " + frame["grid-wide syncs"]})
         frame = frame.drop(columns=["launches / invocation", "grid-wide syncs"])
+        note += (" Launches / syncs: host submissions of one invocation from the stream / grid-wide synchronisations "
+                 "inside it. MB: the logical megabytes one invocation moves through global memory.")
     names = [*(n for n in frame.index.names if n is not None), *frame.columns]
     headers = {n: SHORT_HEADERS.get(n, str(n)) for n in names}
     return tables.page_table(frame, headers=headers, caption=caption, note=note, csv=csv)
 
 
-SHORT_HEADERS = {"launches / invocation": "launches", "grid-wide syncs": "grid syncs", "logical MB": "logical (MB)",
+SHORT_HEADERS = {"launches / invocation": "launches", "grid-wide syncs": "grid syncs", "logical MB": "MB",
                  "speed-up, warm (×)": "warm speed-up (×)", "speed-up, cold (×)": "cold speed-up (×)",
                  "B wait, all (µs)": "B wait (µs)", "B before last A": "B early", "model": "model"}

@@ -6,12 +6,9 @@ import numpy as np
 
 from launchlab.chapters.megakernels import DESIGN
 from launchlab.chapters.megakernels.findings import CHAIN_MEGAKERNEL, CHAIN_PDL, HANDOFF_TARGET_US, SPEEDUP_TARGETS
-from launchlab.chapters.megakernels.page_tables import _interval, _us
+from launchlab.chapters.megakernels.page_tables import _places, _us
+from launchlab.chapters.megakernels.page_words import ratio_words
 from launchlab.measure.variant import VariantId
-
-
-def _ratio_text(ratio: dict) -> str:
-    return f"{ratio['median']:.2f}× [{ratio['ci_low']:.2f}–{ratio['ci_high']:.2f}]"
 
 
 def _beats(ratio: dict) -> str:
@@ -23,6 +20,12 @@ def _beats(ratio: dict) -> str:
     return "ties with"
 
 
+def _design_name(variant: str) -> str:
+    from launchlab.chapters.megakernels.page_words import name
+
+    return name(variant.split(".")[0])
+
+
 def flow_values(run) -> dict:
     """Glued values: the best tiled persistent design per case and its target, hand-offs before (the dependency
     kernel) and after (the flow kernels), the trace writes' cost, the chain's verdicts."""
@@ -30,7 +33,8 @@ def flow_values(run) -> dict:
     for case, best in s.get("best_tiled_persistent", {}).items():
         name = VariantId.parse(best["variant"]).target
         values[f"tiled_best_{case}"] = DESIGN[name].label
-        values[f"tiled_best_ratio_{case}"] = _ratio_text(best)
+        threshold = SPEEDUP_TARGETS.get(f"best_tiled_persistent.{case}")
+        values[f"tiled_best_ratio_{case}"] = ratio_words(best, threshold)
         values[f"tiled_best_verdict_{case}"] = _beats(best)
         target = s.get("targets", {}).get(f"best_tiled_persistent.{case}")
         if target:
@@ -46,6 +50,12 @@ def flow_values(run) -> dict:
         design, case, _ = variant.split(".")
         values[f"trace_cost_{design}_{case}"] = f"{cost['cost_us']:.2f}"
         values[f"trace_cost_share_{design}_{case}"] = f"{100 * cost['cost_fraction']:.0f} %"
+    negative = [(variant, cost) for variant, cost in s.get("trace_cost", {}).items() if cost["cost_us"] < 0]
+    values["negative_trace_cost_sentence"] = "Every trace cost is positive: the probes slow each kernel." if not negative else (
+        "A negative trace cost means the traced build replayed faster than the timed one: "
+        + "; ".join(f"the {_design_name(v)} on the {v.split('.')[1]} case by {-c['cost_us']:.2f} µs" for v, c in negative)
+        + ". The probes change the compiled kernel as well as adding stores, and this run does not show why that "
+        "build ran faster there; the traces' times are those of the instrumented kernels, never the timed ones.")
     values.update(chain_values(s))
     from launchlab.chapters.megakernels import CHAPTER, chain_model
 
@@ -69,24 +79,37 @@ def chain_values(s: dict) -> dict:
             mega = contenders.get(CHAIN_MEGAKERNEL, {})
             for key, other in (("vs_pdl", "pdl"), ("vs_fused", "fused")):
                 if key in mega:
-                    values[f"chain_{other}_{case}_{k}"] = _ratio_text(mega[key])
+                    values[f"chain_{other}_{case}_{k}"] = ratio_words(mega[key])
                     values[f"chain_{other}_verdict_{case}_{k}"] = _beats(mega[key])
     values["chain_sentence"] = chain_sentence(s)
     return values
 
 
 def chain_sentence(s: dict) -> str:
-    """Where the whole-chain megakernel starts to pay, per case, warm and cold, with the deciding ratios."""
+    """Per case, where the whole-chain megakernel pays (warm and cold said once where they agree), and at the
+    longest chain what it beats and what it does not, with the declared k = 16 target beside the PDL ratio."""
+    from launchlab.chapters.megakernels.page_words import joined
+
     parts = []
     for case, k in s.get("megakernel_pays_at_k", {}).items():
         cold = s.get("megakernel_pays_at_k_cold", {}).get(case)
+        where = f"pays from k = {k}" if k else "pays at none of the k measured"
+        if cold is not None and cold != k:
+            where += f" warm and {'from k = ' + str(cold) if cold else 'at none'} cold"
+        elif cold is not None:
+            where += ", warm and cold"
         longest = max(s["chain"][case], key=lambda key: int(key[1:]))
         mega = s["chain"][case][longest].get(CHAIN_MEGAKERNEL, {})
-        figures = (f"at {longest[0]} = {longest[1:]} it runs at {_ratio_text(mega['vs_pdl'])} the PDL graph and "
-                   f"{_ratio_text(mega['vs_fused'])} the chained fused row kernel") if "vs_fused" in mega else ""
-        where = f"from k = {k}" if k else "at no k measured"
-        cold_words = "" if cold is None else (f"; cold, from k = {cold}" if cold else "; cold, at no k measured")
-        parts.append(f"on the {case} case a megakernel pays {where}{cold_words} ({figures})")
+        target = s.get("targets", {}).get(f"chain_{longest}_vs_pdl.{case}")
+        detail = ""
+        if "vs_pdl" in mega and "vs_fused" in mega:
+            pdl = ratio_words(mega["vs_pdl"], target["target"] if target else None)
+            aim = (f", {'reaching' if target['met'] else 'short of'} the {target['target']:.2f}× target" if target
+                   else "")
+            fused = {"beats": "ahead of", "loses to": "behind", "ties with": "level with"}[_beats(mega["vs_fused"])]
+            detail = (f": at k = {longest[1:]} it runs {pdl} as fast as the PDL graph{aim}, and is {fused} the "
+                      f"chained fused row kernel ({ratio_words(mega['vs_fused'])})")
+        parts.append(f"on the {case} case the whole-chain megakernel {where}{detail}")
     if not parts:
         return "This run has no chain."
     text = "; ".join(parts)
@@ -118,7 +141,15 @@ def chain_table(run):
     row kernel (median [95 % interval])."""
     import pandas as pd
 
+    from launchlab.present import tables
+
     s, rows = run.summaries, []
+    places = {key: max((_places(ratios[key]) for by_k in s.get("chain", {}).values() for contenders in by_k.values()
+                        for ratios in contenders.values() if key in ratios), default=2) for key in ("vs_pdl", "vs_fused")}
+
+    def cell(ratios: dict, key: str) -> str:
+        return tables.median_with_band(ratios[key], tables.CI, digits=places[key]) if key in ratios else "1"
+
     for case, by_k in s.get("chain", {}).items():
         for k in sorted(by_k, key=lambda key: int(key[1:])):
             for name, ratios in by_k[k].items():
@@ -128,9 +159,21 @@ def chain_table(run):
                 rows.append({"case": case, "k": int(k[1:]), "contender": DESIGN[name].label,
                              "warm (µs)": f"{timing['warm_batch']['event_us']['median']:.1f}",
                              "cold (µs)": f"{cold['median']:.1f}" if cold else "—",
-                             "vs PDL graph (×)": _interval(ratios["vs_pdl"]) if "vs_pdl" in ratios else "1",
-                             "vs chained fused (×)": _interval(ratios["vs_fused"]) if "vs_fused" in ratios else "1"})
+                             "vs PDL graph (×)": cell(ratios, "vs_pdl"), "vs chained fused (×)": cell(ratios, "vs_fused")})
     return pd.DataFrame(rows).set_index(["case", "k", "contender"]) if rows else pd.DataFrame()
+
+
+def target_words(name: str) -> str:
+    """A target's summary path in words: 'best_one_launch.ragged' -> 'best one-launch design, ragged case'."""
+    from launchlab.chapters.megakernels.page_words import name as design_name
+
+    kind, _, rest = name.partition(".")
+    if kind == "handoff":
+        design, case, _ = rest.split(".")
+        return f"SM idle between tasks, {design_name(design)}, {case} case"
+    words = {"best_one_launch": "best one-launch design", "best_tiled_persistent": "best persistent kernel",
+             "chain_k16_vs_pdl": "chain of 16 stages, megakernel over the PDL graph"}
+    return f"{words.get(kind, kind.replace('_', ' '))}, {rest} case"
 
 
 def targets_table(run):
@@ -143,7 +186,7 @@ def targets_table(run):
         value = (f"{target['value']:.2f}× [low {target['ci_low']:.2f}]" if "ci_low" in target
                  else f"{target['value']:.2f} µs")
         threshold = f"≥ {target['target']:.2f}×" if "ci_low" in target else f"≤ {target['target']:g} µs"
-        rows.append({"target": name.replace("_", " "), "value": value, "threshold": threshold,
+        rows.append({"target": target_words(name), "value": value, "threshold": threshold,
                      "verdict": "met" if target["met"] else "missed"})
     return pd.DataFrame(rows).set_index("target") if rows else pd.DataFrame()
 
@@ -187,8 +230,11 @@ def handoff_figure(run):
         f"quantiles of its schedule model replaying the trace's task durations."))
 
 
+CHAIN_LEGEND = {"chain_graph3": "graph, 3 kernels a stage"}  # not "3k-kernel", which reads as 3,000
+
+
 def chain_figure(run):
-    """Speed-up over the 3k-kernel PDL graph against the stage count k, per contender, one panel per case
+    """Speed-up over the PDL graph of 3 kernels a stage against the stage count k, per contender, one panel per case
     (medians, 95 % bootstrap intervals; dashed: as fast)."""
     from launchlab.present import figures
 
@@ -204,9 +250,9 @@ def chain_figure(run):
             median = np.array([r["median"] for r in ratios])
             spread = [median - [r["ci_low"] for r in ratios], np.array([r["ci_high"] for r in ratios]) - median]
             ax.errorbar(ks, median, yerr=spread, fmt=figures.MARKERS[index % len(figures.MARKERS)] + "-",
-                        color=figures.COLOURS[index % len(figures.COLOURS)], label=DESIGN[name].label)
+                        color=figures.COLOURS[index % len(figures.COLOURS)], label=CHAIN_LEGEND.get(name, DESIGN[name].label))
         ax.axhline(1.0, color="black", linestyle="--", linewidth=0.8, gid=figures.REFERENCE_GID,
-                   label="3k-kernel graph, PDL (1×)")
+                   label="PDL graph, 3 kernels a stage (1×)")
         ax.set_xscale("log", base=2)
         ax.set_xticks(ks, [str(k) for k in ks])
         ax.set_xlabel("stages k")
@@ -217,6 +263,6 @@ def chain_figure(run):
     figures.legend(fig, "below")  # the panels share their series
     return figures.describe(fig, (
         f"Line chart, one panel per case ({', '.join(cases)}): for each chain contender its speed-up over the "
-        f"3k-kernel graph with PDL against the number of stages k (log scale), medians with 95 % bootstrap "
+        f"graph of 3 kernels a stage with PDL against the number of stages k (log scale), medians with 95 % bootstrap "
         f"intervals; a dashed line at 1×."))
 

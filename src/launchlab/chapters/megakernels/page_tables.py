@@ -47,6 +47,16 @@ def _interval(ratio: dict) -> str:
     return tables.median_with_band(ratio, tables.CI)
 
 
+def _places(ratio: dict) -> int:
+    """Decimals (2 to 4) that tell a ratio's interval ends apart, as tables.median_with_band picks them; a column
+    takes the most any of its cells needs, so that its numbers line up."""
+    places = 2
+    while places < 4 and ratio["ci_low"] != ratio["ci_high"] and (
+            f"{ratio['ci_low']:.{places}f}" == f"{ratio['ci_high']:.{places}f}"):
+        places += 1
+    return places
+
+
 def _us(ns: float, digits: int = 2) -> str:
     return f"{ns / 1e3:.{digits}f}"
 
@@ -121,29 +131,17 @@ def graph_table(run):
 
 
 def timing_table(run):
-    """Per case and variant: event interval per invocation in a batch, host enqueue and completion of one call."""
+    """Per case and variant: host enqueue and completion of one synchronised call (the batch's event interval is
+    the pays table's warm time)."""
     import pandas as pd
 
     rows = {}
     for case in cases(run):
         for vid in main_variants_of(case, designs_of(run)):
             m = run.summaries["timing"][str(vid)]
-            rows[(case, label(vid))] = {"event interval per call, batch (µs)": _cell(m["warm_batch"]["event_us"]),
-                                        "host enqueue, 1 call (µs)": _cell(m["warm_single"]["enqueue_us"]),
+            rows[(case, label(vid))] = {"host enqueue, 1 call (µs)": _cell(m["warm_single"]["enqueue_us"]),
                                         "host completion, 1 call (µs)": _cell(m["warm_single"]["complete_us"])}
     return pd.DataFrame.from_dict(rows, orient="index").rename_axis(["case", "variant"])
-
-
-def speedup_table(run):
-    """The three-kernel graph's event interval over each variant's, within each round (>1: the variant is faster)."""
-    import pandas as pd
-
-    rows = {}
-    for case in cases(run):
-        for vid in main_variants_of(case, designs_of(run)):
-            if vid != baseline(case):
-                rows.setdefault(label(vid), {})[case] = _interval(run.summaries["speedup_vs_graph3"][str(vid)])
-    return pd.DataFrame.from_dict(rows, orient="index").rename_axis("speed-up over 3 kernels, graph (×)")
 
 
 def trace_table(run):
@@ -189,12 +187,19 @@ def sweep_table(run):
     time B tasks waited for their inputs, the trace checks."""
     import pandas as pd
 
-    rows = {}
-    for r in sweep_rows(run):
+    from launchlab.present import tables
+
+    rows, found = {}, sweep_rows(run)
+    places = {key: max((_places(r[key]) for r in found if r[key]), default=2)
+              for key in ("speedup_vs_graph3", "speedup_vs_coop")}
+
+    def ratio(r: dict, key: str) -> str:
+        return tables.median_with_band(r[key], tables.CI, digits=places[key]) if r[key] else "—"
+
+    for r in found:
         rows[(r["case"], DESIGN[r["design"]].label, r["workers_per_sm"])] = {
             "workers": r["workers"], "time (µs)": _cell(r["event_us"]),
-            "speed-up (×)": _interval(r["speedup_vs_graph3"]),
-            "over coop (×)": _interval(r["speedup_vs_coop"]) if r["speedup_vs_coop"] else "—",
+            "speed-up (×)": ratio(r, "speedup_vs_graph3"), "over coop (×)": ratio(r, "speedup_vs_coop"),
             "B before last A": f"{r['b_before_last_a']} of {r['b_tasks']}", "model": r["model_b_before_last_a"],
             "B wait, all (µs)": _us(r["b_wait_total_ns"], 1), "checks": "passed" if r["passed"] else "FAILED"}
     return pd.DataFrame.from_dict(rows, orient="index").rename_axis(["case", "design", "blocks / SM"])
