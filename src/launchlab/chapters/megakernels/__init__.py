@@ -14,7 +14,7 @@ submissions, and adds the worker sweep.
 The flow kernel (kernels/megakernel_flow.cu) is the tiled persistent design built to beat the graph: static
 claims prefetched per worker, acquire/release hand-offs, B inside every C (`flow`) or by a row's last A
 arrival (`flow_last`). The chain repeats the tiled step as k dependent stages (plain softmax, every stage's
-output in global memory): the 3k-kernel graph, the same with PDL, the flow kernel over all k stages in one
+output in global memory): the graph of 3 kernels a stage, the same with PDL, the flow kernel over all k stages in one
 launch and the fused row kernel chained k times.
 
 VariantIds: `<design>.<case>.<submission>`, e.g. `tiled3.balanced.graph`, `coop.ragged.stream`,
@@ -260,9 +260,9 @@ DESIGN: dict[str, Design] = {d.name: d for d in (
     _design("flow_last", "flow persistent (B by the last A)", targets.make_flow_last, FLOW_FAMILY, FLOW_KERNELS,
             "dependency", 1, 0, bytes=x_on_chip_bytes, oracle=DEPENDENCY_ORACLE, persistent=True, group="flow",
             one_launch=True, words=DEPENDENCY_WORDS, varlen=True),
-    _chain("chain_graph3", "3k-kernel graph", targets.make_chain_graph3, "chain_tiled", CHAIN_KERNELS["chain_graph3"],
+    _chain("chain_graph3", "graph of 3 kernels a stage", targets.make_chain_graph3, "chain_tiled", CHAIN_KERNELS["chain_graph3"],
            3),
-    _chain("chain_pdl3", "3k-kernel graph, PDL", targets.make_chain_pdl3, "chain_flow", CHAIN_KERNELS["chain_pdl3"], 3,
+    _chain("chain_pdl3", "graph of 3 kernels a stage, PDL", targets.make_chain_pdl3, "chain_flow", CHAIN_KERNELS["chain_pdl3"], 3,
            requires=Requires(pdl=True), extended=True),
     _chain("chain_flow", "flow persistent, whole chain", targets.make_chain_flow, "chain_flow", FLOW_KERNELS, 1,
            persistent=True, one_launch=True, words=DEPENDENCY_WORDS),
@@ -338,7 +338,7 @@ def stages_of(vid: VariantId | str) -> int:
 
 
 def label(vid: VariantId | str) -> str:
-    """'task queue, graph', 'task queue, graph, 2 blocks/SM' or '3k-kernel graph, PDL, k = 16'."""
+    """'task queue, graph', 'task queue, graph, 2 blocks/SM' or 'graph of 3 kernels a stage, PDL, k = 16'."""
     vid = VariantId.parse(str(vid))
     design, workers_per_sm = design_of(vid)
     if design.chain:

@@ -230,9 +230,6 @@ def handoff_figure(run):
         f"quantiles of its schedule model replaying the trace's task durations."))
 
 
-CHAIN_LEGEND = {"chain_graph3": "graph, 3 kernels a stage"}  # not "3k-kernel", which reads as 3,000
-
-
 def chain_figure(run):
     """Speed-up over the PDL graph of 3 kernels a stage against the stage count k, per contender, one panel per case
     (medians, 95 % bootstrap intervals; dashed: as fast)."""
@@ -250,7 +247,7 @@ def chain_figure(run):
             median = np.array([r["median"] for r in ratios])
             spread = [median - [r["ci_low"] for r in ratios], np.array([r["ci_high"] for r in ratios]) - median]
             ax.errorbar(ks, median, yerr=spread, fmt=figures.MARKERS[index % len(figures.MARKERS)] + "-",
-                        color=figures.COLOURS[index % len(figures.COLOURS)], label=CHAIN_LEGEND.get(name, DESIGN[name].label))
+                        color=figures.COLOURS[index % len(figures.COLOURS)], label=DESIGN[name].label)
         ax.axhline(1.0, color="black", linestyle="--", linewidth=0.8, gid=figures.REFERENCE_GID,
                    label="PDL graph, 3 kernels a stage (1×)")
         ax.set_xscale("log", base=2)
