@@ -248,28 +248,6 @@ def near_copy_count_sentence(s: dict, name: str = "fused_plain") -> str:
     return f"{head} at {len(near)} of {total} shape and L2 pairs; it stayed further away at {further}."
 
 
-def libraries_sooner_sentence(s: dict) -> str:
-    """One sentence for the answer: at how many (shape, L2 state) pairs some library finished sooner than the fused
-    plain kernel (median ratio below 1), by how much at most and where; the per-library detail is on the data page."""
-    sooner, pairs = [], 0
-    for library in (lib for lib in LIBRARIES if lib in s["contenders"]):
-        for shape in s["shapes"]:
-            for l2 in L2_STATES:
-                ratio = graph_ratio(s, f"{library}_over_fused_plain", shape, l2)
-                if ratio is not None:
-                    pairs += 1
-                    if ratio["median"] < 1.0:
-                        sooner.append((ratio["median"], f"{label(library)} at {shape_label(shape)} {l2}"))
-    if not pairs:
-        return "No library was timed at the fixed shapes in this run."
-    if not sooner:
-        return f"No library finished sooner than the fused plain kernel at any of the {pairs} library, shape and L2 " \
-               "combinations."
-    worst, where = min(sooner)
-    return (f"A library finished sooner than the fused plain kernel at {len(sooner)} of {pairs} library, shape and L2 "
-            f"combinations, by at most {percent(1 - worst)} ({where}).")
-
-
 def _below_copy(ratios) -> list[tuple]:
     """The (name, shape, l2, ratio) whose ratio's whole 95 % interval lies below 1."""
     return [(name, shape, l2, r) for name, shape, l2, r in ratios
@@ -406,7 +384,6 @@ def finding_values(s: dict) -> dict:
     values["long_rows_sentence"] = long_rows_sentence(s)
     values["widest_fixed_miss_sentence"] = widest_fixed_miss_sentence(s)
     values["libraries_faster_sentence"] = libraries_faster_sentence(s)
-    values["libraries_sooner_sentence"] = libraries_sooner_sentence(s)
     values["near_copy_sentence"] = near_copy_count_sentence(s)
     values["sooner_libraries_4096x128"] = sooner_libraries_value(s, "4096x128")
     return values
