@@ -449,3 +449,21 @@ def test_example_a_states_each_figure_once_at_the_decimals_its_interval_needs():
     places = page_answer.interval_places(ratio)
     assert f"took {ratio['median']:.{places}f} times" in page_answer.large_answer(run)
     assert f"{ratio['ci_low']:.{places}f} to" in page_answer.large_answer(run)
+
+
+def test_the_conclusions_chain_verdict_names_a_win_under_two_percent_as_narrow():
+    """conclusion.chain_verdict: a contender beaten by less than 2 % (a tie by chapter 4's rule) is named with its
+    margin, so the row never reads 'beats both' on such a win; a clear win on both sides does."""
+    from launchlab.pages.conclusion import Ratio, chain_verdict
+
+    def ratio(case, numerator, median):
+        return Ratio(numerator, "whole chain", f"{case} rows, 16 stages",
+                     {"median": median, "ci_low": median - 0.001, "ci_high": median + 0.001})
+
+    narrow = (ratio("balanced", "PDL graph", 1.37), ratio("balanced", "chained fused kernel", 0.47),
+              ratio("ragged", "PDL graph", 1.28), ratio("ragged", "chained fused kernel", 1.013))
+    text = chain_verdict(narrow, 16)
+    assert text == ("k = 16, balanced: beats the PDL graph, not the chained fused kernel; ragged: beats the PDL graph, "
+                    "and the chained fused kernel only by 1.3 %")
+    clear = narrow[:3] + (ratio("ragged", "chained fused kernel", 1.05),)
+    assert chain_verdict(clear, 16).endswith("ragged: beats both")
