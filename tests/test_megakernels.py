@@ -448,7 +448,7 @@ def test_page_renders_from_the_simulated_run_and_every_glued_value_exists(synthe
                                                                      "traced build", "trace"}
     assert values["findings_ragged"].startswith("Ragged case, warm L2: of ") and "µs" in values["pdl_saving_ragged"]
     assert "(the varlen pieces kernel)" in values["pays_sentence"]  # the simulation's cheapest on the ragged case
-    assert values["sanitizer_verdict"] == "memcheck: clean; racecheck: clean; synccheck: clean"
+    assert values["sanitizer_verdict"] == "memcheck, racecheck and synccheck found no errors"
     pays = page.pays_table(synthetic)
     tiled_cases = Parameters().tiled_cases  # the page's tables show the chapter's cases
     main = [v for v in declared.CHAPTER.variants() if "table" in v.enters and v.id.case in tiled_cases]

@@ -295,3 +295,14 @@ def test_the_environment_table_says_how_far_the_sm_clock_moved_and_rounds_the_po
     assert verdict.startswith("yes" if after < CLOCK_DROP_TOLERANCE * before else "no")
     assert f"after ÷ before {after / before:.2f}" in verdict and f"below {CLOCK_DROP_TOLERANCE:.2f}" in verdict
     assert rows["clocks before timing"].endswith(f", {watts:.0f} W")
+
+
+@pytest.mark.parametrize("tally, words", [({"above": 5, "below": 0, "tie": 0}, "all 5 workloads"),
+                                          ({"above": 2, "below": 0, "tie": 0}, "both workloads"),
+                                          ({"above": 1, "below": 0, "tie": 0}, "the one workload"),
+                                          ({"above": 3, "below": 1, "tie": 1}, "3 of 5 workloads (1 slower, 1 tied)"),
+                                          ({"above": 1, "below": 0, "tie": 2}, "1 of 3 workloads (2 tied)")])
+def test_a_tally_in_words_names_only_the_counts_that_are_not_zero(tally, words):
+    from launchlab.present.prose import tally_words
+
+    assert tally_words(tally, "workloads") == words

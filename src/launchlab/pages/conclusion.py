@@ -402,7 +402,7 @@ def details_markdown(rows: list[Row]) -> str:
         measured = "; ".join(dict.fromkeys(r.measured for r in row.ratios + row.references))
         lines = [f"{number}. **{row.regime}.** {row.setting} Compared: {measured}."]
         lines += [f"   * for scale: {_ratio_line(r)}" for r in row.references]
-        lines.append(f"   * Cost to build: {row.cost} Where: {', '.join(row.links)}.")
+        lines.append(f"   * **Cost to build.** {row.cost} Where: {', '.join(row.links)}.")
         items.append("\n".join(lines))
     return "\n\n".join(items)
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from launchlab.chapters.example_a_pointwise import BASELINE, CHAPTER, SUBMISSIONS, kernels_of, size_of
 from launchlab.chapters.example_a_pointwise.page_answer import answer_values, sizes
+from launchlab.present.prose import tally_words
 
 ARTICLE = "article (H100, October 2026)"
 # (measurement, metric) -> (column of the timing table, title of the latency panel)
@@ -300,19 +301,28 @@ def page_values(run) -> dict:
 
 def verdict_sentence(run, declared: dict | None = None, unit: str = "sizes") -> str:
     """How often the baseline beat each other row, lost to it, or tied, from the tallies of the paired ratios
-    (`declared`: the chapter's rows by name, this chapter's by default; `unit`: what a ratio is taken at)."""
-    declared, parts = declared or rows(run), []
+    (`declared`: the chapter's rows by name, this chapter's by default; `unit`: what a ratio is taken at); a row
+    whose tallies agree from the stream and from graphs is said once."""
+    declared = declared or rows(run)
+    by_row: dict[str, dict[str, str]] = {}
     for family, tally in run.summaries["tallies"].items():
         if family.startswith("stream_over_graph"):
             continue
         top, submission = family.split("_over_")[0], family.split(".")[1]
-        total = sum(tally.values())
-        where = "from the stream" if submission == "stream" else "replayed from graphs"
-        parts.append(f"the {declared[BASELINE].label} was faster than the {declared[top].label} {where} at "
-                     f"{tally['above']} of {total} {unit}, slower at {tally['below']} and tied at {tally['tie']}")
-    if not parts:
+        where = "launched from the stream" if submission == "stream" else "replayed from graphs"
+        by_row.setdefault(top, {})[where] = tally_words(tally, unit)
+    if not by_row:
         return f"No paired ratio against the {declared[BASELINE].label} was measured."
-    return "Counting a ratio whose 95 % interval includes 1 as a tie, " + "; ".join(parts) + "."
+    parts = []
+    for top, found in by_row.items():
+        if len(set(found.values())) == 1:
+            parts.append(f"than the {declared[top].label} at {next(iter(found.values()))}, "
+                         f"{' and '.join(found)}")
+        else:
+            parts.append(f"than the {declared[top].label} at " + " and at ".join(f"{words} {where}"
+                                                                                 for where, words in found.items()))
+    return (f"Counting a ratio whose 95 % interval includes 1 as a tie, the {declared[BASELINE].label} was faster "
+            + "; and ".join(parts) + ".")
 
 
 def dram_sentence(run) -> str:

@@ -168,14 +168,15 @@ def ratio_table(run):
 
 def verdict_sentence(run) -> str:
     """How many workloads replay made faster, slower, or left tied, by each measure."""
-    measures = {"event": "by the event interval per call", "complete": "by the completion of one synchronised call"}
-    parts = []
-    for name, words in measures.items():
-        tally = run.summaries["tallies"][name]
-        total = sum(tally.values())
-        parts.append(f"{words}, replay was faster for {tally['above']} of the {total} workloads, slower for "
-                     f"{tally['below']}, and {tally['tie']} {'was a tie' if tally['tie'] == 1 else 'were ties'}")
-    return "Counting a ratio whose 95 % interval includes 1 as a tie: " + "; ".join(parts) + "."
+    from launchlab.present.prose import tally_words
+
+    tallies = run.summaries["tallies"]
+    event, complete = (tally_words(tallies[name], "workloads") for name in ("event", "complete"))
+    if event == complete:
+        return (f"Replay was faster for {event} by both measures, the event interval per call and the completion of "
+                "one synchronised call (a ratio whose 95 % interval includes 1 counts as a tie).")
+    return (f"Replay was faster for {event} by the event interval per call and for {complete} by the completion of "
+            "one synchronised call (a ratio whose 95 % interval includes 1 counts as a tie).")
 
 
 def timing_table(run):

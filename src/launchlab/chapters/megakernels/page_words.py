@@ -115,7 +115,7 @@ def stream_beats_graph_sentence(run) -> str:
         if not higher:
             return "No design ran faster from the stream than replayed as its own graph."
         return ("No design ran measurably faster from the stream than replayed as its own graph: where the stream's "
-                f"median is the higher ({joined(higher)}), the two intervals overlap.")
+                f"median speed-up is the larger ({joined(higher)}), the two intervals overlap.")
     return ("Launched from the stream, " + "; ".join(found) + f" {'was' if len(found) == 1 else 'were'} faster than "
             "replayed as a graph. This run does not explain it: a graph replay and stream launches of the same "
             "kernels differ in how the driver submits them, and per-block start times of both submissions (a trace "
@@ -251,8 +251,12 @@ def design_values(run) -> dict:
             values[f"findings{suffix}_{case}"] = pays_findings(run, case, cold=bool(suffix))
     values["stream_beats_graph"] = stream_beats_graph_sentence(run)
     tools = run.summaries.get("sanitizer", {})
-    values["sanitizer_verdict"] = ("no compute-sanitizer tool ran in this run" if not tools else
-                                   "; ".join(f"{tool}: {'clean' if r['clean'] else 'NOT clean'}" for tool, r in tools.items()))
+    clean = [tool for tool, r in tools.items() if r["clean"]]
+    dirty = [tool for tool, r in tools.items() if not r["clean"]]
+    values["sanitizer_verdict"] = (
+        "no compute-sanitizer tool ran in this run" if not tools else
+        "; ".join(part for part in (f"{joined(clean)} found no errors" if clean else "",
+                                    f"{joined(dirty)} reported errors" if dirty else "") if part))
     design_traces = {k: t for k, t in s["traces"].items() if design_of(k)[0].group}
     values["design_traces_passed"] = str(sum(t["passed"] for t in design_traces.values()))
     values["design_traces_total"] = str(len(design_traces))
