@@ -143,8 +143,9 @@ def payback_table(run):
     return tables.page_table(
         rows, index="graph", formats={column: "text" for column in rows[0]},
         note=("Set-up charged = capture + end capture + a separate instantiation where there was one + upload + "
-              "what the first replay took beyond a warm replay (one synchronised call); brackets: p10–p90 of the "
-              "captures. To pay back: set-up charged over the saving per invocation, stream minus graph paired "
+              "what the first replay took beyond a warm replay (one synchronised call), nothing where it took less: "
+              "the first replay follows its upload on a quiet GPU, while a warm replay in the rounds follows other "
+              "variants. Brackets: p10–p90 of the captures. To pay back: set-up charged over the saving per invocation, stream minus graph paired "
               "within rounds; brackets: the same over the ends of the saving's 95 % bootstrap interval."))
 
 

@@ -201,8 +201,20 @@ def launch_cost_sentence(run) -> str:
     rest = ("With one launch per invocation the two runs agree within 5 %." if gap <= 0.05 else
             f"With one launch per invocation the two runs still differ by {gap * 100:.0f} %: they are separate "
             "processes on one host, measured at different times, with other variants in their rounds.")
+    native = sorted((entry["launches"], entry["warm_batch.enqueue_us"]["median"]) for v, entry in per_node.items()
+                    if v.startswith("empty.") and v.endswith(".native"))
+    from launchlab.chapters.ordinary_launches.page_answer import _launch_us
+
+    cpp = ""
+    if native and "empty.1x1.native" in chapter_1(run).summaries["timing"]:
+        (n_one, c_one), (n_most, c_most) = native[0], native[-1]
+        cpp = (f" The C++ loop's cost per launch falls the same way, from {tables.fmt_sig(c_one)} µs at "
+               f"{counted_launches(n_one)} launch{'' if n_one == 1 else 'es'} per invocation to "
+               f"{tables.fmt_sig(c_most)} µs at {n_most:,}; chapter 1's "
+               f"{tables.fmt_sig(_launch_us(chapter_1(run), 'native'))} µs comes from a batch of invocations with no "
+               "events between them.")
     return (text + f", against the book's launch cost of {cost} µs, measured in chapter 1 (run {first_id}) with one "
-            f"launch per invocation and no events{why}. {rest}")
+            f"launch per invocation and no events{why}. {rest}{cpp}")
 
 
 def answer_values(run) -> dict:
