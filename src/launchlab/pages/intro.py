@@ -97,6 +97,18 @@ def _against(bar: Bar) -> str:
     return {True: "beat", False: "lost to", None: "tied with"}[bar.pays]
 
 
+def _chained_fused_clause(chain) -> str:
+    """How the whole-chain persistent kernel stood against the fused row kernel chained as many times, on ragged
+    rows: within conclusion.NARROW of it is 'level with' (chapter 4's tie), else 'ahead of' or 'behind'."""
+    fused = next((r for r in chain.ratios if r.where.startswith("ragged") and "fused" in r.numerator), None)
+    if fused is None:
+        return ""
+    median = fused.summary["median"]
+    stood = ("level with" if abs(median - 1) < conclusion.NARROW else
+             "ahead of" if fused.faster == fused.denominator else "behind")
+    return f", and ran {stood} the fused row kernel chained as many times ({times(fused)})"
+
+
 def answer_markdown(rows: dict, device: str, graph_note: str = "") -> str:
     """The answer as a short list, the definition of a speed-up first: each regime, the technique that paid there
     (or did not), its measured speed-up, and a link to the chapter section that measured it. Where a run does not
@@ -128,7 +140,8 @@ def answer_markdown(rows: dict, device: str, graph_note: str = "") -> str:
                               f"({times(one_launch.ratio)})")
              + f" ({link('dependent_tiles', 'Chapter 4')}). Over a chain of {stages.ratio.where.split(', ')[1].split()[0]} "
              f"such steps on ragged rows, one persistent kernel {_against(stages)} the graph with programmatic "
-             f"dependent launch ({times(stages.ratio)}; {link('dependent_chain', 'the chain')}).")
+             f"dependent launch ({times(stages.ratio)}; {link('dependent_chain', 'the chain')})"
+             + _chained_fused_clause(rows["dependent_chain"]) + ".")
     jobs_text = (f"*Ragged two-stage jobs:* one fused kernel ran {times(jobs.ratio)} as fast as two "
                  f"({link('jobs', 'Appendix B')})"
                  + (": two kernels were faster, and the traces there show why." if jobs.pays is False else "."))
