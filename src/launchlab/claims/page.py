@@ -15,12 +15,14 @@ from launchlab.present.tables import fmt_sig
 from launchlab.store.evidence import REPO_ROOT
 
 # The theme styles tables for their content's width; the audit's tables need their own fixed layout to fit the
-# content column and keep the finding column readable, hence !important. Below 44rem (a phone) a table keeps that
-# width and scrolls in its output's box rather than break its words. A long key or run id breaks at the joints
+# content column and keep the finding column readable, hence !important. On a narrow screen (a phone) a table keeps
+# a width of 44rem and scrolls in its output's box rather than break its words; from 1200 px (a laptop) it takes the
+# column's width, which holds its words. A long key or run id breaks at the joints
 # `tables.breakable` marks, a hash anywhere between its digits; so may inline code in the prose (a module path is
 # wider than a phone). A restated claim's row is marked.
 TABLE_STYLE = ("<style>table.claim-audit { table-layout: fixed !important; width: 100% !important; "
                "max-width: 100% !important; min-width: 44rem; display: table !important; font-size: 0.9em; }"
+               " @media (min-width: 1200px) { table.claim-audit { min-width: 0; } }"
                " table.claim-audit td, table.claim-audit th { vertical-align: top; overflow-wrap: anywhere; }"
                " table.claim-audit tbody th { text-align: left; padding-top: 1.2em; }"
                " table.claim-audit .ours { margin-top: 0.4em; font-size: 0.95em; }"

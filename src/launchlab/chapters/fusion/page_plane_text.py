@@ -287,7 +287,7 @@ def plane_rows(run) -> list[dict]:
             row[f"RMS ÷ copy {l2}"] = p["ratios"].get("fused_rms_over_copy", {}).get(l2)
         for l2 in L2_STATES:
             best = best_library_ratio(p, l2)
-            row[f"plain ÷ best library {l2}"] = None if best is None else round(best, 3)
+            row[f"plain ÷ best library {l2}"] = best
         if any(q.get("skipped") for q in plane_of(run)["points"]):   # the column only where some library was skipped
             row["libraries not run"] = "; ".join(f"{label(lib)}: {why}" for lib, why in p["skipped"].items()) or "—"
         rows.append(row)
@@ -305,6 +305,7 @@ def plane_table(run):
     """Every plane point (the data page; its CSV holds the raw numbers)."""
     rows = plane_rows(run) or [{"shape": "this run has no random plane"}]
     return page_table(rows, index=["shape"], caption="Every point of the plane",
+                      formats={f"plain ÷ best library {l2}": "ratio" for l2 in L2_STATES},
                       note="Device time per call over the copy ceiling's: warm L2 from a graph of many calls, cold L2 "
                            "from one call after the flush; ratios paired per round, median [95 % interval]. Fused "
                            "plain ÷ best library: over the fastest library that ran at the point, from the medians "
