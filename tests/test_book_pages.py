@@ -227,10 +227,10 @@ def test_synthetic_fusion_and_megakernel_rows():
     assert library.faster == "depends on the case: fused or cuDNN"
     tiles = conclusion.dependent_tiles_row(runs)
     verdicts = [r.faster for r in tiles.ratios]
-    assert verdicts == ["3-kernel graph", conclusion.NEITHER, "dependency-driven persistent",
-                        "fused row kernel (chapter 3)", conclusion.NEITHER, "flow persistent (B in C)"]
+    assert verdicts == ["3-kernel graph", conclusion.NEITHER, "dependency-driven kernel",
+                        "fused row kernel (chapter 3)", conclusion.NEITHER, "flow kernel (B in C)"]
     # a few words: the fastest one-launch design per case, then the persistent kernels against the graph
-    assert tiles.faster == ("fused row kernel (balanced), dependency-driven persistent (ragged); persistent: "
+    assert tiles.faster == ("fused row kernel (balanced), dependency-driven kernel (ragged); persistent: "
                             "cooperative slower than the 3-kernel graph")  # the flow kernel's interval holds 1
     chain = conclusion.dependent_chain_row(runs)
     assert chain.faster == ("k = 16, balanced: beats the PDL graph, not the chained fused kernel; ragged: beats the "

@@ -102,7 +102,7 @@ def test_design_facts_and_names():
     # below 9.0 only the clusters and the PDL launches are missing (kernels/arch.cuh compiles griddepcontrol out)
     assert design_of("chain_pdl3_k16.ragged.graph") == (DESIGN["chain_pdl3"], None)
     assert declared.stages_of("chain_pdl3_k16.ragged.graph") == 16 and declared.stages_of("queue.ragged.graph") == 1
-    assert declared.label("chain_flow_k4.balanced.graph") == "flow persistent, whole chain, k = 4"
+    assert declared.label("chain_flow_k4.balanced.graph") == "flow kernel, whole chain, k = 4"
     below_9 = {"pdl3", "tiled2_pdl", "cluster", "chain_pdl3"}
     for capability, missing in (("8.0", below_9), ("8.9", below_9),
                                 ("9.0", set()), ("10.0", set())):

@@ -257,7 +257,7 @@ def dependent_tiles_row(runs) -> Row:
 
 
 def short_name(label: str) -> str:
-    """A design's label without its parenthesis, for a table cell: 'flow persistent (B in C)' -> 'flow persistent'."""
+    """A design's label without its parenthesis, for a table cell: 'flow kernel (B in C)' -> 'flow kernel'."""
     import re
 
     return re.sub(r" \(.*?\)", "", label)
