@@ -401,9 +401,15 @@ def test_the_chain_sentence_says_each_case_once_with_its_target():
     assert "ragged case the whole-chain megakernel pays at none of the k measured, warm and cold (by the 95 % " \
            "intervals alone it pays from k = 16, but a margin under 2 % is a tie here)" in text
     assert "level with the chained fused row kernel" in text
+    from launchlab.chapters.megakernels.page_flow import chain_brief
+
+    assert chain_brief(s) == ("on the balanced case it pays at no k measured (the chained fused row kernel stays "
+                              "faster at k = 16); on the ragged case it pays at no k measured (it runs level with "
+                              "the chained fused row kernel at k = 16)")
     s["chain"]["ragged"]["k16"]["chain_flow"]["vs_fused"] = r(1.05, 1.04, 1.06)   # a clear win pays by both rules
     text = chain_sentence(s)
     assert "pays from k = 16, warm and cold:" in text and "intervals alone" not in text
+    assert chain_brief(s).endswith("on the ragged case it pays from k = 16")
 
 
 def notebook() -> dict:

@@ -81,7 +81,23 @@ def chain_values(s: dict) -> dict:
                     values[f"chain_{other}_{case}_{k}"] = ratio_words(mega[key])
                     values[f"chain_{other}_verdict_{case}_{k}"] = _beats(mega[key])
     values["chain_sentence"] = chain_sentence(s)
+    values["chain_brief"] = chain_brief(s)
     return values
+
+
+def chain_brief(s: dict) -> str:
+    """Per case, in a clause: where the whole-chain megakernel pays by the page's rule, and at the longest chain how
+    it stands against the chained fused row kernel where it does not beat it ('level with it', 'it stays faster')."""
+    parts = []
+    for case in s.get("chain", {}):
+        k = pays_at(s, case)
+        longest = max(s["chain"][case], key=lambda key: int(key[1:]))
+        fused = s["chain"][case][longest].get(CHAIN_MEGAKERNEL, {}).get("vs_fused")
+        stand = {"loses to": "the chained fused row kernel stays faster",
+                 "ties with": "it runs level with the chained fused row kernel"}.get(_beats(fused) if fused else "")
+        parts.append(f"on the {case} case it pays {f'from k = {k}' if k else 'at no k measured'}"
+                     + (f" ({stand} at k = {longest[1:]})" if stand else ""))
+    return "; ".join(parts) if parts else "this run has no chain"
 
 
 def pays_at(s: dict, case: str, suffix: str = "") -> int | None:
