@@ -440,10 +440,7 @@ def page_values(runs) -> dict:
     first, graphs = runs["ordinary_launches"], runs["graphs"]
     devices = sorted({run.record.device_name for run in runs.values()})
     rows = list(decision_rows(runs).values())
-    from launchlab.pages.intro import short_verdict
-
     values = {"decision_table": decision_markdown(rows), "decision_details": details_markdown(rows),
-              "short_verdict": short_verdict(decision_rows(runs)),
               "devices": " and ".join(devices),
               "run_count": str(len(runs))}
     values.update({f"run_{stem}": run.run_id for stem, run in runs.items()})
