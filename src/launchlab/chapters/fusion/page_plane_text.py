@@ -101,11 +101,11 @@ def target_verdicts(plane: dict) -> str:
     return " ".join(parts) if parts else "This run declared no plane targets."
 
 
-def targets_met_short(plane: dict, l2: str) -> str:
-    """"6 of 15": of the plane's measured targets in one L2 state, how many this run met ("none of 0" never)."""
+def targets_met(plane: dict, l2: str) -> str:
+    """"6 of 15": of the plane's measured targets in one L2 state, how many this run met."""
     measured = [t for t in plane.get("targets", []) if t["l2"] == l2 and t["met"] is not None]
     if not measured:
-        return "none (none could be measured)"
+        return "none (no target could be measured)"
     return f"{sum(1 for t in measured if t['met'])} of {len(measured)}"
 
 
@@ -124,14 +124,6 @@ def library_counts(plane: dict, l2: str) -> str:
     if not found:
         return f"{l2.capitalize()}, no library ran at the plane's points."
     return f"{l2.capitalize()}, fused plain was faster than {listing(found)}."
-
-
-def targets_met(plane: dict, l2: str) -> str:
-    """How many declared plane targets this run met in one L2 state (the data page's table lists each)."""
-    measured = [t for t in plane.get("targets", []) if t["l2"] == l2 and t["met"] is not None]
-    if not measured:
-        return "no target could be measured"
-    return f"{sum(1 for t in measured if t['met'])} of {len(measured)} measured targets met"
 
 
 def target_name(target: dict) -> str:
@@ -231,7 +223,6 @@ def plane_values(run) -> dict:
     for l2 in L2_STATES:
         values.update(summary_values(plane, l2))
         values[f"plane_targets_{l2}"] = targets_met(plane, l2)
-        values[f"plane_targets_{l2}_short"] = targets_met_short(plane, l2)
         values[f"plane_library_counts_{l2}"] = library_counts(plane, l2)
         values[f"plane_worst_{l2}"] = worst_points(plane, l2) if plane["points"] else "n/a"
     return values
