@@ -132,8 +132,9 @@ def validation_summary(run):
              for r in rows.values()]
     return tables.page_table(table, index="phase", formats={"largest |error| against the oracle": "text"},
                              headers={"largest |error| against the oracle": "Largest |error| against the oracle"},
-                             note="Each check compares one output with the float64 (or bit-exact) oracle; "
-                                  "outputs are poisoned before every checked invocation.")
+                             note="A check of an output compares it with the float64 (or bit-exact) oracle, the "
+                                  "output poisoned before every checked invocation; a check of a count (occupancy, "
+                                  "graph nodes, a trace's rules) compares it with what the design requires.")
 
 
 class DataPage:
