@@ -11,7 +11,7 @@ from launchlab.chapters.fusion import (CALLS_PER_GRAPH, COPY_RATIO_TARGET, CUDNN
 from launchlab.chapters.fusion import plans
 from launchlab.chapters.fusion.page_figures import bandwidth_figure, bytes_figure, ratio_figure  # noqa: F401
 from launchlab.chapters.fusion.page_format import (columns_of, design_label, fmt, graph_ratio, interval_text, label,
-                                                   listing, percent, plan_place, ratio_number, shape_label,
+                                                   listing, plan_place, ratio_number, shape_label,
                                                    summaries_of, verdict_text)
 from launchlab.chapters.fusion.page_plane import (bandwidth_plane_figure, distribution_figure,  # noqa: F401
                                                   library_map_figure, model_figure, plane_map_figure)

@@ -112,8 +112,6 @@ def pays_at(s: dict, case: str, suffix: str = "") -> int | None:
 def chain_sentence(s: dict) -> str:
     """Per case, where the whole-chain megakernel pays (warm and cold said once where they agree), and at the
     longest chain what it beats and what it does not, with the declared k = 16 target beside the PDL ratio."""
-    from launchlab.chapters.megakernels.page_words import joined
-
     parts = []
     for case, by_interval in s.get("megakernel_pays_at_k", {}).items():
         k, cold, by_interval = pays_at(s, case), pays_at(s, case, "_cold"), by_interval or None   # 0: at no k
