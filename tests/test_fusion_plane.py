@@ -295,6 +295,9 @@ def test_the_replicate_sentence_gives_each_figure_beside_this_runs_and_the_large
     assert "at 0.50 µs warm and 0.55 µs cold (0.50 µs and 0.50 µs here)" in sentence
     assert "geometric mean of fused plain ÷ copy at 1.20 warm and 1.20 cold" in sentence
     assert sentence.endswith("10.0\u00a0%, in the latency regime's median time added (cold L2).")
+    assert text.replicate_sentence(here, brief=True) == (
+        "This run's replicate, run-b, moved the plane's main figures by at most 10.0\u00a0%, in the latency regime's "
+        "median time added (cold L2).")
     monkeypatch.setattr(text, "replicates_of", lambda run: [])
     assert "was not measured" in text.replicate_sentence(here)
 

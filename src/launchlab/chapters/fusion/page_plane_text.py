@@ -183,9 +183,10 @@ REPLICATED = (("plane.fused_plain_over_copy.geomean", "the bandwidth regime's ge
               ("plane.worst_library_ratio.cudnn", "the smallest cuDNN ÷ fused plain ratio", ""))
 
 
-def replicate_sentence(run) -> str:
+def replicate_sentence(run, brief: bool = False) -> str:
     """How the plane's main figures came out in this run's replicates (same chapter, re-executed), warm and cold,
-    and the largest change between runs; a run without replicates says its variation was not measured."""
+    and the largest change between runs; brief: the largest change alone (the chapter; the data page gives each
+    figure). A run without replicates says its variation was not measured."""
     others = replicates_of(run)
     if not others:
         return "This run has no replicate, so how much the plane's figures vary between runs was not measured."
@@ -204,6 +205,9 @@ def replicate_sentence(run) -> str:
     who = replicates_subject(len(others))
     ids = joined([r.run_id for r in others])
     largest, words, l2 = max(changes)
+    if brief:
+        return (f"{who}, {ids}, moved the plane's main figures by at most {percent(largest, 1)}, in {words} "
+                f"({l2} L2).")
     return (f"{who}, {ids}, measured {joined(parts)}. The largest "
             f"change between the runs was {percent(largest, 1)}, in {words} ({l2} L2).")
 
@@ -218,7 +222,8 @@ def plane_values(run) -> dict:
               "plane_designs": listing([f"{design_label(d)} to {n} {'point' if n == 1 else 'points'}" if i == 0 else
                                         f"{design_label(d)} to {n}"
                                         for i, (d, n) in enumerate(_design_counts(plane).items())]),
-              "plane_replicates": replicate_sentence(run), "plane_model_leaning": leaning_text(plane),
+              "plane_replicates": replicate_sentence(run, brief=True),
+              "plane_replicates_full": replicate_sentence(run), "plane_model_leaning": leaning_text(plane),
               "plane_skipped": skipped_sentence(run), "plane_target_verdicts": target_verdicts(plane)}
     for l2 in L2_STATES:
         values.update(summary_values(plane, l2))
