@@ -7,6 +7,7 @@ from launchlab.chapters.graphs import stream_twin
 from launchlab.chapters.graphs.page_names import _paths, label, ordered, replays_text
 from launchlab.measure.variant import VariantId
 from launchlab.present import tables
+from launchlab.present.prose import tally_words
 from launchlab.present.replicas import counted, joined, replicates_of, spread_sentence
 
 KEY = "row4.128x8192.graph"        # the workload the answer leads with: chapter 1's host-paced row path
@@ -31,19 +32,13 @@ def verdict_answer(run) -> str:
         kinds[g.target] = kinds.get(g.target, 0) + 1
     cases = joined([f"{counted(n, paths.get(target, ('case', ''))[0])} of the {paths.get(target, ('', target))[1]}"
                     for target, n in kinds.items()])
-
-    def tallied(measure):
-        tally = tallies[measure]
-        rest = [f"{tally[k]} {words}" for k, words in (("below", "slower"), ("tie", "tied")) if tally[k]]
-        return None if not rest else f"{tally['above']} of {sum(tally.values())} ({', '.join(rest)})"
     total = sum(tallies["event"].values())
-    event, complete = tallied("event"), tallied("complete")
-    if event is None and complete is None:
+    if all(tallies[m]["above"] == sum(tallies[m].values()) for m in ("event", "complete")):
         return (f"Replaying the launches as a CUDA graph made every one of the {total} cases faster ({cases}), both "
                 "by the event interval per call of a batch and by the host completion of one synchronised call.")
-    return (f"Of the {total} cases ({cases}), replaying the launches as a CUDA graph made {event or 'all'} faster by "
-            f"the event interval per call of a batch, and {complete or 'all'} by the host completion of one "
-            "synchronised call.")
+    event, complete = (tally_words(tallies[m], "cases") for m in ("event", "complete"))
+    return (f"Of the {total} cases ({cases}), replaying the launches as a CUDA graph made {event} faster by the event "
+            f"interval per call of a batch, and {complete} by the host completion of one synchronised call.")
 
 
 def ratios_answer(run) -> str:
