@@ -446,7 +446,7 @@ def test_example_a_states_each_figure_once_at_the_decimals_its_interval_needs():
         assert dram.count(f"{ratio} times") == 1, dram
     n = page_answer.sizes(run)[-1]
     ratio = run.summaries["ratios"][f"three_over_fused.graph.{n}"]
-    places = page_answer.interval_places(ratio)
+    places = tables.ci_places(ratio, most=3)
     assert f"took {ratio['median']:.{places}f} times" in page_answer.large_answer(run)
     assert f"{ratio['ci_low']:.{places}f} to" in page_answer.large_answer(run)
 

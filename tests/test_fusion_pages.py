@@ -505,7 +505,8 @@ def test_row_fit_sentences_follow_the_plans_tier():
 
 def test_a_ratio_cell_shows_three_decimals_where_two_would_hide_its_side_of_one():
     """page_format.ratio_cell: an interval wholly below (above) 1 that rounds to 1.00 at two decimals is written at
-    three, so a loss (a win) never reads as a tie; an interval across 1 or clear of it keeps two."""
+    three, so a loss (a win) never reads as a tie; an end across 1 that would print on it gets three too, so an
+    interval across 1 shows that it is; an interval clear of 1 keeps two."""
     from launchlab.chapters.fusion.page_format import ratio_cell
 
     rng = np.random.default_rng()
@@ -515,4 +516,4 @@ def test_a_ratio_cell_shows_three_decimals_where_two_would_hide_its_side_of_one(
     assert f"[{above['ci_low']:.3f}–" in ratio_cell(above)
     across = {"median": 1.0, "ci_low": 0.99, "ci_high": 1.004}
     clear = {"median": 1.2, "ci_low": 1.1, "ci_high": 1.3}
-    assert ratio_cell(across) == "1.00 [0.99–1.00]" and ratio_cell(clear) == "1.20 [1.10–1.30]"
+    assert ratio_cell(across) == "1.000 [0.990–1.004]" and ratio_cell(clear) == "1.20 [1.10–1.30]"

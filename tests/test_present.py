@@ -306,3 +306,17 @@ def test_a_tally_in_words_names_only_the_counts_that_are_not_zero(tally, words):
     from launchlab.present.prose import tally_words
 
     assert tally_words(tally, "workloads") == words
+
+
+def test_ci_places_tells_the_ends_apart_and_keeps_each_on_its_side():
+    """ci_places: 2 decimals where they tell the truth; more where the ends would print equal or an end would
+    print on or across the threshold; never more than `most`."""
+    assert tables.ci_places({"ci_low": 1.012, "ci_high": 1.031}) == 2
+    assert tables.ci_places({"ci_low": 1.3706, "ci_high": 1.3729}) == 3                 # 1.37 = 1.37
+    assert tables.ci_places({"ci_low": 1.37061, "ci_high": 1.37069}) == 4               # capped at 4
+    assert tables.ci_places({"ci_low": 1.37061, "ci_high": 1.37069}, most=3) == 3
+    assert tables.ci_places({"ci_low": 0.981, "ci_high": 0.9962}) == 3                  # 1.00 would read as a tie
+    assert tables.ci_places({"ci_low": 1.0004, "ci_high": 1.04}) == 4                   # 1.000 still reads as 1
+    assert tables.ci_places({"ci_low": 1.0976, "ci_high": 1.1185}, threshold=1.10) == 3  # 1.10 would meet 1.10
+    assert tables.ci_places({"ci_low": 1.0976, "ci_high": 1.1185}, threshold=None) == 2
+    assert tables.ci_places({"ci_low": 1.0, "ci_high": 1.0}) == 2                        # equal ends stay equal

@@ -56,12 +56,8 @@ class Ratio:
 
     @property
     def own_places(self) -> int:
-        """The decimals (2 to 4) that tell this ratio's interval ends apart, as median_with_band picks them."""
-        low, high = self.summary["ci_low"], self.summary["ci_high"]
-        places = 2
-        while places < 4 and low != high and f"{low:.{places}f}" == f"{high:.{places}f}":
-            places += 1
-        return places
+        """The decimals (2 to 4) that tell this ratio's interval ends apart and keep each on its side of 1."""
+        return tables.ci_places(self.summary)
 
     @property
     def measured(self) -> str:

@@ -135,6 +135,25 @@ def median_with_band(summary: Mapping, kind: str = BAND, digits: int | None = No
     return f"{median:.{places}f} [{low:.{places}f}{EN_DASH}{high:.{places}f}]"
 
 
+def ci_places(summary: Mapping, threshold: float | None = 1.0, most: int = 4) -> int:
+    """The decimals (2 up to `most`) at which a ratio's 95 % interval reads true: its two ends print apart
+    (never "[1.05–1.05]") and, against `threshold`, an end strictly on one side of it never prints on it or
+    beyond it (a low end of 1.0976 is not "1.10" against 1.10; 0.9996 is not "1.00" against 1)."""
+    low, high = float(summary["ci_low"]), float(summary["ci_high"])
+
+    def misleads(places: int) -> bool:
+        apart = low == high or f"{low:.{places}f}" != f"{high:.{places}f}"
+        crosses = threshold is not None and any(
+            (end < threshold) != (round(end, places) < threshold) or (end > threshold) != (round(end, places) > threshold)
+            for end in (low, high))
+        return not apart or crosses
+
+    places = 2
+    while places < most and misleads(places):
+        places += 1
+    return places
+
+
 def bracket_note(kind: str = BAND, rounds: int | None = None) -> str:
     """What the brackets of a table mean, for its caption or footnote."""
     if kind == BAND:

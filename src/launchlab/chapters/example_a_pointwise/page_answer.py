@@ -37,20 +37,15 @@ def large_answer(run) -> str:
     array_mib, l2_mib = 4 * n / 2**20, run.record.device["l2_bytes"] / 2**20
     where = ("each array is larger than the L2" if array_mib > l2_mib else "each array still fits in the L2")
     near = "close to" if abs(ratio["median"] / 3 - 1) <= 0.1 else "against"
-    places = interval_places(ratio)
+    places = tables.ci_places(ratio, most=3)
     return (f"At {_n(n)} elements, where {where} ({array_mib:.0f} against {l2_mib:.0f} MiB), the three kernels took "
             f"{ratio['median']:.{places}f} times as long as the fused kernel ({interval(ratio)}), {near} the 3 times "
             "as many logical bytes they move (24 against 8 per element).")
 
 
-def interval_places(ratio: dict) -> int:
-    """The decimals that tell a ratio's 95 % interval's ends apart (2 or 3)."""
-    return 2 if f"{ratio['ci_low']:.2f}" != f"{ratio['ci_high']:.2f}" else 3
-
-
 def interval(ratio: dict) -> str:
     """A ratio's 95 % interval at the decimals that tell its ends apart."""
-    places = interval_places(ratio)
+    places = tables.ci_places(ratio, most=3)
     if f"{ratio['ci_low']:.{places}f}" != f"{ratio['ci_high']:.{places}f}":
         return f"95 % interval {ratio['ci_low']:.{places}f} to {ratio['ci_high']:.{places}f}"
     return f"95 % interval within ±0.0005 of {ratio['median']:.3f}"

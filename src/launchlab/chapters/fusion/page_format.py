@@ -34,18 +34,6 @@ def build_label(module: str) -> str:
     return short.replace("_", " ")   # a table breaks it between its parts only, never inside one
 
 
-def ratio_decimals(ratio: dict) -> int:
-    """2 decimals, or 3 where at 2 the 95 % interval would print as the median itself (so no number is compared
-    with itself) or would touch 1.00 although it lies wholly on one side of 1 (so a win or a loss never reads as a
-    tie)."""
-    low, high = ratio.get("ci_low"), ratio.get("ci_high")
-    if low is None or high is None:
-        return 2
-    same = f"{low:.2f}" == f"{high:.2f}"
-    hides_side = (high < 1.0 and f"{high:.2f}" == "1.00") or (low > 1.0 and f"{low:.2f}" == "1.00")
-    return 3 if same or hides_side else 2
-
-
 def ratio_cell(ratio) -> str:
     """A table cell: median [95 % interval] with enough decimals that the interval shows."""
     from launchlab.present import tables
@@ -54,7 +42,7 @@ def ratio_cell(ratio) -> str:
         return tables.MISSING
     if f"{ratio['ci_low']:.3f}" == f"{ratio['ci_high']:.3f}":   # the interval is narrower than 3 decimals show
         return f"{ratio['median']:.3f} [±0.0005]"
-    return tables.median_with_band(ratio, tables.CI, digits=ratio_decimals(ratio))
+    return tables.median_with_band(ratio, tables.CI, digits=tables.ci_places(ratio, most=3))
 
 
 def percent(fraction: float, digits: int = 0) -> str:

@@ -33,7 +33,7 @@ def flow_values(run) -> dict:
         name = VariantId.parse(best["variant"]).target
         values[f"tiled_best_{case}"] = DESIGN[name].label
         threshold = SPEEDUP_TARGETS.get(f"best_tiled_persistent.{case}")
-        values[f"tiled_best_ratio_{case}"] = ratio_words(best, threshold)
+        values[f"tiled_best_ratio_{case}"] = ratio_words(best, threshold or 1.0)
         values[f"tiled_best_verdict_{case}"] = _beats(best)
         target = s.get("targets", {}).get(f"best_tiled_persistent.{case}")
         if target:
@@ -128,7 +128,7 @@ def chain_sentence(s: dict) -> str:
         target = s.get("targets", {}).get(f"chain_{longest}_vs_pdl.{case}")
         detail = ""
         if "vs_pdl" in mega and "vs_fused" in mega:
-            pdl = ratio_words(mega["vs_pdl"], target["target"] if target else None)
+            pdl = ratio_words(mega["vs_pdl"], target["target"] if target else 1.0)
             aim = (f", {'reaching' if target['met'] else 'short of'} the {target['target']:.2f}× target" if target
                    else "")
             fused = {"beats": "ahead of", "loses to": "behind", "ties with": "level with"}[_beats(mega["vs_fused"])]

@@ -122,19 +122,12 @@ def stream_beats_graph_sentence(run) -> str:
             "of each, or an Nsight Systems timeline) would show where the graph's extra time goes. It is left open.")
 
 
-def ratio_words(ratio: dict, threshold: float | None = None) -> str:
+def ratio_words(ratio: dict, threshold: float = 1.0) -> str:
     """'1.13× [1.11–1.13]': median and 95 % interval with two decimals, or more where two would hide what the
-    interval says: its two ends equal ([1.37–1.37]), or, against `threshold`, a low end that reads as reaching
-    it when it does not (1.0976 is not 1.10)."""
+    interval says (`tables.ci_places`, against `threshold`: 1.0976 is not 1.10 against a target of 1.10)."""
     from launchlab.present import tables
 
-    places = 2
-    while places < 4 and threshold is not None and (
-            (round(ratio["ci_low"], places) >= threshold) != (ratio["ci_low"] >= threshold)):
-        places += 1
-    while places < 4 and ratio["ci_low"] != ratio["ci_high"] and (
-            f"{ratio['ci_low']:.{places}f}" == f"{ratio['ci_high']:.{places}f}"):
-        places += 1
+    places = tables.ci_places(ratio, threshold)
     median, _, band = tables.median_with_band(ratio, tables.CI, digits=places).partition(" ")
     return f"{median}× {band}"
 
