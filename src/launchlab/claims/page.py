@@ -74,7 +74,7 @@ VERDICT_MEANINGS = {
                "verdict on wording.",
 }
 FAMILY_HEADERS = {"C": "Article (C)", "R": "Rechecks (R)", "B": "This book (B)"}
-SOURCE_COLUMNS = (("Key", 17), ("Title (link)", 47), ("Document", 18), ("Date", 18))
+SOURCE_COLUMNS = (("Key", 17), ("Title (link)", 44), ("Document", 21), ("Date", 18))
 # The audit record shortens some quotations with "..."; shown inside a quotation, that omission is the
 # editor's, so the page writes it as an editor's ellipsis in brackets (the registry keeps the record's text).
 RECORD_ELLIPSIS = "..."
@@ -352,7 +352,7 @@ def sources_table_html(sources: dict) -> str:
     lines = _table_head(SOURCE_COLUMNS) + ["<tbody>"]
     for key, source in sources.items():
         date = f"added {source['accessed']}" if source["access_note"] else f"consulted {source['accessed']}"
-        title = f'<a href="{html.escape(source["url"])}">{html.escape(source["title"])}</a>'
+        title = f'<a href="{html.escape(source["url"])}">{tables.breakable(source["title"])}</a>'
         if source["access_note"]:
             title += f'<br><small>{html.escape(source["access_note"][0].upper() + source["access_note"][1:])}</small>'
         cells = [f"<code>{html.escape(key)}</code>", title, html.escape(source["document"]), date]
