@@ -352,7 +352,8 @@ def sources_table_html(sources: dict) -> str:
     lines = _table_head(SOURCE_COLUMNS) + ["<tbody>"]
     for key, source in sources.items():
         date = f"added {source['accessed']}" if source["access_note"] else f"consulted {source['accessed']}"
-        title = f'<a href="{html.escape(source["url"])}">{tables.breakable(source["title"])}</a>'
+        # a title such as owner/repository may break after its slash, and nowhere inside a word
+        title = f'<a href="{html.escape(source["url"])}">{html.escape(source["title"]).replace("/", "/<wbr>")}</a>'
         if source["access_note"]:
             title += f'<br><small>{html.escape(source["access_note"][0].upper() + source["access_note"][1:])}</small>'
         cells = [f"<code>{html.escape(key)}</code>", title, html.escape(source["document"]), date]
