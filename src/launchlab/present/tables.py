@@ -199,6 +199,7 @@ Formatter = Callable[[object], str]
 
 
 PREVIEW_ROWS = 8   # a table longer than its max_rows shows this many rows until the reader asks for all
+DENSE_COLUMNS = 8  # a table of this many columns or more is set in smaller type (ll-dense), to fit the column
 
 
 @dataclass
@@ -217,7 +218,8 @@ class Table:
 
     def _table_html(self, folded: bool = False) -> str:
         """The table; folded: the rows past PREVIEW_ROWS carry the class the page's toggle hides."""
-        out = ['<table class="ll-table">']
+        dense = " ll-dense" if len(self.columns) >= DENSE_COLUMNS else ""
+        out = [f'<table class="ll-table{dense}">']
         if self.caption:
             out.append(f"<caption>{html.escape(self.caption)}</caption>")
         out.append("<thead><tr>")
