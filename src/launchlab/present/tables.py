@@ -130,8 +130,8 @@ def median_with_band(summary: Mapping, kind: str = BAND, digits: int | None = No
     if _is_missing(low) or _is_missing(high):
         return f"{median:.{places}f}"
     low, high = float(low), float(high)
-    while digits is None and places < 4 and low != high and f"{low:.{places}f}" == f"{high:.{places}f}":
-        places += 1  # a narrow interval gets the decimals that tell its ends apart, never "1.05 [1.05–1.05]"
+    if digits is None:  # a narrow interval gets the decimals that tell its ends apart, never "1.05 [1.05–1.05]"
+        places = _places_that_read_true(low, high, places, most=max(places, 4), threshold=None)
     return f"{median:.{places}f} [{low:.{places}f}{EN_DASH}{high:.{places}f}]"
 
 
@@ -139,8 +139,12 @@ def ci_places(summary: Mapping, threshold: float | None = 1.0, most: int = 4) ->
     """The decimals (2 up to `most`) at which a ratio's 95 % interval reads true: its two ends print apart
     (never "[1.05–1.05]") and, against `threshold`, an end strictly on one side of it never prints on it or
     beyond it (a low end of 1.0976 is not "1.10" against 1.10; 0.9996 is not "1.00" against 1)."""
-    low, high = float(summary["ci_low"]), float(summary["ci_high"])
+    return _places_that_read_true(float(summary["ci_low"]), float(summary["ci_high"]), 2, most, threshold)
 
+
+def _places_that_read_true(low: float, high: float, places: int, most: int, threshold: float | None) -> int:
+    """From `places` up to `most`: the first number of decimals at which low and high print apart (unless equal)
+    and neither prints on or across `threshold` when it lies strictly on one side of it."""
     def misleads(places: int) -> bool:
         apart = low == high or f"{low:.{places}f}" != f"{high:.{places}f}"
         crosses = threshold is not None and any(
@@ -148,7 +152,6 @@ def ci_places(summary: Mapping, threshold: float | None = 1.0, most: int = 4) ->
             for end in (low, high))
         return not apart or crosses
 
-    places = 2
     while places < most and misleads(places):
         places += 1
     return places
