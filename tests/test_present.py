@@ -320,3 +320,7 @@ def test_ci_places_tells_the_ends_apart_and_keeps_each_on_its_side():
     assert tables.ci_places({"ci_low": 1.0976, "ci_high": 1.1185}, threshold=1.10) == 3  # 1.10 would meet 1.10
     assert tables.ci_places({"ci_low": 1.0976, "ci_high": 1.1185}, threshold=None) == 2
     assert tables.ci_places({"ci_low": 1.0, "ci_high": 1.0}) == 2                        # equal ends stay equal
+    # a ratio cell applies the same rule: a loss never prints as [0.99–1.00], a win never as [1.00–1.03]
+    assert tables.median_with_band({"median": 0.995, "ci_low": 0.9904, "ci_high": 0.9994}, "ci") == "0.995 [0.990–0.999]"
+    assert tables.median_with_band({"median": 1.008, "ci_low": 1.0042, "ci_high": 1.028}, "ci") == "1.008 [1.004–1.028]"
+    assert tables.median_with_band({"median": 1.02, "ci_low": 1.01, "ci_high": 1.03}, "ci") == "1.02 [1.01–1.03]"

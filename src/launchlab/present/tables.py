@@ -116,7 +116,8 @@ def median_with_band(summary: Mapping, kind: str = BAND, digits: int | None = No
     """`12.3 [11.9–12.8]`: the median and, in brackets, p10–p90 (kind="p10_p90") or the 95 % bootstrap interval of
     the median (kind="ci", a ratio summary's ci_low/ci_high). All three share the median's decimals: 3 significant
     figures for a time (number="time", the default for kind p10_p90), 2 decimals for a ratio (number="ratio", the
-    default for kind ci); `digits` overrides the figures or decimals."""
+    default for kind ci); `digits` overrides the figures or decimals. Without `digits`, a ratio's interval gets the
+    decimals that keep its ends apart and each on its side of 1 (`ci_places`)."""
     if summary is None or _is_missing(summary.get("median")):
         return MISSING
     low_key, high_key = {BAND: ("p10", "p90"), CI: ("ci_low", "ci_high")}[kind]
@@ -131,7 +132,8 @@ def median_with_band(summary: Mapping, kind: str = BAND, digits: int | None = No
         return f"{median:.{places}f}"
     low, high = float(low), float(high)
     if digits is None:  # a narrow interval gets the decimals that tell its ends apart, never "1.05 [1.05–1.05]"
-        places = _places_that_read_true(low, high, places, most=max(places, 4), threshold=None)
+        threshold = 1.0 if kind == CI and number == "ratio" else None   # a ratio's interval keeps its side of 1
+        places = _places_that_read_true(low, high, places, most=max(places, 4), threshold=threshold)
     return f"{median:.{places}f} [{low:.{places}f}{EN_DASH}{high:.{places}f}]"
 
 
