@@ -242,9 +242,9 @@ def spread_row(entry: ChapterReplicates, replicate: Replicate) -> dict:
 
 
 def paced_spread(entry: dict) -> str:
-    """'0.71 % of 25': the median |B/A − 1| over one pacing's figures, and how many figures there are."""
-    median = percent(entry["median_abs_change"])
-    return median if median == tables.MISSING else f"{median} % of {entry['figures']}"
+    """'0.71 % over 25 figures': the median |B/A − 1| over one pacing's figures, and how many figures there are."""
+    median, count = percent(entry["median_abs_change"]), entry["figures"]
+    return median if median == tables.MISSING else f"{median} % over {count} figure{'s' if count != 1 else ''}"
 
 
 def spread_table(chapters) -> tables.Table:
@@ -256,8 +256,8 @@ def spread_table(chapters) -> tables.Table:
     return tables.page_table(
         pd.DataFrame(rows, columns=SPREAD_COLUMNS), index=["chapter", "replicate"],
         formats={"device-paced": "text", "host-paced": "text", "untimed figures changed": "int"},
-        headers={"device-paced": "Device-paced figures: median |B/A − 1|, of how many",
-                 "host-paced": "Host-paced figures: median |B/A − 1|, of how many",
+        headers={"device-paced": "Device-paced figures: median |B/A − 1|",
+                 "host-paced": "Host-paced figures: median |B/A − 1|",
                  "outside A's 95 % interval": "Outside A's 95 % interval (of the figures with one)"},
         note="A is the chapter's accepted run, B the replicate; B/A − 1 is the relative change of one headline "
              "figure. Untimed figures are counts, checks, verdicts and profiler byte ratios: no clock paced them, "
