@@ -2,8 +2,8 @@
 internal links resolve, and a real headless browser renders the pages, math included, from the vendored MathJax.
 
 A reader trusts it at a glance: every page of the built book, opened in headless Chromium (driven over the DevTools
-protocol, `site_check.Browser`), logs no console error; at a 1400 px window every table fits the content column and
-no figure is shrunk so far that its text falls below 9 px; at 390 px (a phone) the page never scrolls sideways,
+protocol, `site_check.Browser`), logs no console error; at a 1400 px and a 1280 px window every table fits the
+content column and no figure is shrunk so far that its text falls below 9 px; at 390 px (a phone) the page never scrolls sideways,
 tables scrolling inside their own box. Every figure is a numbered `<figure>` with a caption, and no table cell
 shows a number in scientific notation or a truncation mark.
 
@@ -27,7 +27,8 @@ import site_check
 REPO = Path(__file__).resolve().parents[1]
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 NO_CHROMIUM = "no chromium on PATH (tools/install_browser.sh installs Debian's)"
-VIEWPORTS = {"desktop": (1400, 900), "phone": (390, 844)}
+VIEWPORTS = {"desktop": (1400, 900), "laptop": (1280, 800), "phone": (390, 844)}
+WIDE = ("desktop", "laptop")
 # Sphinx's warnings read "<where>: WARNING: ..." (or "WARNING: ...", colour codes around it); a kernel's own log
 # lines ("[IPKernelApp] WARNING | ...") are not Sphinx warnings and do not fail the build.
 SPHINX_WARNING = "WARNING: "
@@ -183,7 +184,7 @@ def test_every_chapter_page_shows_its_accepted_run(html):
 
 @pytest.fixture(scope="session")
 def visits(html):
-    """{(page, viewport): {"errors", "layout"}} for every page of the book at both viewports, one browser."""
+    """{(page, viewport): {"errors", "layout"}} for every page of the book at every viewport, one browser."""
     if CHROMIUM is None:
         pytest.skip(NO_CHROMIUM)
     pytest.importorskip("websocket", reason="websocket-client is not installed (requirements.txt)")
@@ -203,9 +204,9 @@ def test_every_page_logs_no_console_error(visits):
 
 
 @pytest.mark.slow
-def test_tables_and_figures_fit_the_content_column_at_1400_px(visits):
-    problems = {page: site_check.layout_problems(r["layout"], phone=False)
-                for (page, name), r in visits.items() if name == "desktop"}
+def test_tables_and_figures_fit_the_content_column_at_1400_and_1280_px(visits):
+    problems = {f"{page} at {VIEWPORTS[name][0]} px": site_check.layout_problems(r["layout"], phone=False)
+                for (page, name), r in visits.items() if name in WIDE}
     problems = {page: p for page, p in problems.items() if p}
     assert not problems, "\n".join(f"{page}: {p}" for page, ps in problems.items() for p in ps)
 
