@@ -1,5 +1,6 @@
 """The Reproducing appendix (launchlab.pages.reproducing): every chapter's accepted run against its replicates, over
 the committed evidence and over a copy in which a replicate's raw samples were changed (CPU only)."""
+import dataclasses
 import gzip
 import json
 import os
@@ -195,3 +196,19 @@ def test_the_notebook_executes_and_glues_the_page_values(tmp_path, monkeypatch, 
             if record:
                 glued[record["name"]] = output["data"][record["mime_prefix"] + "text/markdown"]
     assert glued == reproducing.page_values(chapters)
+
+
+def test_the_execution_time_comes_from_the_accepted_runs_notebooks(chapters):
+    """execution_text: the shortest and longest papermill durations the accepted runs' notebooks record, and their
+    sum; chapters without an accepted run give none, and the sentence says so."""
+
+    seconds = {}
+    for entry in chapters:
+        notebook = json.loads((evidence.run_dir(entry.accepted_id, evidence.EVIDENCE_ROOT) / "notebook.ipynb").read_text())
+        seconds[entry.name] = notebook["metadata"]["papermill"]["duration"]
+    text = reproducing.execution_text(chapters)
+    longest = max(seconds, key=seconds.get)
+    assert f"to {seconds[longest]:.0f} s ({longest})" in text
+    assert f"{sum(seconds.values()) / 60:.1f} minutes for all {len(seconds)}" in text
+    unaccepted = [dataclasses.replace(entry, accepted_id=None) for entry in chapters]
+    assert reproducing.execution_text(unaccepted) == "No accepted run records how long its notebook took."

@@ -14,6 +14,7 @@ is computed here from the runs; the notebook only glues and displays it.
 from __future__ import annotations
 
 import dataclasses
+import json
 from pathlib import Path
 
 import pandas as pd
@@ -385,7 +386,27 @@ def moved_text(pairs) -> str:
             f"{len(moved)} of them lay outside it{f' ({paced})' if len(moved) else ''}.")
 
 
-def page_values(chapters) -> dict[str, str]:
+def notebook_seconds(run_id: str, root: Path) -> float | None:
+    """How long a run's notebook took under papermill, from the executed notebook it stores (None: not recorded)."""
+    path = evidence.run_dir(run_id, root) / "notebook.ipynb"
+    if not path.is_file():
+        return None
+    return json.loads(path.read_text()).get("metadata", {}).get("papermill", {}).get("duration")
+
+
+def execution_text(chapters, root: Path = evidence.EVIDENCE_ROOT) -> str:
+    """The accepted runs' notebook times under papermill: the shortest, the longest and all of them together."""
+    seconds = {entry.name: notebook_seconds(entry.accepted_id, Path(root)) for entry in chapters if entry.accepted_id}
+    seconds = {name: value for name, value in seconds.items() if value}
+    if not seconds:
+        return "No accepted run records how long its notebook took."
+    shortest, longest = min(seconds, key=seconds.get), max(seconds, key=seconds.get)
+    return (f"On the {accepted_gpus_text(chapters)}, the accepted runs' notebooks took from {seconds[shortest]:.0f} s "
+            f"({shortest}) to {seconds[longest]:.0f} s ({longest}) under papermill, "
+            f"{sum(seconds.values()) / 60:.1f} minutes for all {len(seconds)}.")
+
+
+def page_values(chapters, root: Path = evidence.EVIDENCE_ROOT) -> dict[str, str]:
     """The glued values of the page's prose, each a piece of Markdown."""
     pairs = all_replicates(chapters)
     spreads = [replicate.result["spread"] for _, replicate in pairs]
@@ -399,4 +420,5 @@ def page_values(chapters) -> dict[str, str]:
         "device_spread_range": range_text([s[compare.DEVICE]["median_abs_change"] for s in spreads]),
         "host_spread_range": range_text([s[compare.HOST]["median_abs_change"] for s in spreads]),
         "moved_text": moved_text(pairs),
+        "execution_time": execution_text(chapters, root),
     }
