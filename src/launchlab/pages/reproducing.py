@@ -244,8 +244,8 @@ def spread_row(entry: ChapterReplicates, replicate: Replicate) -> dict:
 
 def paced_spread(entry: dict) -> str:
     """'0.71 % over 25 figures': the median |B/A − 1| over one pacing's figures, and how many figures there are."""
-    median, count = percent(entry["median_abs_change"]), entry["figures"]
-    return median if median == tables.MISSING else f"{median} % over {count} figure{'s' if count != 1 else ''}"
+    median = percent(entry["median_abs_change"])
+    return median if median == tables.MISSING else f"{median} % over {plural(entry['figures'], 'figure')}"
 
 
 def spread_table(chapters) -> tables.Table:

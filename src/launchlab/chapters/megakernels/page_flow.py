@@ -32,8 +32,8 @@ def flow_values(run) -> dict:
     for case, best in s.get("best_tiled_persistent", {}).items():
         name = VariantId.parse(best["variant"]).target
         values[f"tiled_best_{case}"] = DESIGN[name].label
-        threshold = SPEEDUP_TARGETS.get(f"best_tiled_persistent.{case}")
-        values[f"tiled_best_ratio_{case}"] = ratio_words(best, threshold or 1.0)
+        threshold = SPEEDUP_TARGETS.get(f"best_tiled_persistent.{case}", 1.0)
+        values[f"tiled_best_ratio_{case}"] = ratio_words(best, threshold)
         values[f"tiled_best_verdict_{case}"] = _beats(best)
         target = s.get("targets", {}).get(f"best_tiled_persistent.{case}")
         if target:
@@ -91,13 +91,19 @@ def chain_brief(s: dict) -> str:
     parts = []
     for case in s.get("chain", {}):
         k = pays_at(s, case)
-        longest = max(s["chain"][case], key=lambda key: int(key[1:]))
-        fused = s["chain"][case][longest].get(CHAIN_MEGAKERNEL, {}).get("vs_fused")
+        longest, mega = at_longest(s, case)
+        fused = mega.get("vs_fused")
         stand = {"loses to": "the chained fused row kernel stays faster",
                  "ties with": "it runs level with the chained fused row kernel"}.get(_beats(fused) if fused else "")
         parts.append(f"on the {case} case it pays {f'from k = {k}' if k else 'at no k measured'}"
                      + (f" ({stand} at k = {longest[1:]})" if stand else ""))
     return "; ".join(parts) if parts else "this run has no chain"
+
+
+def at_longest(s: dict, case: str) -> tuple[str, dict]:
+    """The longest chain measured for a case ("k16") and the whole-chain megakernel's ratios there."""
+    longest = max(s["chain"][case], key=lambda key: int(key[1:]))
+    return longest, s["chain"][case][longest].get(CHAIN_MEGAKERNEL, {})
 
 
 def pays_at(s: dict, case: str, suffix: str = "") -> int | None:
@@ -123,8 +129,7 @@ def chain_sentence(s: dict) -> str:
         if by_interval != k:   # the run's summary reads the intervals alone; the page also counts a tie
             where += (f" (by the 95 % intervals alone it pays {'from k = ' + str(by_interval) if by_interval else 'at none'}"
                       ", but a margin under 2 % is a tie here)")
-        longest = max(s["chain"][case], key=lambda key: int(key[1:]))
-        mega = s["chain"][case][longest].get(CHAIN_MEGAKERNEL, {})
+        longest, mega = at_longest(s, case)
         target = s.get("targets", {}).get(f"chain_{longest}_vs_pdl.{case}")
         detail = ""
         if "vs_pdl" in mega and "vs_fused" in mega:
