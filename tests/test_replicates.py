@@ -56,3 +56,21 @@ def test_a_run_of_another_chapter_or_a_run_that_is_not_accepted_is_refused(store
         replicates.record_replicate(accepted_id, other, root)
     with pytest.raises(evidence.EvidenceError, match="is no chapter's accepted run"):
         replicates.record_replicate(replicate_id, accepted_id, root)
+
+
+def test_a_run_on_another_gpu_model_is_refused_and_nothing_is_listed_or_compacted(store):
+    root, accepted_id, replicate_id = store
+    replicate = root / "runs" / replicate_id
+    record = json.loads((replicate / "run.json").read_text())
+    record["device"]["name"] = "NVIDIA H100 80GB HBM3"
+    (replicate / "run.json").write_text(json.dumps(record))
+    manifest = json.loads((replicate / evidence.MANIFEST).read_text())
+    manifest["files"]["run.json"] = {"bytes": (replicate / "run.json").stat().st_size,
+                                     "sha256": evidence.sha256_file(replicate / "run.json")}
+    (replicate / evidence.MANIFEST).write_text(json.dumps(manifest))
+    assert evidence.verify_run(replicate) == []
+    files_before = sorted(p.name for p in replicate.rglob("*"))
+    with pytest.raises(evidence.EvidenceError, match="ran on an NVIDIA H100 80GB HBM3, .* on an NVIDIA H200"):
+        replicates.record_replicate(accepted_id, replicate_id, root)
+    assert replicates.read_replicates(root) == {}
+    assert sorted(p.name for p in replicate.rglob("*")) == files_before

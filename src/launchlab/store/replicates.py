@@ -2,7 +2,7 @@
 
     python -m launchlab replicate <accepted run> <replicate run>
 
-checks that the replicate is a sealed, verified, passed run of the same chapter, then lists it in
+checks that the replicate is a sealed, verified, passed run of the same chapter on the same GPU model, then lists it in
 evidence/replicates.json. Where the accepted run already holds a file byte for byte (the PTX and SASS of a build
 from the same kernel source), the replicate drops its copy and its manifest says which run holds it
 (`held_by`), so that verify still checks every byte. Every other file stays (its executed notebook too), so the
@@ -39,6 +39,9 @@ def replicate_problems(accepted: Path, replicate: Path) -> list[str]:
     first, second = RunRecord.read(accepted), RunRecord.read(replicate)
     if first.chapter != second.chapter:
         problems.append(f"{replicate.name} is a run of {second.chapter}, {accepted.name} of {first.chapter}")
+    if first.device_name != second.device_name:
+        problems.append(f"{replicate.name} ran on an {second.device_name}, {accepted.name} on an {first.device_name}: "
+                        "a replicate repeats a run on the same GPU model")
     if second.verdict != "passed":
         problems.append(f"{replicate.name}'s validation verdict is {second.verdict!r}, not 'passed'")
     if not second.from_committed_code:
