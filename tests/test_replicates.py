@@ -58,19 +58,37 @@ def test_a_run_of_another_chapter_or_a_run_that_is_not_accepted_is_refused(store
         replicates.record_replicate(replicate_id, accepted_id, root)
 
 
-def test_a_run_on_another_gpu_model_is_refused_and_nothing_is_listed_or_compacted(store):
-    root, accepted_id, replicate_id = store
-    replicate = root / "runs" / replicate_id
-    record = json.loads((replicate / "run.json").read_text())
-    record["device"]["name"] = "NVIDIA H100 80GB HBM3"
-    (replicate / "run.json").write_text(json.dumps(record))
-    manifest = json.loads((replicate / evidence.MANIFEST).read_text())
-    manifest["files"]["run.json"] = {"bytes": (replicate / "run.json").stat().st_size,
-                                     "sha256": evidence.sha256_file(replicate / "run.json")}
-    (replicate / evidence.MANIFEST).write_text(json.dumps(manifest))
-    assert evidence.verify_run(replicate) == []
-    files_before = sorted(p.name for p in replicate.rglob("*"))
+
+def as_if_on(run_dir, device_name: str) -> None:
+    """Rewrite a copied run's device name and its manifest entry, so that it verifies as a run on that GPU."""
+    record = json.loads((run_dir / "run.json").read_text())
+    record["device"]["name"] = device_name
+    (run_dir / "run.json").write_text(json.dumps(record))
+    manifest = json.loads((run_dir / evidence.MANIFEST).read_text())
+    manifest["files"]["run.json"] = {"bytes": (run_dir / "run.json").stat().st_size,
+                                     "sha256": evidence.sha256_file(run_dir / "run.json")}
+    (run_dir / evidence.MANIFEST).write_text(json.dumps(manifest))
+    assert evidence.verify_run(run_dir) == []
+
+
+def test_a_run_on_another_gpu_model_is_no_replicate_but_is_listed_apart(store, capsys):
+    root, accepted_id, run_id = store
+    run = root / "runs" / run_id
+    as_if_on(run, "NVIDIA H100 80GB HBM3")
+    files_before = sorted(p.name for p in run.rglob("*"))
     with pytest.raises(evidence.EvidenceError, match="ran on an NVIDIA H100 80GB HBM3, .* on an NVIDIA H200"):
-        replicates.record_replicate(accepted_id, replicate_id, root)
+        replicates.record_replicate(accepted_id, run_id, root)
     assert replicates.read_replicates(root) == {}
-    assert sorted(p.name for p in replicate.rglob("*")) == files_before
+    assert sorted(p.name for p in run.rglob("*")) == files_before
+    assert main(["--root", str(root), "other-gpu", accepted_id, run_id]) == 0
+    assert replicates.read_other_gpus(root) == {accepted_id: [run_id]} and replicates.read_replicates(root) == {}
+    assert evidence.verify(root) == [] and analyze(run) == []
+    assert main(["--root", str(root), "other-gpu", accepted_id, run_id]) == 2
+    assert "already a run on another GPU" in capsys.readouterr().err
+
+
+def test_a_run_on_the_same_gpu_model_is_refused_as_another_gpu(store):
+    root, accepted_id, replicate_id = store
+    with pytest.raises(evidence.EvidenceError, match="same GPU model .* record it as a replicate"):
+        replicates.record_other_gpu(accepted_id, replicate_id, root)
+    assert replicates.read_other_gpus(root) == {}

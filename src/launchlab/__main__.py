@@ -1,4 +1,5 @@
-"""Command line: python -m launchlab {verify, analyze, execute, seal, accept, claims, status}.
+"""Command line: python -m launchlab {verify, analyze, execute, seal, accept, claims, status, replicate, other-gpu,
+    plan, compare}.
 
 Every command honours --root (the evidence store; default evidence/): a root that does not exist, is a
 file, or holds neither runs/ nor accepted.json is an error. Every expected failure ends as one line,
@@ -191,6 +192,15 @@ def command_replicate(args) -> int:
     return 0
 
 
+def command_other_gpu(args) -> int:
+    from launchlab.store.replicates import record_other_gpu
+
+    listed = record_other_gpu(args.accepted, args.run, args.root)
+    print(f"recorded {args.run} as a run of {args.accepted}'s chapter on another GPU "
+          f"({len(listed[args.accepted])} such run(s) now), stored compactly")
+    return 0
+
+
 def command_plan(args) -> int:
     """A chapter's expanded variants and an estimate of the GPU seconds they take (-p as for execute)."""
     from launchlab.plan import print_plan
@@ -265,6 +275,11 @@ def main(argv=None) -> int:
     sub.add_argument("accepted", help="the accepted run id")
     sub.add_argument("replicate", help="the replicate's run id (same chapter, sealed, passed)")
     sub.set_defaults(handler=command_replicate)
+    sub = commands.add_parser("other-gpu", help="record a run of an accepted run's chapter on another GPU model, "
+                              "stored compactly")
+    sub.add_argument("accepted", help="the accepted run id")
+    sub.add_argument("run", help="the other GPU's run id (same chapter, sealed, passed)")
+    sub.set_defaults(handler=command_other_gpu)
     sub = commands.add_parser("plan", help="list a chapter's expanded variants and estimate its GPU seconds")
     sub.add_argument("stem", choices=STEMS, help="notebook stem")
     sub.add_argument("-p", "--parameter", nargs=2, action="append", metavar=("NAME", "VALUE"))

@@ -1,13 +1,16 @@
-"""Replicates: further executions of an accepted run's chapter, recorded beside it and stored compactly.
+"""Replicates and runs on other GPUs: further executions of an accepted run's chapter, recorded beside it and
+stored compactly.
 
     python -m launchlab replicate <accepted run> <replicate run>
+    python -m launchlab other-gpu <accepted run> <run on another GPU model>
 
-checks that the replicate is a sealed, verified, passed run of the same chapter on the same GPU model, then lists it in
-evidence/replicates.json. Where the accepted run already holds a file byte for byte (the PTX and SASS of a build
-from the same kernel source), the replicate drops its copy and its manifest says which run holds it
+checks that the run is a sealed, verified, passed run of the same chapter made from committed code, on the same
+GPU model as the accepted run (a replicate, listed in evidence/replicates.json) or on another one (listed in
+evidence/other_gpus.json), then lists it. Where the accepted run already holds a file byte for byte (the PTX and
+SASS of a build from the same kernel source), the new run drops its copy and its manifest says which run holds it
 (`held_by`), so that verify still checks every byte. Every other file stays (its executed notebook too), so the
-replicate still re-analyses from its own samples. This rewrites nothing but the replicate's manifest, and only to
-say where a removed file lives.
+run still re-analyses from its own samples. This rewrites nothing but the new run's manifest, and only to say
+where a removed file lives.
 """
 from __future__ import annotations
 
@@ -18,30 +21,43 @@ from launchlab.store.files import EvidenceError, read_json
 from launchlab.store.record import RunRecord
 
 REPLICATES_FILE = "replicates.json"
+OTHER_GPUS_FILE = "other_gpus.json"
 HELD_ELSEWHERE = ("module.ptx.gz", "module.sass.gz")   # build outputs that the same source and options reproduce
 
 
 def read_replicates(root: Path = evidence.EVIDENCE_ROOT) -> dict[str, list[str]]:
     """{accepted run id: [replicate run ids]} from <root>/replicates.json ({} where the file does not exist)."""
-    path = Path(root) / REPLICATES_FILE
+    return _read_listing(Path(root) / REPLICATES_FILE)
+
+
+def read_other_gpus(root: Path = evidence.EVIDENCE_ROOT) -> dict[str, list[str]]:
+    """{accepted run id: [ids of runs of its chapter on other GPU models]} from <root>/other_gpus.json."""
+    return _read_listing(Path(root) / OTHER_GPUS_FILE)
+
+
+def _read_listing(path: Path) -> dict[str, list[str]]:
     if not path.exists():
         return {}
     listed = read_json(path)
     if not (isinstance(listed, dict) and all(isinstance(ids, list) and all(isinstance(i, str) for i in ids)
                                              for ids in listed.values())):
-        raise EvidenceError(f"{path}: must map each accepted run id to a list of replicate run ids")
+        raise EvidenceError(f"{path}: must map each accepted run id to a list of run ids")
     return listed
 
 
-def replicate_problems(accepted: Path, replicate: Path) -> list[str]:
-    """Why `replicate` cannot be recorded as a replicate of `accepted` (empty: it can)."""
+def replicate_problems(accepted: Path, replicate: Path, same_gpu: bool = True) -> list[str]:
+    """Why `replicate` cannot be listed beside `accepted` (empty: it can): as a replicate (`same_gpu`), or as a run
+    on another GPU model."""
     problems = [f"{replicate.name} does not verify: {p}" for p in evidence.verify_run(replicate)[:1]]
     first, second = RunRecord.read(accepted), RunRecord.read(replicate)
     if first.chapter != second.chapter:
         problems.append(f"{replicate.name} is a run of {second.chapter}, {accepted.name} of {first.chapter}")
-    if first.device_name != second.device_name:
+    if same_gpu and first.device_name != second.device_name:
         problems.append(f"{replicate.name} ran on an {second.device_name}, {accepted.name} on an {first.device_name}: "
-                        "a replicate repeats a run on the same GPU model")
+                        "a replicate repeats a run on the same GPU model (list it with other-gpu)")
+    if not same_gpu and first.device_name == second.device_name:
+        problems.append(f"{replicate.name} ran on the same GPU model as {accepted.name} ({first.device_name}): "
+                        "record it as a replicate")
     if second.verdict != "passed":
         problems.append(f"{replicate.name}'s validation verdict is {second.verdict!r}, not 'passed'")
     if not second.from_committed_code:
@@ -67,16 +83,26 @@ def compact(accepted: Path, replicate: Path) -> dict:
 
 def record_replicate(accepted_id: str, replicate_id: str, root: Path = evidence.EVIDENCE_ROOT) -> dict:
     """Check, compact and list a replicate; an accepted run's replicates are never replaced, only added to."""
-    accepted, replicate = evidence.run_dir(accepted_id, root), evidence.run_dir(replicate_id, root)
+    return _record(accepted_id, replicate_id, root, REPLICATES_FILE, same_gpu=True)
+
+
+def record_other_gpu(accepted_id: str, run_id: str, root: Path = evidence.EVIDENCE_ROOT) -> dict:
+    """Check, compact and list a run of the accepted run's chapter on another GPU model."""
+    return _record(accepted_id, run_id, root, OTHER_GPUS_FILE, same_gpu=False)
+
+
+def _record(accepted_id: str, run_id: str, root: Path, listing: str, same_gpu: bool) -> dict:
+    what = "a replicate" if same_gpu else "a run on another GPU"
+    accepted, run = evidence.run_dir(accepted_id, root), evidence.run_dir(run_id, root)
     if accepted_id not in evidence.read_accepted(root).values():
         raise EvidenceError(f"{accepted_id} is no chapter's accepted run")
-    problems = replicate_problems(accepted, replicate)
+    problems = replicate_problems(accepted, run, same_gpu)
     if problems:
-        raise EvidenceError(f"{replicate_id} cannot be recorded as a replicate of {accepted_id}: {'; '.join(problems)}")
-    listed = read_replicates(root)
-    if replicate_id in listed.get(accepted_id, []):
-        raise EvidenceError(f"{replicate_id} is already a replicate of {accepted_id}")
-    compact(accepted, replicate)
-    listed.setdefault(accepted_id, []).append(replicate_id)
-    evidence.atomic_write(Path(root) / REPLICATES_FILE, evidence.to_json(listed))
+        raise EvidenceError(f"{run_id} cannot be recorded as {what} of {accepted_id}: {'; '.join(problems)}")
+    listed = _read_listing(Path(root) / listing)
+    if run_id in listed.get(accepted_id, []):
+        raise EvidenceError(f"{run_id} is already {what} of {accepted_id}")
+    compact(accepted, run)
+    listed.setdefault(accepted_id, []).append(run_id)
+    evidence.atomic_write(Path(root) / listing, evidence.to_json(listed))
     return listed
