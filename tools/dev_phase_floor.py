@@ -133,7 +133,7 @@ def measure(cubin: Path, sizes_mb) -> dict:
         print(f"{mb} MB copy {ceiling['warm']:.2f} / {ceiling['cold']:.2f} us | "
               + " | ".join(f"{k} {v['warm']:.3f} / {v['cold']:.3f}" for k, v in result["sizes"][mb]["over_copy"].items()),
               flush=True)
-        del x, y
+        x = y = None  # this size's buffers go before the next size allocates its own
         cupy.get_default_memory_pool().free_all_blocks()
     return result
 

@@ -94,7 +94,6 @@ def main():
     t0 = time.time()
     limit = device.shared_limit()
     tiled = build.load_module("tiled_softmax")
-    chain_tiled = build.load_module("chain_tiled")
     flow_module = build.load_module("megakernel_flow")
     flow_traced = build.load_module("megakernel_flow", {"LAUNCHLAB_TRACE": None})
     chain_flow = build.load_module("chain_flow")

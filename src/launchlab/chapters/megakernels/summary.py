@@ -67,7 +67,6 @@ def summarize(run_dir: Path, record) -> dict:
 
     run_dir = Path(run_dir)
     samples = read_jsonl(run_dir / SAMPLES_FILE)
-    parameters = CHAPTER.parameters_of(record)
     measured = measured_variants(record)
     chained = [v.id for v in measured if v.row.chain]
     timed = [v.id for v in measured if not v.row.chain]

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from launchlab.chapters.ordinary_launches import CHAPTER, EMPTY, ROW_PATH, is_large
+from launchlab.chapters.ordinary_launches import CHAPTER, EMPTY, ROW_KERNELS, ROW_PATH, is_large
 from launchlab.measure.protocol import Measured
 from launchlab.model import workloads
 
