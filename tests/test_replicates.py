@@ -31,7 +31,8 @@ def test_a_recorded_replicate_drops_what_its_accepted_run_holds_and_still_verifi
     manifest = json.loads((replicate / evidence.MANIFEST).read_text())["files"]
     held = [path for path, entry in manifest.items() if "held_by" in entry]
     assert (replicate / "notebook.ipynb").exists()
-    assert held and all(path.endswith((".ptx.gz", ".sass.gz")) and not (replicate / path).exists() for path in held)
+    assert held and all(path.endswith((".cu", ".ptx.gz", ".sass.gz")) and not (replicate / path).exists() for path in held)
+    assert any(path.endswith("source.cu") for path in held)
     assert after < before
     assert evidence.verify(root) == [] and analyze(replicate) == []
     assert replicates.read_replicates(root) == {accepted_id: [replicate_id]}

@@ -6,8 +6,8 @@ stored compactly.
 
 checks that the run is a sealed, verified, passed run of the same chapter made from committed code, on the same
 GPU model as the accepted run (a replicate, listed in evidence/replicates.json) or on another one (listed in
-evidence/other_gpus.json), then lists it. Where the accepted run already holds a file byte for byte (the PTX and
-SASS of a build from the same kernel source), the new run drops its copy and its manifest says which run holds it
+evidence/other_gpus.json), then lists it. Where the accepted run already holds a file byte for byte (a build's
+expanded source, its PTX and SASS), the new run drops its copy and its manifest says which run holds it
 (`held_by`), so that verify still checks every byte. Every other file stays (its executed notebook too), so the
 run still re-analyses from its own samples. This rewrites nothing but the new run's manifest, and only to say
 where a removed file lives.
@@ -22,7 +22,8 @@ from launchlab.store.record import RunRecord
 
 REPLICATES_FILE = "replicates.json"
 OTHER_GPUS_FILE = "other_gpus.json"
-HELD_ELSEWHERE = ("module.ptx.gz", "module.sass.gz")   # build outputs that the same source and options reproduce
+# A build's expanded source, and the outputs that the same source and options reproduce.
+HELD_ELSEWHERE = ("source.cu", "module.ptx.gz", "module.sass.gz")
 
 
 def read_replicates(root: Path = evidence.EVIDENCE_ROOT) -> dict[str, list[str]]:

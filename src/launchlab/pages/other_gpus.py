@@ -1,0 +1,107 @@
+"""The page on runs made on another GPU model: which book claims carry over (`claims.other_gpus`), and how the
+fusion plane's figures move between the two GPUs."""
+from __future__ import annotations
+
+from launchlab.claims import other_gpus
+from launchlab.claims.other_gpus import Carried, short_name
+from launchlab.present import tables
+from launchlab.present.replicas import joined
+
+# The fusion plane's figures, as the fusion chapter's headline states them: (headline key without the L2 state,
+# what it is, how it is written).
+PLANE_FIGURES = (
+    ("device_logical_gbs.copy.4096x16384", "copy ceiling at 4096×16384, GB/s", "{:,.0f}"),
+    ("plane.fused_plain_over_copy.geomean", "bandwidth regime: fused plain ÷ copy, geometric mean", "{:.3f}"),
+    ("plane.fused_plain_over_copy.p90", "bandwidth regime: fused plain ÷ copy, p90", "{:.3f}"),
+    ("plane.fused_plain_over_copy.max", "bandwidth regime: fused plain ÷ copy, max", "{:.3f}"),
+    ("plane.fused_plain_minus_copy_us.median", "latency regime: fused plain − copy, median, µs", "{:.2f}"),
+    ("plane.fused_plain_minus_copy_us.p90", "latency regime: fused plain − copy, p90, µs", "{:.2f}"),
+    ("plane.faster_than.cudnn.share", "points where fused plain is faster than cuDNN", "pct"),
+    ("plane.faster_than.torch.share", "points where fused plain is faster than torch.softmax", "pct"),
+    ("plane.faster_than.triton.share", "points where fused plain is faster than Triton", "pct"),
+    ("plane.model_error.median", "cost model's median error", "pct1"),
+)
+KEPT = (other_gpus.HOLDS, other_gpus.SAME_ANSWER)
+
+
+def _written(value, style: str) -> str:
+    if value is None:
+        return tables.MISSING
+    if style.startswith("pct"):
+        return f"{100 * value:.{1 if style == 'pct1' else 0}f} %"
+    return style.format(value)
+
+
+def plane_table(accepted, other):
+    """The fusion plane's figures on both GPUs, warm and cold."""
+    first, second = short_name(accepted.device), short_name(other.device)
+    rows = []
+    for key, what, style in PLANE_FIGURES:
+        row = {"figure": what}
+        for l2 in ("warm", "cold"):
+            row[f"{first}, {l2}"] = _written(accepted.headline.get(f"{key}.{l2}"), style)
+            row[f"{second}, {l2}"] = _written(other.headline.get(f"{key}.{l2}"), style)
+        rows.append(row)
+    return tables.page_table(rows, index="figure", formats={c: "text" for c in rows[0] if c != "figure"},
+                             caption=f"The fusion plane's figures on the {first} (run {accepted.run_id}) and the "
+                                     f"{second} (run {other.run_id}).")
+
+
+def verdict_counts(items: list[Carried]) -> str:
+    """The page's answer: "Of their 15 claims, 9 hold there or give the same answer, 4 are measurements taken
+    again and 2 are undecided, because the run fails the claim's own test. None is contradicted there." """
+    counts: dict[str, int] = {}
+    for item in items:
+        counts[item.verdict] = counts.get(item.verdict, 0) + 1
+    kept = counts.get(other_gpus.HOLDS, 0) + counts.get(other_gpus.SAME_ANSWER, 0)
+    words = {other_gpus.MEASURED: ("is a measurement taken again", "are measurements taken again"),
+             other_gpus.OUTSIDE_BOUND: ("holds as worded but not within the bound set on the accepted GPU",
+                                        "hold as worded but not within the bound set on the accepted GPU"),
+             other_gpus.FAILS: ("does not hold", "do not hold"),
+             other_gpus.OTHER_ANSWER: ("answers its question the other way", "answer their questions the other way"),
+             other_gpus.TEST_FAILS: ("is undecided, because the run fails the claim's own test",
+                                     "are undecided, because the run fails the claims' own tests")}
+    parts = [f"{kept} hold there or give the same answer"] if kept else []
+    parts += [f"{counts[verdict]} {forms[counts[verdict] != 1]}" for verdict, forms in words.items() if verdict in counts]
+    broken = counts.get(other_gpus.FAILS, 0) + counts.get(other_gpus.OTHER_ANSWER, 0)
+    return (f"Of their {len(items)} claims, {joined(parts)}." + (" None is contradicted there." if not broken else ""))
+
+
+def plane_sentence(accepted, other) -> str:
+    """How the fusion plane's distance from the copy, and the cost model's error, move between the two GPUs."""
+    first, second = short_name(accepted.device), short_name(other.device)
+    copy = "device_logical_gbs.copy.4096x16384.warm"
+    gap = "plane.fused_plain_over_copy.geomean"
+    error = "plane.model_error.median"
+    closer = {l2: other.headline[f"{gap}.{l2}"] < accepted.headline[f"{gap}.{l2}"] for l2 in ("warm", "cold")}
+    moved = ("closer" if all(closer.values()) else "no closer" if not any(closer.values()) else
+             f"closer with a {'warm' if closer['warm'] else 'cold'} L2 only")
+    return (f"The {second} copies a large matrix at {other.headline[copy]:,.0f} GB/s, the {first} at "
+            f"{accepted.headline[copy]:,.0f} GB/s (4096×16384, warm L2). Against its own copy, the fused plain "
+            f"softmax comes {moved} on the {second}: over the plane's bandwidth "
+            f"regime its time is {other.headline[f'{gap}.warm']:.3f} times the copy's warm and "
+            f"{other.headline[f'{gap}.cold']:.3f} cold, against {accepted.headline[f'{gap}.warm']:.3f} and "
+            f"{accepted.headline[f'{gap}.cold']:.3f} on the {first}. The launch policy was not refitted: its cost "
+            f"model, whose constants come from the {first}, misses the {second}'s times by a median of "
+            f"{100 * other.headline[f'{error}.warm']:.1f} % warm and {100 * other.headline[f'{error}.cold']:.1f} % "
+            f"cold, against {100 * accepted.headline[f'{error}.warm']:.1f} % and "
+            f"{100 * accepted.headline[f'{error}.cold']:.1f} % on the {first}.")
+
+
+def fusion_pair(items: list[Carried]):
+    """(the fusion chapter's accepted run, its run on the other GPU), or None."""
+    return next(((item.accepted, item.other) for item in items if item.claim.chapter == "fusion"), None)
+
+
+def page_values(items: list[Carried]) -> dict[str, str]:
+    """The page's figures and sentences; ValueError where no chapter has a run on another GPU model."""
+    if not items:
+        raise ValueError("no accepted run has a run on another GPU model listed in evidence/other_gpus.json")
+    runs = {item.other.run_id: item for item in items}
+    devices = sorted({short_name(item.other.device) for item in items})
+    chapters = joined(sorted({item.claim.section.lower() for item in items}))
+    pair = fusion_pair(items)
+    return {"other_gpu": joined(devices), "accepted_gpu": joined(sorted({short_name(i.accepted.device) for i in items})),
+            "other_chapters": chapters, "other_runs": joined(list(runs)),
+            "other_counts": verdict_counts(items),
+            "other_plane": plane_sentence(*pair) if pair else "The fusion chapter has no run on another GPU."}

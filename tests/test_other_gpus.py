@@ -1,0 +1,97 @@
+"""A chapter's runs on another GPU model: listed apart from replicates, every book claim of the chapter read again on
+them, each verdict with its reason, and the page's answer counted from the verdicts."""
+import json
+import shutil
+from types import SimpleNamespace
+
+import pytest
+
+from launchlab.claims import declared, other_gpus
+from launchlab.claims.other_gpus import Carried
+from launchlab.pages import other_gpus as page
+from launchlab.store import evidence, replicates
+from test_replicates import as_if_on
+
+H200 = SimpleNamespace(device="NVIDIA H200", summaries={})
+H100 = SimpleNamespace(device="NVIDIA H100 80GB HBM3", summaries={"cold_pacing": {}})
+CLAIMS = {claim.id: claim for claim in declared.BOOK_CLAIMS}
+
+
+def carried(claim_id, ratios=(), test=False, bound=(), bounded=True):
+    return Carried(CLAIMS[claim_id], H200, H100, tuple(ratios), test, tuple(bound), bounded)
+
+
+@pytest.fixture
+def store(tmp_path):
+    """Graphs' accepted run, and a copy of it standing in for the same chapter run on an H100 (listed)."""
+    root = tmp_path / "evidence"
+    accepted_id = evidence.read_accepted()["graphs"]
+    other_id = "20991231T000000Z-ch02"
+    shutil.copytree(evidence.run_dir(accepted_id), root / "runs" / accepted_id)
+    shutil.copytree(evidence.run_dir(accepted_id), root / "runs" / other_id)
+    (root / "accepted.json").write_text(json.dumps({"graphs": accepted_id}))
+    shutil.copytree(evidence.EVIDENCE_ROOT / "claims", root / "claims")
+    as_if_on(root / "runs" / other_id, "NVIDIA H100 80GB HBM3")
+    replicates.record_other_gpu(accepted_id, other_id, root)
+    return root, accepted_id, other_id
+
+
+def test_a_run_with_the_accepted_runs_figures_keeps_every_claim_of_its_chapter(store):
+    root, accepted_id, other_id = store
+    items = other_gpus.carried_claims(root)
+    assert sorted(item.claim.id for item in items) == sorted(c.id for c in declared.BOOK_CLAIMS if c.chapter == "graphs")
+    assert {item.other.run_id for item in items} == {other_id}
+    assert all(item.verdict in (other_gpus.HOLDS, other_gpus.SAME_ANSWER, other_gpus.MEASURED) for item in items)
+    assert page.verdict_counts(items).endswith("None is contradicted there.")
+    html = other_gpus.carried_table_html(items)
+    assert "On the H200" in html and "On the H100 80GB HBM3" in html and 'class="restated"' not in html
+
+
+def test_a_listed_run_of_another_chapter_is_an_error(store):
+    root, accepted_id, _ = store
+    stray = evidence.read_accepted()["ordinary_launches"]
+    shutil.copytree(evidence.run_dir(stray), root / "runs" / stray)
+    (root / replicates.OTHER_GPUS_FILE).write_text(json.dumps({accepted_id: [stray]}))  # edited by hand
+    with pytest.raises(ValueError, match=f"{stray} is listed beside {accepted_id} .* a run of ordinary_launches"):
+        other_gpus.carried_claims(root)
+
+
+def test_each_part_of_a_claim_that_fails_gives_its_own_verdict_and_reason():
+    assert carried("B10").verdict == other_gpus.HOLDS
+    assert other_gpus.why(carried("B10")) == "Its ratios, its test and the bound set on the H200 all hold."
+    assert other_gpus.why(carried("B09", bounded=False)) == "Its test holds."
+    failed = carried("B10", ratios=["warm is 0.9 [0.8, 0.95], not above 1"])
+    assert failed.verdict == other_gpus.FAILS and other_gpus.why(failed) == "warm is 0.9 [0.8, 0.95], not above 1."
+    undecided = carried("B21", test=True, bound=["warm is 1.034 [1.034, 1.034], stated above 1.138"])
+    assert undecided.verdict == other_gpus.TEST_FAILS
+    assert other_gpus.why(undecided).startswith("This run fails the claim's test. Its ratios lie on the stated side.")
+    assert "It also misses the bound set on the H200: warm is 1.034" in other_gpus.why(undecided)
+    outside = carried("B08", bound=["fused time / copy time is 1.1 [1.09, 1.11], stated below 1.062"])
+    assert outside.verdict == other_gpus.OUTSIDE_BOUND
+    assert other_gpus.why(outside).startswith("Its ratios lie on the stated side, but its figures fall outside")
+    measured = carried("B28", bounded=False)
+    assert measured.verdict == other_gpus.MEASURED and measured.statement == CLAIMS["B28"].question
+
+
+def test_a_cold_ratio_names_the_single_calls_whose_pacing_it_needs():
+    assert other_gpus.cold_variants(CLAIMS["B10"]) == {"row4.4096x4096.stream", "fused_rms.4096x4096.stream"}
+    assert other_gpus.cold_variants(CLAIMS["B08"]) == set()
+
+
+def test_the_answer_counts_every_verdict_in_words():
+    items = [carried("B08"), carried("B11"), carried("B28", bounded=False), carried("B10", test=True)]
+    assert page.verdict_counts(items) == ("Of their 4 claims, 2 hold there or give the same answer, 1 is a "
+                                          "measurement taken again and 1 is undecided, because the run fails the "
+                                          "claim's own test. None is contradicted there.")
+    broken = [carried("B08", ratios=["x"]), carried("B11", ratios=["y"])]
+    assert page.verdict_counts(broken) == "Of their 2 claims, 2 do not hold."
+    with pytest.raises(ValueError, match="no accepted run has a run on another GPU model"):
+        page.page_values([])
+
+
+def test_the_committed_h100_runs_are_listed_apart_from_the_replicates():
+    listed, copies = replicates.read_other_gpus(), replicates.read_replicates()
+    assert listed and not set(run for runs in listed.values() for run in runs) & set(r for rs in copies.values() for r in rs)
+    items = other_gpus.carried_claims()
+    assert {item.claim.chapter for item in items} <= set(evidence.read_accepted())
+    assert all(item.other.device != item.accepted.device for item in items)
