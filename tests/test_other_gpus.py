@@ -10,7 +10,7 @@ from launchlab.claims import declared, other_gpus
 from launchlab.claims.other_gpus import Carried
 from launchlab.pages import other_gpus as page
 from launchlab.store import evidence, replicates
-from test_replicates import as_if_on
+from test_replicates import as_if_on, scratch_store
 
 H200 = SimpleNamespace(device="NVIDIA H200", summaries={})
 H100 = SimpleNamespace(device="NVIDIA H100 80GB HBM3", summaries={"cold_pacing": {}})
@@ -24,12 +24,7 @@ def carried(claim_id, ratios=(), test=False, bound=(), bounded=True):
 @pytest.fixture
 def store(tmp_path):
     """Graphs' accepted run, and a copy of it standing in for the same chapter run on an H100 (listed)."""
-    root = tmp_path / "evidence"
-    accepted_id = evidence.read_accepted()["graphs"]
-    other_id = "20991231T000000Z-ch02"
-    shutil.copytree(evidence.run_dir(accepted_id), root / "runs" / accepted_id)
-    shutil.copytree(evidence.run_dir(accepted_id), root / "runs" / other_id)
-    (root / "accepted.json").write_text(json.dumps({"graphs": accepted_id}))
+    root, accepted_id, other_id = scratch_store(tmp_path)
     shutil.copytree(evidence.EVIDENCE_ROOT / "claims", root / "claims")
     as_if_on(root / "runs" / other_id, "NVIDIA H100 80GB HBM3")
     replicates.record_other_gpu(accepted_id, other_id, root)

@@ -9,17 +9,21 @@ from launchlab.analysis import analyze
 from launchlab.store import evidence, replicates
 
 
-@pytest.fixture
-def store(tmp_path):
+def scratch_store(tmp_path):
     """A scratch store holding graphs' accepted run and, not yet recorded, a whole copy of it standing in for a
-    replicate (the committed replicates are already compact)."""
+    later run of the chapter (the committed replicates are already compact): (root, accepted id, copy's id)."""
     root = tmp_path / "evidence"
     accepted_id = evidence.read_accepted()["graphs"]
-    replicate_id = "20991231T000000Z-ch02"
+    copy_id = "20991231T000000Z-ch02"
     shutil.copytree(evidence.run_dir(accepted_id), root / "runs" / accepted_id)
-    shutil.copytree(evidence.run_dir(accepted_id), root / "runs" / replicate_id)
+    shutil.copytree(evidence.run_dir(accepted_id), root / "runs" / copy_id)
     (root / "accepted.json").write_text(json.dumps({"graphs": accepted_id}))
-    return root, accepted_id, replicate_id
+    return root, accepted_id, copy_id
+
+
+@pytest.fixture
+def store(tmp_path):
+    return scratch_store(tmp_path)
 
 
 def test_a_recorded_replicate_drops_what_its_accepted_run_holds_and_still_verifies_and_analyses(store, capsys):

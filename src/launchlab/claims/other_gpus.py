@@ -170,7 +170,7 @@ def short_name(device: str) -> str:
     return device.removeprefix("NVIDIA ").strip()
 
 
-COLUMNS = (("Claim", 9), ("Statement", 28), ("{accepted}", 16), ("{other}", 16), ("Verdict", 31))
+COLUMNS = (("Claim", 10), ("Statement", 27), ("{accepted}", 16), ("{other}", 16), ("Verdict", 31))
 
 
 def carried_table_html(items: list[Carried]) -> str:
