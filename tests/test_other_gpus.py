@@ -1,6 +1,7 @@
 """A chapter's runs on another GPU model: listed apart from replicates, every book claim of the chapter read again on
 them, each verdict with its reason, and the page's answer counted from the verdicts."""
 import json
+import re
 import shutil
 from types import SimpleNamespace
 
@@ -90,3 +91,5 @@ def test_the_committed_h100_runs_are_listed_apart_from_the_replicates():
     items = other_gpus.carried_claims()
     assert {item.claim.chapter for item in items} <= set(evidence.read_accepted())
     assert all(item.other.device != item.accepted.device for item in items)
+    counts = [item.value(item.other) for item in items if item.claim.id == "B26"]  # task counts, no interval
+    assert counts and all(re.fullmatch(r"1 block per SM \d+; 8 blocks per SM \d+", text) for text in counts)

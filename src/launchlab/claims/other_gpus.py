@@ -22,7 +22,7 @@ from pathlib import Path
 from launchlab.analysis import open_run
 from launchlab.claims import bounds, declared, site
 from launchlab.claims.book import accepted_views, our_value, statement_of, value_text
-from launchlab.claims.spec import BookClaim
+from launchlab.claims.spec import BookClaim, record_at
 from launchlab.store import evidence
 from launchlab.store.replicates import read_other_gpus
 from launchlab.store.runs import Run
@@ -73,14 +73,15 @@ class Carried:
 
     def value(self, run: Run) -> str:
         if self.claim.decided:
-            record = self.claim.decided.path
-            from launchlab.claims.spec import record_at
-
-            found = record_at(run.summaries, record)
+            found = record_at(run.summaries, self.claim.decided.path)
             return value_text(found["median"], (found["ci_low"], found["ci_high"]))
         if not self.claim.value:
             return ""
         ours = our_value(run, self.claim.value)
+        numbers = ours["value"].values() if isinstance(ours["value"], dict) else [ours["value"]]
+        if not ours["interval"] and all(float(n).is_integer() for n in numbers):  # counts, as the integers they are
+            return ("; ".join(f"{label} {int(n)}" for label, n in ours["value"].items())
+                    if isinstance(ours["value"], dict) else str(int(ours["value"])))
         return value_text(ours["value"], ours["interval"])
 
 
