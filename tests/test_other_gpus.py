@@ -91,5 +91,18 @@ def test_the_committed_h100_runs_are_listed_apart_from_the_replicates():
     items = other_gpus.carried_claims()
     assert {item.claim.chapter for item in items} <= set(evidence.read_accepted())
     assert all(item.other.device != item.accepted.device for item in items)
+    values = page.page_values(items)
+    assert set(values) >= {"other_counts", "other_plane", "other_pacing"} and all(values.values())
     counts = [item.value(item.other) for item in items if item.claim.id == "B26"]  # task counts, no interval
     assert counts and all(re.fullmatch(r"1 block per SM \d+; 8 blocks per SM \d+", text) for text in counts)
+
+
+def test_the_pacing_sentence_counts_each_hosts_cold_samples():
+    def run(device, paced):
+        return SimpleNamespace(device=device, summaries={"cold_pacing": {
+            "a.1x1.stream": {"host_enqueue_exceeded_wait": paced, "samples": 21},
+            "b.1x1.stream": {"host_enqueue_exceeded_wait": 0, "samples": 63}}})
+    text = page.pacing_sentence(run("NVIDIA H200", 0), run("NVIDIA H100 80GB HBM3", 3), undecided=1)
+    assert "With the H100 80GB HBM3, the host paced 3 of the fusion run's 84 cold samples" in text
+    assert "with the H200, 0 of 84." in text and text.endswith("That is why one claim is undecided there.")
+    assert page.pacing_sentence(run("NVIDIA H200", 0), run("NVIDIA H100 80GB HBM3", 0), undecided=0).endswith("0 of 84.")

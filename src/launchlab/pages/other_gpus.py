@@ -5,7 +5,7 @@ from __future__ import annotations
 from launchlab.claims import other_gpus
 from launchlab.claims.other_gpus import Carried, short_name
 from launchlab.present import tables
-from launchlab.present.replicas import joined
+from launchlab.present.replicas import counted, joined
 
 # The fusion plane's figures, as the fusion chapter's headline states them: (headline key without the L2 state,
 # what it is, how it is written).
@@ -88,6 +88,23 @@ def plane_sentence(accepted, other) -> str:
             f"{100 * accepted.headline[f'{error}.cold']:.1f} % on the {first}.")
 
 
+def cold_pacing_counts(run) -> tuple[int, int]:
+    """(cold single-call samples the host paced, cold single-call samples) over a run's variants."""
+    pacing = run.summaries.get("cold_pacing", {}).values()
+    return sum(r["host_enqueue_exceeded_wait"] for r in pacing), sum(r["samples"] for r in pacing)
+
+
+def pacing_sentence(accepted, other, undecided: int) -> str:
+    """How often each host, not its GPU, set the pace of a cold single call, and what that left undecided."""
+    first, second = short_name(accepted.device), short_name(other.device)
+    (ours, total), (theirs, their_total) = cold_pacing_counts(accepted), cold_pacing_counts(other)
+    because = (f" That is why {counted(undecided, 'claim')} {'is' if undecided == 1 else 'are'} undecided there."
+               if undecided else "")
+    return (f"The host changed too. A cold sample is one call queued behind a GPU wait; the host sets its pace when "
+            f"it takes longer to enqueue the call than the wait lasts. With the {second}, the host paced {theirs:,} "
+            f"of the fusion run's {their_total:,} cold samples; with the {first}, {ours:,} of {total:,}.{because}")
+
+
 def fusion_pair(items: list[Carried]):
     """(the fusion chapter's accepted run, its run on the other GPU), or None."""
     return next(((item.accepted, item.other) for item in items if item.claim.chapter == "fusion"), None)
@@ -104,4 +121,7 @@ def page_values(items: list[Carried]) -> dict[str, str]:
     return {"other_gpu": joined(devices), "accepted_gpu": joined(sorted({short_name(i.accepted.device) for i in items})),
             "other_chapters": chapters, "other_runs": joined(list(runs)),
             "other_counts": verdict_counts(items),
-            "other_plane": plane_sentence(*pair) if pair else "The fusion chapter has no run on another GPU."}
+            "other_plane": plane_sentence(*pair) if pair else "The fusion chapter has no run on another GPU.",
+            "other_pacing": pacing_sentence(*pair, undecided=sum(
+                item.verdict == other_gpus.TEST_FAILS and bool(other_gpus.pacing_words(item)) for item in items))
+            if pair else "The fusion chapter has no run on another GPU, so no host's pacing is compared."}
