@@ -161,9 +161,8 @@ def why(item: Carried) -> str:
         return f"A measurement: this run's figures stand beside the accepted run's{kept}."
     parts = [part for part, has in (("its ratios", item.claim.ratios), ("its test", item.claim.holds is not None),
                                     (f"the bound set on the {here}", item.bounded)) if has]
-    if len(parts) == 1:
-        return f"{parts[0][0].upper()}{parts[0][1:]} holds."
-    return f"{', '.join(parts[:-1]).capitalize()} and {parts[-1]} all hold."
+    text = parts[0] if len(parts) == 1 else f"{', '.join(parts[:-1])} and {parts[-1]}"
+    return f"{text[0].upper()}{text[1:]} {'holds' if len(parts) == 1 else 'all hold'}."
 
 
 def short_name(device: str) -> str:
@@ -176,17 +175,14 @@ COLUMNS = (("Claim", 10), ("Statement", 27), ("{accepted}", 16), ("{other}", 16)
 
 def carried_table_html(items: list[Carried]) -> str:
     """One row per claim and run: the statement, the value on each GPU, and the verdict with its reason."""
-    from launchlab.claims.page import TABLE_STYLE
+    from launchlab.claims.page import _table_head
 
     def gpus(runs) -> str:
         names = sorted({short_name(run.device) for run in runs})
-        return f"On the {names[0]}" if len(names) == 1 else "On its GPU"
+        return html.escape(f"On the {names[0]}" if len(names) == 1 else "On its GPU")
 
     named = {"accepted": gpus(item.accepted for item in items), "other": gpus(item.other for item in items)}
-    cols = "".join(f'<col style="width:{width}%">' for _, width in COLUMNS)
-    heads = "".join(f'<th style="width:{width}%">{html.escape(name.format(**named))}</th>' for name, width in COLUMNS)
-    lines = [TABLE_STYLE, '<table class="table claim-audit">', f"<colgroup>{cols}</colgroup>",
-             f"<thead><tr>{heads}</tr></thead>"]
+    lines = _table_head(tuple((name.format(**named), width) for name, width in COLUMNS))
     chapters: dict[str, list[Carried]] = {}
     for item in items:
         chapters.setdefault(item.claim.section, []).append(item)
