@@ -77,10 +77,10 @@ def test_a_cold_ratio_names_the_single_calls_whose_pacing_it_needs():
 def test_the_answer_counts_every_verdict_in_words():
     items = [carried("B08"), carried("B11"), carried("B28", bounded=False), carried("B10", test=True)]
     assert page.verdict_counts(items) == ("Of their 4 claims, 2 hold there or give the same answer, 1 is a "
-                                          "measurement taken again and 1 is undecided, because the run fails the "
-                                          "claim's own test. None is contradicted there.")
+                                          "measurement taken again and 1 is undecided (B10), because the run fails a "
+                                          "condition its figures need. None is contradicted there.")
     broken = [carried("B08", ratios=["x"]), carried("B11", ratios=["y"])]
-    assert page.verdict_counts(broken) == "Of their 2 claims, 2 do not hold."
+    assert page.verdict_counts(broken) == "Of their 2 claims, 2 do not hold (B08 and B11)."
     with pytest.raises(ValueError, match="no accepted run has a run on another GPU model"):
         page.page_values([])
 

@@ -6,7 +6,8 @@ but a failure is not a restatement of the claim: it says how far the claim carri
 three parts apart, because they mean different things there:
 
 * the claim's ratios: whether the statement's own words (a side of 1, a threshold) hold on the other GPU;
-* the claim's test: a precondition such as "the GPU, not the host, set the pace of every sample";
+* the claim's test: a precondition such as "the GPU, not the host, set the pace of every sample" (or, for a claim
+  stated by its test alone, the claim itself);
 * the frozen bound, set from a run on the accepted run's GPU: a figure no other GPU is expected to keep.
 
 A decided claim (a question whose answer follows where the interval lies) is compared by its answer instead, and a
@@ -55,7 +56,7 @@ class Carried:
     def verdict(self) -> str:
         if self.claim.decided:
             return SAME_ANSWER if self.answer(self.accepted) == self.answer(self.other) else OTHER_ANSWER
-        if self.ratio_failures:
+        if self.ratio_failures or (self.test_failed and self.test_is_claim):
             return FAILS
         if self.test_failed:
             return TEST_FAILS
@@ -66,6 +67,12 @@ class Carried:
     @property
     def measurement(self) -> bool:
         return "{" in self.claim.statement
+
+    @property
+    def test_is_claim(self) -> bool:
+        """A claim stated by its test alone (no ratio, no question, no measurement): its test failing breaks it,
+        where elsewhere a test is a condition its figures need."""
+        return not (self.claim.ratios or self.claim.decided or self.measurement)
 
     def answer(self, run: Run) -> str:
         """A decided claim's statement as the run words it."""
@@ -148,11 +155,14 @@ def why(item: Carried) -> str:
     if item.verdict == OTHER_ANSWER:
         return f"This run answers: {item.answer(item.other)}"
     if item.verdict == FAILS:
-        return f"{'; '.join(item.ratio_failures)}."
+        if item.ratio_failures:
+            return f"{'; '.join(item.ratio_failures)}."
+        return "This run fails the claim's test, which is the claim itself; the values show where."
     if item.verdict == TEST_FAILS:
         bound = f" It also misses the bound set on the {here}: {'; '.join(item.bound_failures)}." \
             if item.bound_failures else ""
-        return (f"This run fails the claim's test{pacing_words(item)}. Its ratios lie on the stated side.{bound}")
+        ratios = " Its ratios lie on the stated side." if item.claim.ratios else ""
+        return f"This run fails the claim's test{pacing_words(item)}.{ratios}{bound}"
     if item.verdict == OUTSIDE_BOUND:
         lead = "Its figures" if item.measurement else "Its ratios lie on the stated side, but its figures"
         return f"{lead} fall outside the bound set on the {here}: {'; '.join(item.bound_failures)}."
@@ -170,7 +180,7 @@ def short_name(device: str) -> str:
     return device.removeprefix("NVIDIA ").strip()
 
 
-COLUMNS = (("Claim", 10), ("Statement", 27), ("{accepted}", 16), ("{other}", 16), ("Verdict", 31))
+COLUMNS = (("Claim", 10), ("Statement", 25), ("{accepted}", 18), ("{other}", 18), ("Verdict", 29))
 
 
 def carried_table_html(items: list[Carried]) -> str:

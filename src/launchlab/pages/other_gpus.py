@@ -5,7 +5,7 @@ from __future__ import annotations
 from launchlab.claims import other_gpus
 from launchlab.claims.other_gpus import Carried, short_name
 from launchlab.present import tables
-from launchlab.present.replicas import counted, joined
+from launchlab.present.replicas import NUMBER_WORDS, counted, joined
 
 # The fusion plane's figures, as the fusion chapter's headline states them: (headline key without the L2 state,
 # what it is, how it is written).
@@ -49,22 +49,29 @@ def plane_table(accepted, other):
 
 def verdict_counts(items: list[Carried]) -> str:
     """The page's answer: "Of their 15 claims, 9 hold there or give the same answer, 4 are measurements taken
-    again and 2 are undecided, because the run fails the claim's own test. None is contradicted there." """
-    counts: dict[str, int] = {}
+    again and 2 are undecided (B10 and B21), because the run fails a condition their figures need. None is
+    contradicted there." Every claim of a verdict other than those three is named."""
+    by_verdict: dict[str, list[str]] = {}
     for item in items:
-        counts[item.verdict] = counts.get(item.verdict, 0) + 1
-    kept = counts.get(other_gpus.HOLDS, 0) + counts.get(other_gpus.SAME_ANSWER, 0)
-    words = {other_gpus.MEASURED: ("is a measurement taken again", "are measurements taken again"),
-             other_gpus.OUTSIDE_BOUND: ("holds as worded but not within the bound set on the accepted GPU",
-                                        "hold as worded but not within the bound set on the accepted GPU"),
-             other_gpus.FAILS: ("does not hold", "do not hold"),
-             other_gpus.OTHER_ANSWER: ("answers its question the other way", "answer their questions the other way"),
-             other_gpus.TEST_FAILS: ("is undecided, because the run fails the claim's own test",
-                                     "are undecided, because the run fails the claims' own tests")}
+        by_verdict.setdefault(item.verdict, []).append(item.claim.id)
+    kept = len(by_verdict.get(other_gpus.HOLDS, [])) + len(by_verdict.get(other_gpus.SAME_ANSWER, []))
+    words = {other_gpus.MEASURED: ("is a measurement taken again", "are measurements taken again", ""),
+             other_gpus.OUTSIDE_BOUND: ("holds as worded", "hold as worded", " but not within the bound set on the "
+                                        "accepted GPU"),
+             other_gpus.FAILS: ("does not hold", "do not hold", ""),
+             other_gpus.OTHER_ANSWER: ("answers its question the other way", "answer their questions the other way",
+                                       ""),
+             other_gpus.TEST_FAILS: ("is undecided", "are undecided", ", because the run fails a condition "
+                                     "{whose} figures need")}
     parts = [f"{kept} hold there or give the same answer"] if kept else []
-    parts += [f"{counts[verdict]} {forms[counts[verdict] != 1]}" for verdict, forms in words.items() if verdict in counts]
-    broken = counts.get(other_gpus.FAILS, 0) + counts.get(other_gpus.OTHER_ANSWER, 0)
-    return (f"Of their {len(items)} claims, {joined(parts)}." + (" None is contradicted there." if not broken else ""))
+    for verdict, (one, many, tail) in words.items():
+        ids = by_verdict.get(verdict)
+        if ids:
+            named = "" if verdict == other_gpus.MEASURED else f" ({joined(ids)})"
+            parts.append(f"{len(ids)} {one if len(ids) == 1 else many}{named}"
+                         + tail.format(whose="its" if len(ids) == 1 else "their"))
+    broken = len(by_verdict.get(other_gpus.FAILS, [])) + len(by_verdict.get(other_gpus.OTHER_ANSWER, []))
+    return f"Of their {len(items)} claims, {joined(parts)}." + (" None is contradicted there." if not broken else "")
 
 
 def plane_sentence(accepted, other) -> str:
@@ -105,6 +112,11 @@ def pacing_sentence(accepted, other, undecided: int) -> str:
             f"of the fusion run's {their_total:,} cold samples; with the {first}, {ours:,} of {total:,}.{because}")
 
 
+def first_root(items: list[Carried]):
+    """The evidence root the runs were read from."""
+    return items[0].accepted.path.parents[1]
+
+
 def fusion_pair(items: list[Carried]):
     """(the fusion chapter's accepted run, its run on the other GPU), or None."""
     return next(((item.accepted, item.other) for item in items if item.claim.chapter == "fusion"), None)
@@ -116,7 +128,11 @@ def page_values(items: list[Carried]) -> dict[str, str]:
         raise ValueError("no accepted run has a run on another GPU model listed in evidence/other_gpus.json")
     runs = {item.other.run_id: item for item in items}
     devices = sorted({short_name(item.other.device) for item in items})
-    chapters = joined(sorted({item.claim.section.lower() for item in items}))
+    from launchlab.store import evidence
+
+    parts = sorted({item.claim.section.split(":")[0] for item in items})  # "Example A: a pointwise chain" -> "Example A"
+    total = len(evidence.read_accepted(first_root(items)))
+    chapters = f"{NUMBER_WORDS.get(len(parts), len(parts))} of its {counted(total, 'part')} ({joined(parts)})"
     pair = fusion_pair(items)
     return {"other_gpu": joined(devices), "accepted_gpu": joined(sorted({short_name(i.accepted.device) for i in items})),
             "other_chapters": chapters, "other_runs": joined(list(runs)),

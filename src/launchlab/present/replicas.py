@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-NUMBER_WORDS = {1: "one", 2: "two", 3: "three", 4: "four", 5: "five"}
+NUMBER_WORDS = {1: "one", 2: "two", 3: "three", 4: "four", 5: "five", 6: "six", 7: "seven", 8: "eight", 9: "nine",
+                10: "ten"}
 
 
 def replicates_of(run) -> list:
