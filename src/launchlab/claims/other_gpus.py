@@ -143,7 +143,8 @@ def pacing_words(item: Carried) -> str:
     """Which of the claim's cold samples the host paced on the other run ("" where none of them was)."""
     mine = [(variant, paced, samples) for variant, paced, samples in host_paced_samples(item.other)
             if variant in cold_variants(item.claim)]
-    parts = [f"{paced} of the {samples} cold samples of {variant.rsplit('.', 1)[0]}" for variant, paced, samples in mine]
+    parts = [f"{paced} of the {samples} cold samples of {variant.rsplit('.', 1)[0]}"
+             for variant, paced, samples in mine]
     return f": the host, not the GPU, paced {' and '.join(parts)}" if parts else ""
 
 

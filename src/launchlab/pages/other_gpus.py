@@ -6,6 +6,7 @@ from launchlab.claims import other_gpus
 from launchlab.claims.other_gpus import Carried, short_name
 from launchlab.present import tables
 from launchlab.present.replicas import NUMBER_WORDS, counted, joined
+from launchlab.store import evidence
 
 # The fusion plane's figures, as the fusion chapter's headline states them: (headline key without the L2 state,
 # what it is, how it is written).
@@ -21,7 +22,8 @@ PLANE_FIGURES = (
     ("plane.faster_than.triton.share", "points where fused plain is faster than Triton", "pct"),
     ("plane.model_error.median", "cost model's median error", "pct1"),
 )
-KEPT = (other_gpus.HOLDS, other_gpus.SAME_ANSWER)
+KEPT = (other_gpus.HOLDS, other_gpus.SAME_ANSWER)            # the verdicts the page's answer counts together
+BROKEN = (other_gpus.FAILS, other_gpus.OTHER_ANSWER)          # those that contradict a claim
 
 
 def _written(value, style: str) -> str:
@@ -54,7 +56,7 @@ def verdict_counts(items: list[Carried]) -> str:
     by_verdict: dict[str, list[str]] = {}
     for item in items:
         by_verdict.setdefault(item.verdict, []).append(item.claim.id)
-    kept = len(by_verdict.get(other_gpus.HOLDS, [])) + len(by_verdict.get(other_gpus.SAME_ANSWER, []))
+    kept = sum(len(by_verdict.get(verdict, [])) for verdict in KEPT)
     words = {other_gpus.MEASURED: ("is a measurement taken again", "are measurements taken again", ""),
              other_gpus.OUTSIDE_BOUND: ("holds as worded", "hold as worded", " but not within the bound set on the "
                                         "accepted GPU"),
@@ -70,7 +72,7 @@ def verdict_counts(items: list[Carried]) -> str:
             named = "" if verdict == other_gpus.MEASURED else f" ({joined(ids)})"
             parts.append(f"{len(ids)} {one if len(ids) == 1 else many}{named}"
                          + tail.format(whose="its" if len(ids) == 1 else "their"))
-    broken = len(by_verdict.get(other_gpus.FAILS, [])) + len(by_verdict.get(other_gpus.OTHER_ANSWER, []))
+    broken = sum(len(by_verdict.get(verdict, [])) for verdict in BROKEN)
     return f"Of their {len(items)} claims, {joined(parts)}." + (" None is contradicted there." if not broken else "")
 
 
@@ -112,11 +114,6 @@ def pacing_sentence(accepted, other, undecided: int) -> str:
             f"of the fusion run's {their_total:,} cold samples; with the {first}, {ours:,} of {total:,}.{because}")
 
 
-def first_root(items: list[Carried]):
-    """The evidence root the runs were read from."""
-    return items[0].accepted.path.parents[1]
-
-
 def fusion_pair(items: list[Carried]):
     """(the fusion chapter's accepted run, its run on the other GPU), or None."""
     return next(((item.accepted, item.other) for item in items if item.claim.chapter == "fusion"), None)
@@ -128,13 +125,13 @@ def page_values(items: list[Carried]) -> dict[str, str]:
         raise ValueError("no accepted run has a run on another GPU model listed in evidence/other_gpus.json")
     runs = {item.other.run_id: item for item in items}
     devices = sorted({short_name(item.other.device) for item in items})
-    from launchlab.store import evidence
-
-    parts = sorted({item.claim.section.split(":")[0] for item in items})  # "Example A: a pointwise chain" -> "Example A"
-    total = len(evidence.read_accepted(first_root(items)))
+    # "Example A: a pointwise chain" -> "Example A"
+    parts = sorted({item.claim.section.split(":")[0] for item in items})
+    total = len(evidence.read_accepted(items[0].accepted.path.parents[1]))  # the evidence root the runs came from
     chapters = f"{NUMBER_WORDS.get(len(parts), len(parts))} of its {counted(total, 'part')} ({joined(parts)})"
     pair = fusion_pair(items)
-    return {"other_gpu": joined(devices), "accepted_gpu": joined(sorted({short_name(i.accepted.device) for i in items})),
+    accepted = sorted({short_name(item.accepted.device) for item in items})
+    return {"other_gpu": joined(devices), "accepted_gpu": joined(accepted),
             "other_chapters": chapters, "other_runs": joined(list(runs)),
             "other_counts": verdict_counts(items),
             "other_plane": plane_sentence(*pair) if pair else "The fusion chapter has no run on another GPU.",
