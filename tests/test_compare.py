@@ -87,7 +87,7 @@ def test_the_command_exits_non_zero_with_one_line_on_bad_input_only(capsys):
     ("graphs", "event_us.empty.n1024.graph", "device"), ("graphs", "event_us.empty.n1024.stream", "host"),
     ("graphs", "node_event_us.empty.n1024.native", "host"), ("graphs", "setup_us.tiled3.ragged.graph", "host"),
     ("ordinary_launches", "enqueue_us_per_launch.empty.1x1.native", "host"),
-    ("ordinary_launches", "trace_gaps_us.128x8192", "device"),
+    ("ordinary_launches", "trace_gaps_us.128x8192", "host"),
     ("fusion", "graph.cudnn_over_fused_plain.4096x128.cold", "device"),
     ("fusion", "stream.torch_over_copy.4096x4096.warm", "host"), ("fusion", "target_met.x.4096x4096.warm", "untimed"),
     ("megakernels", "speedup_vs_graph3.coop.ragged.stream", "host"),

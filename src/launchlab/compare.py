@@ -27,10 +27,13 @@ UNTIMED_KEYS = re.compile(r"(kernel_nodes|other_nodes|b_before_last_a|model_b_be
                           r"|target_met|sweep_target_met)(\..+)?")
 # Per chapter, the first rule whose pattern matches the whole key decides. Stream and native launch batches,
 # host enqueue and host completion figures, and graph set-up (host API calls) are host-paced; graph replays,
-# single calls queued behind a GPU wait (cold), device time per call and %globaltimer traces are device-paced.
+# single calls queued behind a GPU wait (cold), device time per call and %globaltimer traces within one kernel are
+# device-paced. Chapter 1's trace gaps are read from %globaltimer too, but they lie between kernels that Python
+# launches one after another with no queue ahead of them: how long the GPU idles there is set by when the host's
+# next launch arrives (the chapter shows the gaps following the host's pace), so they count as host-paced.
 PACING_RULES = {
     "ordinary_launches": ((r"(enqueue_us_per_launch|cupy_over_native)\..+", HOST), (r"event_us\..+\.stream", HOST),
-                          (r"trace_gaps_us\..+", DEVICE)),
+                          (r"trace_gaps_us\..+", HOST)),
     "graphs": ((r"(node_)?event_us\..+\.graph", DEVICE), (r"(node_)?event_us\..+\.(stream|native)", HOST),
                (r"(stream_over_graph_event|stream_over_graph_complete|setup_us|break_even_replays_event)\..+", HOST)),
     "fusion": ((r"(graph|device_us_per_call|device_logical_gbs|sweep)\..+", DEVICE), (r"stream\..+\.warm", HOST),
