@@ -72,7 +72,10 @@ def test_the_spread_per_pacing_is_compares_for_every_replicate(chapters):
         for pacing, header in (("device", "Device-paced"), ("host", "Host-paced")):
             changes = table[table["pacing"] == pacing]["change"].abs()
             cell = row[f"{header} figures: median |B/A − 1|"]
-            assert cell.startswith(f"{reproducing.percent(changes.median())} % over {len(changes)} figure")
+            if changes.empty:  # chapter 1 has no device-paced headline figure
+                assert cell == "no such figure"
+            else:
+                assert cell.startswith(f"{reproducing.percent(changes.median())} % over {len(changes)} figure")
 
 
 def test_the_figures_outside_the_interval_are_listed_with_both_values(chapters):

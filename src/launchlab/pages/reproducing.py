@@ -243,7 +243,10 @@ def spread_row(entry: ChapterReplicates, replicate: Replicate) -> dict:
 
 
 def paced_spread(entry: dict) -> str:
-    """'0.71 % over 25 figures': the median |B/A − 1| over one pacing's figures, and how many figures there are."""
+    """'0.71 % over 25 figures': the median |B/A − 1| over one pacing's figures, and how many figures there are;
+    'no such figure' where the chapter has none of that pacing."""
+    if not entry["figures"]:
+        return "no such figure"
     median = percent(entry["median_abs_change"])
     return median if median == tables.MISSING else f"{median} % over {plural(entry['figures'], 'figure')}"
 
