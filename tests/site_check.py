@@ -349,9 +349,12 @@ _LAYOUT_JS = r"""
       }
     }
   }
+  // code blocks that scroll sideways (a line end hidden off the block's edge), where the page shows them
+  const code = [...article.querySelectorAll('pre')].filter(pre => !pre.closest('details:not([open])')
+    && pre.scrollWidth > pre.clientWidth + 1).map(pre => pre.textContent.trim().split('\n')[0].slice(0, 60));
   const images = [...article.querySelectorAll('img')].filter(im => im.naturalWidth > 0).map(im => ({
     src: im.getAttribute('src').slice(-40), natural: im.naturalWidth, shown: im.getBoundingClientRect().width}));
-  return {column, tables, images, split, viewport: window.innerWidth,
+  return {column, tables, images, split, code, viewport: window.innerWidth,
           page: Math.max(document.documentElement.scrollWidth, document.body.scrollWidth),
           height: document.body.scrollHeight};
 })()
@@ -515,8 +518,10 @@ def layout_problems(layout: dict, phone: bool) -> list[str]:
     """What is wrong with a page's widths. On a desktop window every table fits the content column (one in a
     full-width block, that block) and no figure is shrunk so far that its text falls below 9 px; on a phone the
     page never scrolls sideways, and a table wider than the column scrolls inside its own box. On both, no word of
-    a table breaks inside itself."""
+    a table breaks inside itself, and no code block scrolls sideways."""
     problems = []
+    for first_line in layout.get("code", []):
+        problems.append(f"a code block scrolls sideways (it starts {first_line!r})")
     if layout.get("split"):
         words = sorted(set(layout["split"]))
         problems.append(f"{len(layout['split'])} word(s) of a table break inside: {', '.join(words[:8])}")

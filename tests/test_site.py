@@ -4,7 +4,7 @@ internal links resolve, and a real headless browser renders the pages, math incl
 A reader trusts it at a glance: every page of the built book, opened in headless Chromium (driven over the DevTools
 protocol, `site_check.Browser`), logs no console error; at a 1400 px and a 1280 px window every table fits the
 content column and no figure is shrunk so far that its text falls below 9 px; at 390 px (a phone) the page never scrolls sideways,
-tables scrolling inside their own box. Every figure is a numbered `<figure>` with a caption, and no table cell
+tables scrolling inside their own box; at every width no code block scrolls sideways (long lines wrap). Every figure is a numbered `<figure>` with a caption, and no table cell
 shows a number in scientific notation or a truncation mark.
 
 The book is built once per test session into a temporary folder, or not at all when LAUNCHLAB_BUILT_HTML names an
@@ -204,7 +204,7 @@ def test_every_page_logs_no_console_error(visits):
 
 
 @pytest.mark.slow
-def test_tables_and_figures_fit_the_content_column_at_1400_and_1280_px(visits):
+def test_tables_figures_and_code_fit_the_content_column_at_1400_and_1280_px(visits):
     problems = {f"{page} at {VIEWPORTS[name][0]} px": site_check.layout_problems(r["layout"], phone=False)
                 for (page, name), r in visits.items() if name in WIDE}
     problems = {page: p for page, p in problems.items() if p}
@@ -232,8 +232,8 @@ def test_chapter_pages_are_at_most_12000_px_tall_at_1400_px(visits):
 @pytest.mark.slow
 @pytest.mark.skipif(CHROMIUM is None, reason=NO_CHROMIUM)
 def test_the_browser_check_sees_what_it_should(tmp_path):
-    """A duplicated `const`, a console.error, a wide table without its own scroll box and a word broken inside a
-    table cell are all reported; a table in a full-width block may be as wide as the block, not wider."""
+    """A duplicated `const`, a console.error, a wide table without its own scroll box, a word broken inside a
+    table cell and a code block that scrolls sideways are all reported; a table in a full-width block may be as wide as the block, not wider."""
     pytest.importorskip("websocket", reason="websocket-client is not installed (requirements.txt)")
     page = tmp_path / "bad.html"
     wide = "<table><tr>" + "".join(f"<td>cell_{i:03d}_wide_content</td>" for i in range(40)) + "</tr></table>"
@@ -246,10 +246,14 @@ def test_the_browser_check_sees_what_it_should(tmp_path):
     # a word forced to break inside a narrow fixed column
     broken = ('<table style="table-layout:fixed;width:60px"><tr><td style="overflow-wrap:anywhere">'
               "incomprehensibilities</td></tr></table>")
+    # a code line longer than the column, in a block that scrolls, and the same line wrapped (no problem)
+    long_line = "int " + "x" * 300 + ";"
+    code = (f'<pre style="overflow-x:auto">{long_line}</pre>'
+            f'<pre style="white-space:pre-wrap;overflow-wrap:anywhere">{long_line}</pre>')
     page.write_text('<!doctype html><html><head><meta name="viewport" content="width=device-width">'
                     "<script>const X = 1;</script><script>const X = 2;</script>"
                     "<script>console.error('broken')</script></head><body>"
-                    f'<article class="bd-article" style="width:700px">{boxed}{wide}{shrunk}{spanning}{broken}</article>'
+                    f'<article class="bd-article" style="width:700px">{boxed}{wide}{shrunk}{spanning}{broken}{code}</article>'
                     "</body></html>")
     with site_check.Browser(CHROMIUM) as browser:
         desktop = browser.visit(page, 1400, 900)
@@ -261,6 +265,7 @@ def test_the_browser_check_sees_what_it_should(tmp_path):
     assert sum("the full-width block 1000 px" in p for p in problems) == 1 and not any("'fits'" in p for p in problems)
     assert sum("below 9 px" in p for p in problems) == 1
     assert "1 word(s) of a table break inside: incomprehensibilities" in problems
+    assert sum(p.startswith("a code block scrolls sideways") for p in problems) == 1
     assert desktop["layout"]["height"] > 0
     problems = site_check.layout_problems(phone["layout"], phone=True)
     assert any("viewport" in p for p in problems)                       # the unboxed table widens the page
