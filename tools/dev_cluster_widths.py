@@ -4,6 +4,7 @@ from 2 to 16 beside the launch policy's pick.
 
     PYTHONPATH=src python tools/dev_cluster_widths.py --build DIR                  # here: nvcc, sm_90 cubins
     PYTHONPATH=src python tools/dev_cluster_widths.py --cubins DIR --pick-cubins DIR2 --out f.json [--shapes ...]
+    PYTHONPATH=src python tools/dev_cluster_widths.py --occupancy-only --cubins DIR --out f.json
 
 The cost model (model/fused_cost.py) counts a cluster grid's wave as the SMs whole clusters fill at one block an SM
 times the blocks an SM holds: an assumption where an SM holds several blocks, which the occupancy part checks
@@ -35,7 +36,8 @@ DRAWS = 400
 SHAPES = 16
 MIN_BYTES = 8 << 20
 # dynamic shared bytes a block asks for in the occupancy table (0: the slice in registers)
-OCCUPANCY_SHARED = (0, 8 << 10, 16 << 10, 24 << 10, 32 << 10, 48 << 10, 64 << 10, 96 << 10, 112 << 10)
+# (160 KiB: one block an SM, the share of the SMs whole clusters fill that model/fused_cost.py's CLUSTER_SM_SHARE holds)
+OCCUPANCY_SHARED = (0, 8 << 10, 16 << 10, 24 << 10, 32 << 10, 48 << 10, 64 << 10, 96 << 10, 112 << 10, 160 << 10)
 
 
 def defines(width: int, regs: int) -> dict:
@@ -173,6 +175,13 @@ def label(entry: dict) -> str:
 def main() -> None:
     cache: dict = {}
     table: list = []
+    if "--occupancy-only" in sys.argv:  # --occupancy-only --cubins DIR --out FILE: the table alone, no timing
+        arguments = dict(zip(sys.argv[2::2], sys.argv[3::2]))
+        out = Path(arguments["--out"])
+        if out.exists():
+            raise SystemExit(f"error: {out} exists; give another --out")
+        out.write_text(json.dumps({"occupancy": occupancy(Path(arguments["--cubins"]), cache)}, indent=1))
+        return
 
     def timed_targets(args):
         table.extend(occupancy(args.cubins, cache))
