@@ -283,24 +283,7 @@ CALIBRATION_ONLY = frozenset({
     "spread_rows",     # spread_row_variants
     "narrow_full",     # narrow_full_twin
     "thin_slices",     # cluster builds of SPREAD_SLICE_REGS
-    "fitted_widths",   # fitted_widths
 })
-
-
-def fitted_widths(rows: int, cols: int) -> dict[int, tuple[int, ...]]:
-    """{cluster width: chunks a thread}: for each of CANDIDATE_SLICE_REGS, the fewest blocks (1 to 16) whose slices
-    of the worst-aligned row fit a cluster build's registers at that many chunks a thread, where that width is not
-    one of CANDIDATE_CLUSTERS and more than one block. A power-of-two width can hold a slice up to twice too short for its registers: a row
-    of 36,609 floats needs five blocks of 8 chunks a thread, and clusters of 8 start 60 % more blocks than that.
-    Those blocks hold more of the GPU's slots and take more waves."""
-    chunks = fused_policy.worst_chunks(rows, cols)
-    found: dict[int, tuple[int, ...]] = {}
-    for regs in CANDIDATE_SLICE_REGS:
-        width = next((w for w in range(1, fused_policy.MAX_CLUSTER + 1)
-                      if -(-chunks // w) <= regs * fused_policy.CLUSTER_BLOCK), None)
-        if width is not None and width > 1 and width not in CANDIDATE_CLUSTERS:  # one block: the row kernel's
-            found[width] = found.get(width, ()) + (regs,)
-    return found
 
 
 def offered(group: str, every_build: bool) -> bool:
@@ -339,13 +322,6 @@ def candidates(rows: int, cols: int, device: dict, every_build: bool = False) ->
     for per_lane in fewest_per_lane(rows, cols, scalar=True).values():
         found.append(design_plan("narrow", fused_policy.design_defines(
             "narrow", rows, cols, sm_count, row_chunks=per_lane, scalar=1)))
-    if clusters and cols >= 1024 and offered("fitted_widths", every_build):
-        for width, capacities in fitted_widths(rows, cols).items():
-            if rows * width > CANDIDATE_MAX_BLOCKS_PER_SM * sm_count:
-                continue
-            for regs in capacities:
-                found.append(design_plan("cluster", fused_policy.design_defines(
-                    "cluster", rows, cols, sm_count, cluster=width, slice_regs=regs)))
     if clusters and cols >= 1024:
         for width in CANDIDATE_CLUSTERS:
             if rows * width > CANDIDATE_MAX_BLOCKS_PER_SM * sm_count:
