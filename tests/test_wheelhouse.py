@@ -1,5 +1,6 @@
 """tools/wheelhouse.py's pure parts: names, host lists, versions and the walk that decides which wheels a GPU host
-needs. No network: wheels are fake file names and requirement lists."""
+needs. No network: wheels are fake file names and requirement lists. One slow test executes a notebook with the
+packages the wheelhouse leaves out made unimportable, as on the GPU host."""
 import importlib.util
 from pathlib import Path
 
@@ -81,3 +82,51 @@ def test_walk_does_not_follow_into_host_packages():
     # The host's own packages bring their dependencies; none of theirs is downloaded or reported.
     kept, gaps = wh.walk(["myst-nb"], REQUIRES, {**HOST, "sphinx": None, "nbclient": None}, set(), ENV)
     assert kept == {"myst-nb", "ipython", "black"} and gaps == []
+
+
+def test_walk_leaves_out_what_only_a_prompt_or_a_debugger_imports():
+    requires = {**REQUIRES, "ipython": ["jedi>=0.18", 'colorama; sys_platform == "win32"'], "jedi": ["parso>=0.8"],
+                "parso": [], "ipykernel": ["debugpy>=1.6", "ipython"], "debugpy": []}
+    kept, gaps = wh.walk(["ipykernel"], requires, HOST, wh.BUILD_ONLY | wh.RUNTIME_OPTIONAL, ENV)
+    # parso goes with jedi, which alone requires it
+    assert kept == {"ipykernel", "ipython"} and gaps == []
+    kept, _ = wh.walk(["ipykernel"], requires, HOST, wh.BUILD_ONLY, ENV)  # what --full keeps
+    assert {"jedi", "parso", "debugpy"} <= kept
+
+
+@pytest.mark.slow
+def test_a_notebook_executes_and_glues_without_the_packages_left_out(tmp_path):
+    """What the GPU host gets: papermill runs a kernel that imports neither jedi nor debugpy, and glue works. Each is
+    shadowed by a package whose import fails, on the kernel's path."""
+    papermill = pytest.importorskip("papermill")
+    nbformat = pytest.importorskip("nbformat")
+    blocked = tmp_path / "blocked"
+    for name in sorted(wh.RUNTIME_OPTIONAL):
+        (blocked / name).mkdir(parents=True)
+        (blocked / name / "__init__.py").write_text(f"raise ImportError('{name} is left out of the wheelhouse')\n")
+    notebook = nbformat.v4.new_notebook()
+    notebook.cells = [nbformat.v4.new_code_cell(
+        "import importlib, sys\n"
+        f"for name in {sorted(wh.RUNTIME_OPTIONAL)!r}:\n"
+        "    try:\n"
+        "        importlib.import_module(name)\n"
+        "        raise SystemExit(f'{name} imported')\n"
+        "    except ImportError:\n"
+        "        pass\n"
+        "from myst_nb import glue\n"
+        "glue('answer', 42, display=False)\n"
+        "print('executed')")]
+    source, executed = tmp_path / "in.ipynb", tmp_path / "out.ipynb"
+    nbformat.write(notebook, source)
+    import os
+    previous = os.environ.get("PYTHONPATH")
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(blocked), previous]))
+    try:
+        papermill.execute_notebook(str(source), str(executed), kernel_name="python3", progress_bar=False)
+    finally:
+        if previous is None:
+            del os.environ["PYTHONPATH"]
+        else:
+            os.environ["PYTHONPATH"] = previous
+    outputs = nbformat.read(executed, as_version=4).cells[0].outputs
+    assert any("executed" in o.get("text", "") for o in outputs)

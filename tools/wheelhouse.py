@@ -12,7 +12,8 @@ Why the script walks the requirements itself instead of trusting pip's download 
   filters wheels), so run under 3.11 it fetches 3.11-only backports and skips 3.12-only requirements. The walk
   below evaluates every `Requires-Dist` marker for the target, drops what the target does not need and reports
   any requirement that neither the wheelhouse nor the host satisfies (exit status 2).
-- It stops at packages the host already has (PEP 503 names), and at myst-nb's build side (BUILD_ONLY).
+- It stops at packages the host already has (PEP 503 names), at myst-nb's build side (BUILD_ONLY), and at the
+  packages that executing a notebook never imports (RUNTIME_OPTIONAL).
 
 `packaging` (a dependency of pytest and of nearly every environment with pip) parses markers and versions.
 
@@ -41,6 +42,11 @@ ROOTS = ["papermill", "nbclient", "nbformat", "ipykernel", "jupyter_client", "my
 # of them (glue needs IPython, nbformat and docutils), and they bring Sphinx and Babel (~15 MB) and SQLAlchemy
 # (~5 MB). The book is built where the requirements are installed normally, never on the GPU host. --full keeps them.
 BUILD_ONLY = {"sphinx", "myst-parser", "jupyter-cache"}
+# Required by their packages' metadata, imported by neither when a notebook executes: IPython imports jedi (and
+# through it parso) only to complete a name at the prompt, after checking that it is installed, and ipykernel
+# imports debugpy only for its debugger, inside a try that falls back when it is missing. Together about 9 MiB,
+# of wheels that every GPU call carries. --full keeps them.
+RUNTIME_OPTIONAL = {"jedi", "debugpy"}
 # pip matches platform tags literally, so every manylinux tag the host accepts is named: glibc 2.5 up to the
 # host's (Ubuntu 24.04's 2.39 on the H200 image), newest first so pip prefers the newest build, plus legacy aliases.
 DEFAULT_PLATFORMS = [f"manylinux_2_{n}_x86_64" for n in range(39, 4, -1)] + [
@@ -131,7 +137,8 @@ def main(argv=None) -> int:
                     help="the host's `pip freeze` (name==version lines) or a list of names (default: %(default)s)")
     ap.add_argument("--dest", type=Path, default=Path(".whl"))
     ap.add_argument("--force", action="store_true", help="replace the wheels of a non-empty DEST")
-    ap.add_argument("--full", action="store_true", help="keep myst-nb's build side too (Sphinx, its parser, cache)")
+    ap.add_argument("--full", action="store_true", help="keep myst-nb's build side (Sphinx, its parser, cache) and "
+                    "the packages only a prompt or a debugger imports (jedi, debugpy)")
     args = ap.parse_args(argv)
     platforms = args.platform or DEFAULT_PLATFORMS
 
@@ -155,7 +162,7 @@ def main(argv=None) -> int:
             sys.exit("pip download failed (see above)")
         wheels = {p: download / f for p, f in newest_per_project(f.name for f in download.glob("*.whl")).items()}
         env = target_environment(args.python_version, platforms[0])
-        skip = set() if args.full else BUILD_ONLY
+        skip = set() if args.full else BUILD_ONLY | RUNTIME_OPTIONAL
         kept, gaps = walk(ROOTS, {p: requires_dist(w) for p, w in wheels.items()}, host, skip, env)
         args.dest.mkdir(parents=True, exist_ok=True)
         for project in sorted(kept):
@@ -169,7 +176,8 @@ def main(argv=None) -> int:
     print(f"{total / 2**20:8.2f} MiB  in {len(kept)} wheels")
     left = sorted(set(wheels) - kept)
     print("left out, the host has them:", " ".join(p for p in left if p in host) or "-")
-    print("left out, not needed on the target (markers" + ("" if args.full else ", myst-nb's build side") + "):",
+    print("left out, not needed on the target (markers"
+          + ("" if args.full else ", myst-nb's build side, what only a prompt or a debugger imports") + "):",
           " ".join(p for p in left if p not in host) or "-")
     print(f"install on the host:\n  python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site "
           f"{args.dest}/*.whl && export PYTHONPATH=/tmp/site:$PYTHONPATH")
