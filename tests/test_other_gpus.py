@@ -106,3 +106,22 @@ def test_the_pacing_sentence_counts_each_hosts_cold_samples():
     assert "With the H100 80GB HBM3, the host paced 3 of the fusion run's 84 cold samples" in text
     assert "with the H200, 0 of 84." in text and text.endswith("That is why one claim is undecided there.")
     assert page.pacing_sentence(run("NVIDIA H200", 0), run("NVIDIA H100 80GB HBM3", 0), undecided=0).endswith("0 of 84.")
+
+
+def test_the_parts_read_again_are_named_in_the_book_s_order_and_all_of_them_said_so():
+    items = other_gpus.carried_claims()
+    chapters = page.page_values(items)["other_chapters"]
+    order = list(dict.fromkeys(claim.section.split(":")[0] for claim in declared.BOOK_CLAIMS))
+    named = [part for part in order if part in chapters]
+    assert [chapters.index(part) for part in named] == sorted(chapters.index(part) for part in named)
+    total = len(evidence.read_accepted())
+    assert chapters.startswith("all ") == (len(named) == total)
+    # one part fewer: counted, not "all"
+    fewer = page.page_values([item for item in items if item.claim.chapter != "ordinary_launches"])["other_chapters"]
+    assert fewer.startswith("five of its six parts (")
+
+
+def test_the_claims_come_in_the_order_the_book_declares_them():
+    order = {claim.id: k for k, claim in enumerate(declared.BOOK_CLAIMS)}
+    ranks = [order[item.claim.id] for item in other_gpus.carried_claims()]
+    assert ranks == sorted(ranks)

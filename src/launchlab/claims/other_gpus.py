@@ -104,7 +104,8 @@ def check(claim: BookClaim, accepted: Run, other: Run, entry: dict | None) -> Ca
 
 
 def carried_claims(root: Path = evidence.EVIDENCE_ROOT) -> list[Carried]:
-    """Every book claim of every chapter that has a run on another GPU model, checked on each such run."""
+    """Every book claim of every chapter that has a run on another GPU model, checked on each such run, in the order
+    the book declares its claims (a chapter's runs in the order they are listed)."""
     views, _ = accepted_views(root)
     listed = read_other_gpus(root)
     stored = bounds.read_bounds(Path(root))
@@ -117,7 +118,8 @@ def carried_claims(root: Path = evidence.EVIDENCE_ROOT) -> list[Carried]:
                                  f"a run of {other.chapter}")
             found.extend(check(claim, accepted, other, stored.get(claim.id))
                          for claim in declared.BOOK_CLAIMS if claim.chapter == chapter)
-    return found
+    order = {claim.id: k for k, claim in enumerate(declared.BOOK_CLAIMS)}
+    return sorted(found, key=lambda item: order[item.claim.id])
 
 
 def host_paced_samples(run: Run) -> list[tuple[str, int, int]]:
