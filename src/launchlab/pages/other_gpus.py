@@ -2,7 +2,7 @@
 fusion plane's figures move between the two GPUs."""
 from __future__ import annotations
 
-from launchlab.claims import declared, other_gpus
+from launchlab.claims import other_gpus
 from launchlab.claims.other_gpus import Carried, short_name
 from launchlab.present import tables
 from launchlab.present.replicas import NUMBER_WORDS, counted, joined
@@ -125,10 +125,8 @@ def page_values(items: list[Carried]) -> dict[str, str]:
         raise ValueError("no accepted run has a run on another GPU model listed in evidence/other_gpus.json")
     runs = {item.other.run_id: item for item in items}
     devices = sorted({short_name(item.other.device) for item in items})
-    # "Example A: a pointwise chain" -> "Example A", in the order the book declares its claims (its own order)
-    present = {item.claim.section.split(":")[0] for item in items}
-    parts = [part for part in dict.fromkeys(claim.section.split(":")[0] for claim in declared.BOOK_CLAIMS)
-             if part in present]
+    # "Example A: a pointwise chain" -> "Example A", in the items' order (carried_claims gives the book's)
+    parts = list(dict.fromkeys(item.claim.section.split(":")[0] for item in items))
     total = len(evidence.read_accepted(items[0].accepted.path.parents[1]))  # the evidence root the runs came from
     share = (f"all {NUMBER_WORDS.get(total, total)} of its parts" if len(parts) == total
              else f"{NUMBER_WORDS.get(len(parts), len(parts))} of its {counted(total, 'part')}")
