@@ -183,19 +183,19 @@ def main() -> None:
         out.write_text(json.dumps({"occupancy": occupancy(Path(arguments["--cubins"]), cache)}, indent=1))
         return
 
+    given = {}
+
     def timed_targets(args):
+        given["out"] = args.out
         table.extend(occupancy(args.cubins, cache))
         return targets(args.cubins, cache)
 
     command_line(__doc__, lambda args: build(args.build), timed_targets, label,
                  default_shapes=drawn_shapes())
-    out = next((Path(a.split("=", 1)[1]) for a in sys.argv if a.startswith("--out=")), None)
-    if out is None and "--out" in sys.argv:
-        out = Path(sys.argv[sys.argv.index("--out") + 1])
-    if out is not None and out.exists() and table:
-        result = json.loads(out.read_text())
+    if table:  # the timing ran and saved its result: the occupancy table joins it
+        result = json.loads(given["out"].read_text())
         result["occupancy"] = table
-        out.write_text(json.dumps(result, indent=1))
+        given["out"].write_text(json.dumps(result, indent=1))
 
 
 if __name__ == "__main__":
