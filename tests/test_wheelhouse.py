@@ -2,6 +2,7 @@
 needs. No network: wheels are fake file names and requirement lists. One slow test executes a notebook with the
 packages the wheelhouse leaves out made unimportable, as on the GPU host."""
 import importlib.util
+import os
 from pathlib import Path
 
 import pytest
@@ -95,7 +96,7 @@ def test_walk_leaves_out_what_only_a_prompt_or_a_debugger_imports():
 
 
 @pytest.mark.slow
-def test_a_notebook_executes_and_glues_without_the_packages_left_out(tmp_path):
+def test_a_notebook_executes_and_glues_without_the_packages_left_out(tmp_path, monkeypatch):
     """What the GPU host gets: papermill runs a kernel that imports neither jedi nor debugpy, and glue works. Each is
     shadowed by a package whose import fails, on the kernel's path."""
     papermill = pytest.importorskip("papermill")
@@ -118,15 +119,7 @@ def test_a_notebook_executes_and_glues_without_the_packages_left_out(tmp_path):
         "print('executed')")]
     source, executed = tmp_path / "in.ipynb", tmp_path / "out.ipynb"
     nbformat.write(notebook, source)
-    import os
-    previous = os.environ.get("PYTHONPATH")
-    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(blocked), previous]))
-    try:
-        papermill.execute_notebook(str(source), str(executed), kernel_name="python3", progress_bar=False)
-    finally:
-        if previous is None:
-            del os.environ["PYTHONPATH"]
-        else:
-            os.environ["PYTHONPATH"] = previous
+    monkeypatch.setenv("PYTHONPATH", str(blocked), prepend=os.pathsep)  # the kernel inherits it
+    papermill.execute_notebook(str(source), str(executed), kernel_name="python3", progress_bar=False)
     outputs = nbformat.read(executed, as_version=4).cells[0].outputs
     assert any("executed" in o.get("text", "") for o in outputs)
