@@ -95,6 +95,8 @@ def builds_at(rows: int, cols: int):
 class TritonInto:
     """The chapter's Triton softmax writing into the probe's own output buffer."""
 
+    name = "triton"
+
     def __init__(self, x, y, stream):
         from launchlab.chapters.fusion import baselines
 
@@ -170,7 +172,9 @@ def once(cubins: Path, shapes) -> None:
         x = cupy.random.default_rng(5).standard_normal((rows, cols), dtype=cupy.float32)
         y = cupy.empty_like(x)
         for entry, target in targets(cubins, cache, {"stream": stream})(rows, cols, x, y, 132):
-            if target is not None and entry["variant"] in ("triton", "base"):
+            if target is None:
+                print(rows, cols, label(entry), "not run:", entry.get("error"), flush=True)
+            elif entry["variant"] in ("triton", "base"):
                 for _ in range(2):
                     target.invoke()
                 stream.synchronize()
