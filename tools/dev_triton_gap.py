@@ -17,6 +17,7 @@ also records the Triton kernel's registers, spills and shared memory at each sha
 from __future__ import annotations
 
 import math
+import os
 import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
@@ -36,6 +37,7 @@ COLS = (300, 1600)
 BLOCKS = (64, 128, 256, 512)
 CHUNKS = (1, 2, 4)
 KINDS = ("base", "plain", "half")
+PTX_DIR = Path(os.environ["DEV_TRITON_PTX"]) if os.environ.get("DEV_TRITON_PTX") else None  # where Triton's PTX goes
 
 
 def drawn_shapes(count: int = SHAPES, seed: int = DRAW_SEED) -> list[tuple[int, int]]:
@@ -121,6 +123,10 @@ class TritonInto:
         try:
             compiled = kernel.warmup(self.inner.xt, self.inner.yt, self.inner.cols, BLOCK=shape["BLOCK"],
                                      num_warps=shape["num_warps"], grid=(1,))
+            if hasattr(compiled, "_init_handles"):
+                compiled._init_handles()  # the registers and spills are known once the module is loaded
+            if PTX_DIR is not None:
+                (PTX_DIR / f"triton_block{shape['BLOCK']}.ptx").write_text(compiled.asm["ptx"])
             found.update(registers=getattr(compiled, "n_regs", None), spills=getattr(compiled, "n_spills", None),
                          shared=getattr(compiled.metadata, "shared", None))
         except Exception as error:  # the figures are a note; the timing stands without them
@@ -167,7 +173,8 @@ def once(cubins: Path, shapes) -> None:
     import cupy
 
     cache: dict = {}
-    stream = cupy.cuda.get_current_stream()
+    stream = cupy.cuda.Stream(non_blocking=True)  # the Triton baseline refuses the legacy default stream
+    stream.use()
     for rows, cols in shapes:
         x = cupy.random.default_rng(5).standard_normal((rows, cols), dtype=cupy.float32)
         y = cupy.empty_like(x)
