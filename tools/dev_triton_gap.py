@@ -3,7 +3,9 @@ of 300-1,600 floats, one block per row, one wave. Times the chapter's Triton ker
 beside every registers-only row build that holds the row (kernels/fused_row_registers.cu) and two variants of each:
 
     plain   x read with ld.global instead of ld.global.nc (__ldg), as Triton's kernel reads it;
-    half    half the resident blocks an SM in __launch_bounds__ (more registers a thread for the scheduler).
+    half    half the resident blocks an SM in __launch_bounds__ (more registers a thread for the scheduler);
+    scalar  Triton's layout (tools/dev_triton_gap.cu): 4 x chunks floats a thread at a stride of the block, each a
+            4-byte load, so that a warp's load covers one 128-byte line instead of four.
 
     PYTHONPATH=src python tools/dev_triton_gap.py --build DIR                 # here: nvcc, sm_90 cubins
     PYTHONPATH=src python tools/dev_triton_gap.py --cubins DIR --out f.json [--shapes 1823x781,...]
@@ -36,7 +38,7 @@ ROWS = (400, 5000)
 COLS = (300, 1600)
 BLOCKS = (64, 128, 256, 512)
 CHUNKS = (1, 2, 4)
-KINDS = ("base", "plain", "half")
+KINDS = ("base", "plain", "half", "scalar")
 PTX_DIR = Path(os.environ["DEV_TRITON_PTX"]) if os.environ.get("DEV_TRITON_PTX") else None  # where Triton's PTX goes
 
 
@@ -68,20 +70,23 @@ def build(directory: Path) -> None:
     from launchlab.gpu import build as gpu_build
 
     directory.mkdir(parents=True, exist_ok=True)
-    source = directory / "dev_triton_gap.cu"
+    source = directory / "dev_triton_gap_rows.cu"
     # PLAIN_LOADS turns every __ldg of the row helpers into a plain load; the kernels are otherwise the chapter's.
     source.write_text("#ifdef PLAIN_LOADS\n#define __ldg(p) (*(p))\n#endif\n"
                       + gpu_build.expand_source(gpu_build.KERNEL_DIR / "fused_row_registers.cu"))
+    scalar = directory / "dev_triton_gap_scalar.cu"
+    scalar.write_text(gpu_build.expand_source(ROOT / "tools" / "dev_triton_gap.cu"))
 
     def one(key):
         command = ["nvcc", *gpu_build.compile_options(defines(*key), arch="sm_90"), "-cubin", "-o",
-                   str(directory / cubin_name(*key)), str(source)]
+                   str(directory / cubin_name(*key)), str(scalar if key[2] == "scalar" else source)]
         subprocess.run(command, check=True, capture_output=True, text=True)
 
     keys = [(b, r, k) for b in BLOCKS for r in CHUNKS for k in KINDS]
     with ThreadPoolExecutor(8) as pool:
         list(pool.map(one, keys))
     source.unlink()
+    scalar.unlink()
     print(f"{len(keys)} cubins in {directory}")
 
 
@@ -139,7 +144,7 @@ def load(cubins: Path, key: tuple, cache: dict):
 
     if key not in cache:
         cache[key] = SimpleNamespace(kernel=cupy.RawModule(path=str(cubins / cubin_name(*key))).get_function(
-            "registers_softmax"))
+            "scalar_softmax" if key[2] == "scalar" else "registers_softmax"))
     return cache[key]
 
 
@@ -181,7 +186,7 @@ def once(cubins: Path, shapes) -> None:
         for entry, target in targets(cubins, cache, {"stream": stream})(rows, cols, x, y, 132):
             if target is None:
                 print(rows, cols, label(entry), "not run:", entry.get("error"), flush=True)
-            elif entry["variant"] in ("triton", "base"):
+            elif entry["variant"] in ("triton", "base", "scalar"):
                 for _ in range(2):
                     target.invoke()
                 stream.synchronize()
