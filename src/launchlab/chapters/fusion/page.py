@@ -26,6 +26,7 @@ from launchlab.chapters.fusion.page_tables import (baseline_table, config_table,
 from launchlab.chapters.fusion.page_model import choice_values
 from launchlab.chapters.fusion.phase_floor import phase_floor_values
 from launchlab.chapters.fusion.pipelined_probe import later_probe_values, pipelined_values
+from launchlab.chapters.fusion.triton_layout import triton_layout_values
 from launchlab.chapters.fusion.summary import variant
 from launchlab.measure.variant import VariantId
 from launchlab.model import workloads
@@ -33,9 +34,9 @@ from launchlab.model import workloads
 # ---------------------------------------------------------------- glued values
 def page_values(run) -> dict:
     """Formatted numbers for the chapter's prose, all from the run's summaries and record (and the committed
-    phase-floor and pipelined probes, phase_floor.py and pipelined_probe.py, and the cost model's fit,
-    page_model.py); every name the prose may use
-    exists ("n/a" where this run did not measure it)."""
+    phase-floor, pipelined and Triton-layout probes, phase_floor.py, pipelined_probe.py and triton_layout.py, and
+    the cost model's fit, page_model.py); every name the prose may use exists ("n/a" where this run did not
+    measure it)."""
     s, record = summaries_of(run), run.record
     protocol, device = record.protocol, record.device
     values = {"run_id": run.run_id, "device_name": record.device_name, "sm_count": str(device["sm_count"]),
@@ -60,6 +61,7 @@ def page_values(run) -> dict:
     values.update(choice_values())
     values.update(pipelined_values())
     values.update(later_probe_values())
+    values.update(triton_layout_values())
     return _with_defaults(values, s)
 
 
