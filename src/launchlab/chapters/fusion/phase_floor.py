@@ -12,11 +12,11 @@ the copy ceiling, and their ranges over the sizes.
 """
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from launchlab.chapters.fusion import L2_STATES
 from launchlab.chapters.fusion.page_format import ratio_span
+from launchlab.chapters.fusion.probe_file import read_probe
 from launchlab.store.evidence import REPO_ROOT
 
 PHASE_FLOOR = REPO_ROOT / "evidence" / "development" / "phase_floor.json"
@@ -26,13 +26,8 @@ KINDS = {"phased_local": ("phased_local_",), "phased_pair": ("group2",), "phased
 
 def load(path: Path = PHASE_FLOOR) -> dict:
     """The probe's result file; a clear error where it is missing or holds no size with every kind measured."""
-    path = Path(path)
-    if not path.exists():
-        raise FileNotFoundError(f"{path}: the phase-floor probe's result is missing (tools/dev_phase_floor.py makes it)")
-    data = json.loads(path.read_text())
-    if not floors(data):
-        raise ValueError(f"{path}: no size has a measurement of each of {', '.join(KINDS)}")
-    return data
+    return read_probe(path, "the phase-floor probe's result", "tools/dev_phase_floor.py", floors,
+                      f"no size has a measurement of each of {', '.join(KINDS)}")
 
 
 def floors(data: dict) -> dict:

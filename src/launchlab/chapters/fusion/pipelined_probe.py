@@ -22,6 +22,7 @@ from pathlib import Path
 
 from launchlab.chapters.fusion import L2_STATES
 from launchlab.chapters.fusion.page_format import ratio_number, ratio_span, shape_label
+from launchlab.chapters.fusion.probe_file import read_probe
 from launchlab.present.replicas import counted
 from launchlab.store.evidence import REPO_ROOT
 
@@ -38,13 +39,7 @@ CEILINGS = ("memcpy", "copy_vec4")  # the copy ceiling's own entries in a floor 
 
 def load(path: Path = PIPELINED_PROBE, maker: str = "tools/dev_pcluster.py") -> dict:
     """A probe's result file; a clear error where it is missing or no shape has a valid variant and a timed pick."""
-    path = Path(path)
-    if not path.exists():
-        raise FileNotFoundError(f"{path}: the probe's result is missing ({maker} makes it)")
-    data = json.loads(path.read_text())
-    if not over_pick(data):
-        raise ValueError(f"{path}: no shape has both a timed pick and a valid variant")
-    return data
+    return read_probe(path, "the probe's result", maker, over_pick, "no shape has both a timed pick and a valid variant")
 
 
 def over_pick(data: dict) -> dict:

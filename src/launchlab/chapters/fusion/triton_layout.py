@@ -12,11 +12,11 @@ build of its layout there.
 """
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from launchlab.chapters.fusion import L2_STATES
 from launchlab.chapters.fusion.page_format import ratio_span
+from launchlab.chapters.fusion.probe_file import read_probe
 from launchlab.store.evidence import REPO_ROOT
 
 TRITON_LAYOUT = REPO_ROOT / "evidence" / "development" / "triton_gap_h100.json"
@@ -25,13 +25,8 @@ LAYOUT, CHUNKED = "scalar", "base"  # the probe's names of the two layouts
 
 def load(path: Path = TRITON_LAYOUT) -> dict:
     """The probe's result file; a clear error where it is missing or no shape has both layouts and Triton."""
-    path = Path(path)
-    if not path.exists():
-        raise FileNotFoundError(f"{path}: the Triton-layout probe's result is missing (tools/dev_triton_gap.py makes it)")
-    data = json.loads(path.read_text())
-    if not comparisons(data):
-        raise ValueError(f"{path}: no shape has a valid timing of Triton, the {CHUNKED} builds and the {LAYOUT} builds")
-    return data
+    return read_probe(path, "the Triton-layout probe's result", "tools/dev_triton_gap.py", comparisons,
+                      f"no shape has a valid timing of Triton, the {CHUNKED} builds and the {LAYOUT} builds")
 
 
 def comparisons(data: dict) -> list[dict]:
