@@ -1,5 +1,5 @@
 """Command line: python -m launchlab {verify, analyze, execute, seal, accept, claims, status, replicate, other-gpu,
-    plan, compare}.
+    compact, plan, compare}.
 
 Every command honours --root (the evidence store; default evidence/): a root that does not exist, is a
 file, or holds neither runs/ nor accepted.json is an error. Every expected failure ends as one line,
@@ -201,6 +201,18 @@ def command_other_gpu(args) -> int:
     return 0
 
 
+def command_compact(args) -> int:
+    """Leave to each accepted run the files its listed runs hold byte for byte (replicates.compact_listed)."""
+    from launchlab.store.replicates import compact_listed
+
+    freed = compact_listed(args.root)
+    for run_id, count in freed.items():
+        if count:
+            print(f"{run_id}: {count} bytes left to its accepted run")
+    print(f"{len(freed)} listed run(s) compacted, {sum(freed.values())} bytes freed")
+    return 0
+
+
 def command_plan(args) -> int:
     """A chapter's expanded variants and an estimate of the GPU seconds they take (-p as for execute)."""
     from launchlab.plan import print_plan
@@ -280,6 +292,8 @@ def main(argv=None) -> int:
     sub.add_argument("accepted", help="the accepted run id")
     sub.add_argument("run", help="the other GPU's run id (same chapter, sealed, passed)")
     sub.set_defaults(handler=command_other_gpu)
+    commands.add_parser("compact", help="store every listed replicate and other-GPU run compactly again"
+                        ).set_defaults(handler=command_compact)
     sub = commands.add_parser("plan", help="list a chapter's expanded variants and estimate its GPU seconds")
     sub.add_argument("stem", choices=STEMS, help="notebook stem")
     sub.add_argument("-p", "--parameter", nargs=2, action="append", metavar=("NAME", "VALUE"))

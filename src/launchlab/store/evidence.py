@@ -170,6 +170,23 @@ def elsewhere_problems(run_dir: Path, relative: str, entry: dict) -> list[str]:
     return []
 
 
+def run_file(run_dir: Path, relative: str) -> Path:
+    """Where a run's file lies: in the run, or, where its manifest says another run holds it byte for byte
+    (`held_by`), in that run. A file in neither is an error naming the run and the file."""
+    run_dir = Path(run_dir)
+    path = run_dir / relative
+    if path.is_file():
+        return path
+    manifest = run_dir / MANIFEST
+    entry = json.loads(manifest.read_text())["files"].get(relative, {}) if manifest.is_file() else {}
+    if "held_by" in entry:
+        held = run_dir.parent / str(entry["held_by"]) / relative
+        if held.is_file():
+            return held
+        raise EvidenceError(f"run {run_dir.name}: {relative} is held by run {entry['held_by']}, which has no such file")
+    raise EvidenceError(f"run {run_dir.name} has no file {relative}")
+
+
 def check_root(root: Path) -> Path:
     """An evidence store: a folder holding runs/ or accepted.json. Anything else is an error that says what the
     path is instead, never an empty success."""

@@ -7,10 +7,14 @@ stored compactly.
 checks that the run is a sealed, verified, passed run of the same chapter made from committed code, on the same
 GPU model as the accepted run (a replicate, listed in evidence/replicates.json) or on another one (listed in
 evidence/other_gpus.json), then lists it. Where the accepted run already holds a file byte for byte (a build's
-expanded source, its PTX and SASS), the new run drops its copy and its manifest says which run holds it
-(`held_by`), so that verify still checks every byte. Every other file stays (its executed notebook too), so the
-run still re-analyses from its own samples. This rewrites nothing but the new run's manifest, and only to say
-where a removed file lives.
+expanded source, its PTX and SASS, the validation report), the new run drops its copy and its manifest says which
+run holds it (`held_by`), so that verify still checks every byte and readers find it (evidence.run_file). Every
+other file stays (its executed notebook too), so the run still re-analyses from its own samples. This rewrites
+nothing but the new run's manifest, and only to say where a removed file lives.
+
+    python -m launchlab compact
+
+applies the same to every run already listed, for files HELD_ELSEWHERE has come to name since they were listed.
 """
 from __future__ import annotations
 
@@ -22,8 +26,9 @@ from launchlab.store.record import RunRecord
 
 REPLICATES_FILE = "replicates.json"
 OTHER_GPUS_FILE = "other_gpus.json"
-# A build's expanded source, and the outputs that the same source and options reproduce.
-HELD_ELSEWHERE = ("source.cu", "module.ptx.gz", "module.sass.gz")
+# A build's expanded source, and the outputs that the same source and options reproduce; the validation report,
+# which holds the checks' outcomes and errors (deterministic for the chapter's seeds), not timings.
+HELD_ELSEWHERE = ("source.cu", "module.ptx.gz", "module.sass.gz", "validation.json")
 
 
 def read_replicates(root: Path = evidence.EVIDENCE_ROOT) -> dict[str, list[str]]:
@@ -80,6 +85,24 @@ def compact(accepted: Path, replicate: Path) -> dict:
             (replicate / relative).unlink()
     evidence.atomic_write(replicate / evidence.MANIFEST, evidence.to_json(manifest))
     return manifest
+
+
+def compact_listed(root: Path = evidence.EVIDENCE_ROOT) -> dict[str, int]:
+    """compact() every listed replicate and run on another GPU against its accepted run; {run id: bytes freed}."""
+    freed = {}
+    for listing in (REPLICATES_FILE, OTHER_GPUS_FILE):
+        for accepted_id, run_ids in _read_listing(Path(root) / listing).items():
+            accepted = evidence.run_dir(accepted_id, root)
+            for run_id in run_ids:
+                run = evidence.run_dir(run_id, root)
+                before = _stored_bytes(run)
+                compact(accepted, run)
+                freed[run_id] = before - _stored_bytes(run)
+    return freed
+
+
+def _stored_bytes(run: Path) -> int:
+    return sum(path.stat().st_size for path in run.rglob("*") if path.is_file())
 
 
 def record_replicate(accepted_id: str, replicate_id: str, root: Path = evidence.EVIDENCE_ROOT) -> dict:

@@ -36,10 +36,8 @@ class Run:
         return self.record.device_name
 
     def file(self, relative: str) -> Path:
-        path = self.path / relative
-        if not path.exists():
-            raise evidence.EvidenceError(f"run {self.run_id} has no file {relative}")
-        return path
+        """The run's file, wherever it lies (evidence.run_file: in the run, or in the run that holds it)."""
+        return evidence.run_file(self.path, relative)
 
     def jsonl(self, relative: str) -> list[dict]:
         return read_jsonl(self.file(relative))

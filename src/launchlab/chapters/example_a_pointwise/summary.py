@@ -41,6 +41,7 @@ from launchlab.measure import stats
 from launchlab.measure.variant import VariantId
 from launchlab.model import dot
 from launchlab.runner import SAMPLES_FILE
+from launchlab.store import evidence
 from launchlab.store.runs import checks_by_phase, read_jsonl
 
 BUILD_RECORD = "builds/pointwise/record.json"
@@ -61,7 +62,7 @@ def summarize(run_dir: Path, record) -> dict:
             "verdicts": {key: stats.verdict(ratio) for key, ratio in ratios.items()},
             "tallies": tallies(ratios), "graphs": graphs, "graph_nodes": graph_nodes(graphs, declared),
             "dram": dram_summary(run_dir, declared),
-            "checks": check_counts(json.loads((run_dir / "validation.json").read_text())),
+            "checks": check_counts(json.loads(evidence.run_file(run_dir, "validation.json").read_text())),
             "sanitizer": sanitizer, "sanitizer_problem": sanitizer_problem(sanitizer, record, PROBLEM),
             "entry_points": sorted(json.loads((run_dir / BUILD_RECORD).read_text())["resources_loaded"]),
             "samples": warm_batch_samples(timing), "logical_gbps": logical_gbps(declared, timing)}

@@ -42,6 +42,7 @@ from launchlab.measure import stats
 from launchlab.measure.variant import VariantId
 from launchlab.model import dot
 from launchlab.runner import SAMPLES_FILE
+from launchlab.store import evidence
 from launchlab.store.runs import checks_by_phase, read_jsonl
 
 TIMELINE_FIELDS = ("sm_a", "a_start_ns", "a_end_ns", "sm_b", "b_start_ns", "b_end_ns")
@@ -68,7 +69,7 @@ def summarize(run_dir: Path, record) -> dict:
                           if "timeline" in v.enters and str(v.id) in traces},
             "layout": layout(record.details),
             "work": {case: work(case, jobs) for case in parameters.cases},
-            "checks": check_counts(json.loads((run_dir / "validation.json").read_text())),
+            "checks": check_counts(json.loads(evidence.run_file(run_dir, "validation.json").read_text())),
             "sanitizer": sanitizer, "sanitizer_problem": sanitizer_problem(sanitizer, record, PROBLEM),
             "samples": warm_batch_samples(timing)}
 
