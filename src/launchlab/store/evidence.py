@@ -162,12 +162,17 @@ def elsewhere_problems(run_dir: Path, relative: str, entry: dict) -> list[str]:
     """A manifest entry whose file another run holds byte for byte (`held_by`: a replicate's build outputs)."""
     if (run_dir / relative).exists():
         return [f"{run_dir.name}/{relative}: present, though the manifest says run {entry['held_by']} holds it"]
-    held = run_dir.parent / str(entry["held_by"]) / relative
+    held = held_path(run_dir, relative, entry)
     if not held.is_file():
         return [f"{run_dir.name}/{relative}: held by run {entry['held_by']}, which has no such file"]
     if sha256_file(held) != entry["sha256"] or held.stat().st_size != entry["bytes"]:
         return [f"{run_dir.name}/{relative}: held by run {entry['held_by']}, whose copy differs"]
     return []
+
+
+def held_path(run_dir: Path, relative: str, entry: dict) -> Path:
+    """Where the run that a manifest entry's `held_by` names keeps the file (the same path in that run)."""
+    return Path(run_dir).parent / str(entry["held_by"]) / relative
 
 
 def run_file(run_dir: Path, relative: str) -> Path:
@@ -180,7 +185,7 @@ def run_file(run_dir: Path, relative: str) -> Path:
     manifest = run_dir / MANIFEST
     entry = json.loads(manifest.read_text())["files"].get(relative, {}) if manifest.is_file() else {}
     if "held_by" in entry:
-        held = run_dir.parent / str(entry["held_by"]) / relative
+        held = held_path(run_dir, relative, entry)
         if held.is_file():
             return held
         raise EvidenceError(f"run {run_dir.name}: {relative} is held by run {entry['held_by']}, which has no such file")
