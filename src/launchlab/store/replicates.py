@@ -73,9 +73,10 @@ def replicate_problems(accepted: Path, replicate: Path, same_gpu: bool = True) -
     return problems
 
 
-def compact(accepted: Path, replicate: Path) -> dict:
-    """Drop the replicate's copies of what the accepted run holds; return the replicate's new manifest."""
+def compact(accepted: Path, replicate: Path) -> int:
+    """Drop the replicate's copies of what the accepted run holds; return the bytes dropped."""
     manifest = read_json(replicate / evidence.MANIFEST)
+    freed = 0
     for relative, entry in sorted(manifest["files"].items()):
         held = accepted / relative
         if "held_by" in entry or relative.rsplit("/", 1)[-1] not in HELD_ELSEWHERE or not held.is_file():
@@ -83,8 +84,9 @@ def compact(accepted: Path, replicate: Path) -> dict:
         if evidence.sha256_file(held) == entry["sha256"]:
             entry["held_by"] = accepted.name
             (replicate / relative).unlink()
+            freed += entry["bytes"]
     evidence.atomic_write(replicate / evidence.MANIFEST, evidence.to_json(manifest))
-    return manifest
+    return freed
 
 
 def compact_listed(root: Path = evidence.EVIDENCE_ROOT) -> dict[str, int]:
@@ -94,15 +96,8 @@ def compact_listed(root: Path = evidence.EVIDENCE_ROOT) -> dict[str, int]:
         for accepted_id, run_ids in _read_listing(Path(root) / listing).items():
             accepted = evidence.run_dir(accepted_id, root)
             for run_id in run_ids:
-                run = evidence.run_dir(run_id, root)
-                before = _stored_bytes(run)
-                compact(accepted, run)
-                freed[run_id] = before - _stored_bytes(run)
+                freed[run_id] = compact(accepted, evidence.run_dir(run_id, root))
     return freed
-
-
-def _stored_bytes(run: Path) -> int:
-    return sum(path.stat().st_size for path in run.rglob("*") if path.is_file())
 
 
 def record_replicate(accepted_id: str, replicate_id: str, root: Path = evidence.EVIDENCE_ROOT) -> dict:
