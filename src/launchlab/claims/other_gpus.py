@@ -188,14 +188,14 @@ COLUMNS = (("Claim", 10), ("Statement", 25), ("{accepted}", 18), ("{other}", 18)
 
 def carried_table_html(items: list[Carried]) -> str:
     """One row per claim and run: the statement, the value on each GPU, and the verdict with its reason."""
-    from launchlab.claims.page import _table_head
+    from launchlab.claims.page import table_head
 
     def gpus(runs) -> str:
         names = sorted({short_name(run.device) for run in runs})
         return html.escape(f"On the {names[0]}" if len(names) == 1 else "On its GPU")
 
     named = {"accepted": gpus(item.accepted for item in items), "other": gpus(item.other for item in items)}
-    lines = _table_head(tuple((name.format(**named), width) for name, width in COLUMNS))
+    lines = table_head(tuple((name.format(**named), width) for name, width in COLUMNS))
     chapters: dict[str, list[Carried]] = {}
     for item in items:
         chapters.setdefault(item.claim.section, []).append(item)

@@ -128,7 +128,9 @@ def quoted(excerpt: str) -> str:
     return tables.breakable(excerpt.replace(RECORD_ELLIPSIS, EDITORIAL_ELLIPSIS))
 
 
-def _table_head(columns) -> list[str]:
+def table_head(columns) -> list[str]:
+    """The opening lines of a claim-audit table: its style, and a column group and header row of (name, width %)
+    pairs; the names go in as given (HTML), so a caller escapes what needs it."""
     cols = "".join(f'<col style="width:{width}%">' for _, width in columns)
     heads = "".join(f'<th style="width:{width}%">{name}</th>' for name, width in columns)
     return [TABLE_STYLE, '<table class="table claim-audit">', f"<colgroup>{cols}</colgroup>",
@@ -152,7 +154,7 @@ def claims_table_html(claims: list[dict], sources: dict, family: str) -> str:
     for section, rows in by_section.items():
         lines.append(f'<details class="claim-section"><summary>{html.escape(section)}: '
                      f"{_count_words(rows)}</summary>")
-        lines += _table_head(COLUMNS) + ["<tbody>"]
+        lines += table_head(COLUMNS) + ["<tbody>"]
         lines.extend(_claim_row(claim, sources) for claim in rows)
         lines += ["</tbody>", "</table>", "</details>"]
     return "\n".join(lines)
@@ -171,7 +173,7 @@ def book_claims_html(members: list[dict]) -> str:
     """The book's claims as one table, a row group per chapter: the statement with its finding and evidence
     folded under it, the verdict, and our value with every replicate that broke the claim as stated (a restated
     claim's row is marked)."""
-    lines = _table_head(BOOK_COLUMNS)
+    lines = table_head(BOOK_COLUMNS)
     sections: dict[str, list[dict]] = {}
     for claim in members:
         sections.setdefault(claim["section"], []).append(claim)
@@ -337,7 +339,7 @@ def values_table_html(claims: list[dict]) -> str:
     """`values_frame` as an HTML table with every text in full, in the audit's fixed layout (pandas' own HTML
     sizes columns to their longest words and would overflow the content column)."""
     frame = values_frame(claims)
-    lines = _table_head(VALUE_COLUMNS) + ["<tbody>"]
+    lines = table_head(VALUE_COLUMNS) + ["<tbody>"]
     for claim_id, row in frame.iterrows():
         cells = [f'<a href="{site.claim_link(claim_id)}">{claim_id}</a>',
                  *(tables.breakable(str(text)) if str(text) else tables.MISSING for text in row)]
@@ -349,7 +351,7 @@ def values_table_html(claims: list[dict]) -> str:
 def sources_table_html(sources: dict) -> str:
     """Every source key with its linked title, the document it belongs to and its date: "consulted" where the
     source was consulted that day, "added" where the key was added without opening its page (its access_note)."""
-    lines = _table_head(SOURCE_COLUMNS) + ["<tbody>"]
+    lines = table_head(SOURCE_COLUMNS) + ["<tbody>"]
     for key, source in sources.items():
         date = f"added {source['accessed']}" if source["access_note"] else f"consulted {source['accessed']}"
         # a title such as owner/repository may break after its slash, and nowhere inside a word
